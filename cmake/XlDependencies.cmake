@@ -1,0 +1,60 @@
+# Finds every external dependency.
+#
+# LibTorch: taken from Torch_DIR / CMAKE_PREFIX_PATH when given (a pytorch.org libtorch zip or
+# any torch install); otherwise from the Python interpreter's torch wheel
+# (torch.utils.cmake_prefix_path), preferring the project's .venv made by scripts/bootstrap.sh.
+# The wheel is a CUDA build, so configuring also needs the CUDA toolkit (nvcc), even on a
+# machine without a GPU.
+if(NOT Torch_DIR)
+  find_package(Torch QUIET CONFIG)
+endif()
+if(NOT Torch_FOUND)
+  if(NOT Python3_EXECUTABLE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)
+    set(Python3_EXECUTABLE ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)
+  endif()
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -c "import torch; print(torch.utils.cmake_prefix_path)"
+    OUTPUT_VARIABLE XL_TORCH_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE XL_TORCH_RESULT ERROR_QUIET)
+  if(NOT XL_TORCH_RESULT EQUAL 0)
+    message(FATAL_ERROR "LibTorch not found: run scripts/bootstrap.sh (it installs the pinned "
+      "torch wheel into .venv), or pass -DTorch_DIR=<libtorch>/share/cmake/Torch.")
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH ${XL_TORCH_PREFIX})
+endif()
+find_package(Torch REQUIRED CONFIG)
+message(STATUS "xl: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3.2 REQUIRED)
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+
+# yaml-cpp 0.7 exports the plain target name `yaml-cpp`; newer versions add a namespace.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(XL_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(XL_YAML_TARGET yaml-cpp)
+endif()
+
+# The torch wheel ships fmt 12 headers in its include folder, which would shadow the fmt that
+# spdlog was built against. A folder linking to the real fmt and spdlog headers goes first on
+# the include path (torch/torch.h itself does not include fmt).
+set(XL_SHIM_INCLUDE ${CMAKE_BINARY_DIR}/shim-include)
+file(MAKE_DIRECTORY ${XL_SHIM_INCLUDE})
+foreach(dep fmt spdlog)
+  get_target_property(_dirs ${dep}::${dep} INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT _dirs)
+    set(_dirs /usr/include)
+  endif()
+  find_path(XL_${dep}_HEADERS ${dep} PATHS ${_dirs} NO_DEFAULT_PATH)
+  if(NOT XL_${dep}_HEADERS)
+    find_path(XL_${dep}_HEADERS ${dep} PATHS /usr/include NO_DEFAULT_PATH REQUIRED)
+  endif()
+  file(CREATE_LINK ${XL_${dep}_HEADERS}/${dep} ${XL_SHIM_INCLUDE}/${dep} SYMBOLIC)
+endforeach()

@@ -1,0 +1,54 @@
+// Preparing corpora (xl-prep) and opening prepared ones (training and evaluation).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "xl/config/schema.h"
+#include "xl/data/token_file.h"
+#include "xl/data/vocab.h"
+
+namespace xl::data {
+
+struct PrepOptions {
+  VocabKind kind = VocabKind::kWord;
+  /// Split name ("train", "valid", "test") -> text file. "train" is required.
+  std::map<std::string, std::filesystem::path> splits;
+  std::filesystem::path out;
+  /// Build the vocabulary from the training split only ("train") or from all splits ("all").
+  std::string vocab_from = "train";
+  /// Reuse this vocabulary instead of building one (e.g. to encode new text for a trained model).
+  std::optional<std::filesystem::path> vocab;
+};
+
+struct PrepReport {
+  int64_t vocab_size = 0;
+  std::map<std::string, int64_t> tokens; // per split
+};
+
+/// Builds (or loads) the vocabulary and writes <out>/vocab.txt and <out>/<split>.bin.
+PrepReport prepare_corpus(const PrepOptions& options);
+
+/// A prepared corpus: its vocabulary and memory-mapped splits, checked against each other.
+class Corpus {
+ public:
+  explicit Corpus(const config::DataConfig& data);
+
+  const Vocab& vocab() const {
+    return vocab_;
+  }
+  /// The split "train", "valid" or "test", mapped on first use.
+  const TokenFile& split(const std::string& name);
+
+ private:
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> files_;
+  std::filesystem::path vocab_path_;
+  Vocab vocab_;
+  std::map<std::string, std::unique_ptr<TokenFile>> splits_;
+};
+
+} // namespace xl::data

@@ -1,0 +1,65 @@
+#include "xl/app/cli.h"
+
+#include <c10/util/Exception.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "xl/config/config.h"
+#include "xl/util/error.h"
+
+namespace xl::app {
+
+void add_config_flags(CLI::App& app, ConfigFlags& flags) {
+  app.add_option("-c,--config", flags.path, "YAML config file (may name a `base:` to inherit)");
+  app.add_option("--set", flags.overrides,
+                 "override a key, e.g. --set model.d_model=512 (repeatable, later wins)")
+      ->take_all()
+      ->allow_extra_args(false);
+  app.add_flag("--dump-config", flags.dump, "print the fully resolved config as YAML and exit");
+  app.add_flag("--print-schema", flags.print_schema,
+               "print every config key with its type, default and meaning, and exit");
+}
+
+bool load_config(const ConfigFlags& flags, config::Config& out) {
+  if (flags.print_schema) {
+    std::cout << config::schema_reference();
+    return false;
+  }
+  if (flags.path.empty()) {
+    throw UserError("no config given: pass --config FILE (see configs/)");
+  }
+  out = config::load(flags.path, flags.overrides);
+  if (flags.dump) {
+    std::cout << config::dump(out);
+    return false;
+  }
+  return true;
+}
+
+int parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : kUserErrorExit;
+  }
+  return -1;
+}
+
+int run_main(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UserError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return kUserErrorExit;
+  } catch (const c10::Error& e) {
+    std::cerr << "internal error: " << e.what_without_backtrace() << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << std::endl;
+    return 1;
+  }
+}
+
+} // namespace xl::app

@@ -1,0 +1,202 @@
+#include "xl/config/tree.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::config {
+
+namespace {
+
+Source source_at(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return Source{file, mark.is_null() ? 0 : mark.line + 1};
+}
+
+Tree from_yaml(const YAML::Node& node, const std::string& file, const Source* fixed) {
+  Tree tree;
+  tree.source = fixed != nullptr ? *fixed : source_at(file, node);
+  if (!node.IsMap()) {
+    tree.leaf = node;
+    return tree;
+  }
+  tree.is_map = true;
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    Source key_source = fixed != nullptr ? *fixed : source_at(file, item.first);
+    if (tree.find(key) != nullptr) {
+      throw ConfigError(key_source.str() + ": duplicate key '" + key + "'");
+    }
+    Tree child = from_yaml(item.second, file, fixed);
+    child.source = key_source;
+    tree.children.emplace_back(key, std::move(child));
+  }
+  return tree;
+}
+
+// Overlays `top` onto `bottom`: mappings merge recursively, anything else replaces.
+void merge_into(Tree& bottom, const Tree& top) {
+  if (!bottom.is_map || !top.is_map) {
+    bottom = top;
+    return;
+  }
+  for (const auto& [key, value] : top.children) {
+    Tree* existing = bottom.find(key);
+    if (existing == nullptr) {
+      bottom.children.emplace_back(key, value);
+    } else {
+      merge_into(*existing, value);
+    }
+  }
+}
+
+Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(path, ec);
+  if (std::find(stack.begin(), stack.end(), canonical) != stack.end()) {
+    std::string chain;
+    for (const auto& p : stack) {
+      chain += p.string() + " -> ";
+    }
+    throw ConfigError("config inheritance cycle: " + chain + canonical.string());
+  }
+  if (!fs::is_regular_file(path, ec)) {
+    throw ConfigError("config file not found: " + path.string());
+  }
+  const std::string text = read_file(path, "config file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(path.string() + ":" + std::to_string(e.mark.line + 1) +
+                      ": invalid YAML: " + e.msg);
+  }
+  if (root.IsNull()) {
+    root = YAML::Node(YAML::NodeType::Map);
+  }
+  if (!root.IsMap()) {
+    throw ConfigError(source_at(path.string(), root).str() +
+                      ": expected a mapping of sections (model, data, train, eval, run) at the "
+                      "top level");
+  }
+  stack.push_back(canonical);
+  Tree merged;
+  merged.is_map = true;
+  merged.source = Source{path.string(), 1};
+  if (const YAML::Node base = root["base"]) {
+    std::vector<std::string> bases;
+    const Source base_source = source_at(path.string(), base);
+    if (base.IsScalar()) {
+      bases.push_back(base.as<std::string>());
+    } else if (base.IsSequence()) {
+      for (const auto& b : base) {
+        if (!b.IsScalar()) {
+          throw ConfigError(base_source.str() + ": base: expected a file name or a list of "
+                                                "file names");
+        }
+        bases.push_back(b.as<std::string>());
+      }
+    } else {
+      throw ConfigError(base_source.str() + ": base: expected a file name or a list of file "
+                                            "names");
+    }
+    for (const auto& b : bases) {
+      const fs::path base_path = path.parent_path() / b;
+      if (!fs::exists(base_path, ec)) {
+        throw ConfigError(base_source.str() + ": base file not found: " + base_path.string());
+      }
+      merge_into(merged, load_chain(base_path, stack));
+    }
+    root.remove("base");
+  }
+  merge_into(merged, from_yaml(root, path.string(), nullptr));
+  stack.pop_back();
+  return merged;
+}
+
+} // namespace
+
+std::string Source::str() const {
+  return line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
+Tree* Tree::find(const std::string& key) {
+  for (auto& [k, v] : children) {
+    if (k == key) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+const Tree* Tree::find(const std::string& key) const {
+  return const_cast<Tree*>(this)->find(key);
+}
+
+Tree& Tree::child(const std::string& key, const Source& src) {
+  if (Tree* existing = find(key)) {
+    return *existing;
+  }
+  Tree fresh;
+  fresh.is_map = true;
+  fresh.source = src;
+  children.emplace_back(key, std::move(fresh));
+  return children.back().second;
+}
+
+Tree tree_from_yaml(const YAML::Node& node, const Source& source) {
+  return from_yaml(node, source.file, &source);
+}
+
+Tree load_tree(const std::string& path) {
+  std::vector<fs::path> stack;
+  return load_chain(path, stack);
+}
+
+void apply_override(Tree& tree, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const Source source{"--set " + assignment, 0};
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError(source.str() + ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
+  }
+  const std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source.str() + ": value is not valid YAML: " + e.msg);
+  }
+  std::vector<std::string> keys;
+  size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) {
+      break;
+    }
+    start = dot + 1;
+  }
+  Tree* node = &tree;
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (keys[i].empty()) {
+      throw ConfigError(source.str() + ": empty key in path '" + path + "'");
+    }
+    if (!node->is_map) {
+      *node = Tree{};
+      node->is_map = true;
+      node->source = source;
+    }
+    node = &node->child(keys[i], source);
+  }
+  if (keys.back().empty()) {
+    throw ConfigError(source.str() + ": empty key in path '" + path + "'");
+  }
+  Tree top;
+  top.is_map = true;
+  top.children.emplace_back(keys.back(), tree_from_yaml(value, source));
+  merge_into(*node, top);
+}
+
+} // namespace xl::config

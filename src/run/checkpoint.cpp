@@ -1,0 +1,126 @@
+#include "xl/run/checkpoint.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::run {
+
+namespace {
+
+constexpr const char* kMagicKey = "xl.magic";
+constexpr const char* kMagicValue = "xl-checkpoint";
+
+void flatten(const YAML::Node& node, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      const std::string key = item.first.as<std::string>();
+      flatten(item.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+    return;
+  }
+  YAML::Emitter emitter;
+  emitter << YAML::Flow << node;
+  out[prefix] = emitter.c_str();
+}
+
+} // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const CheckpointInfo& info,
+                     const std::function<void(torch::serialize::OutputArchive&)>& fill) {
+  torch::serialize::OutputArchive archive;
+  archive.write(kMagicKey, c10::IValue(std::string(kMagicValue)));
+  archive.write("xl.format", c10::IValue(info.format));
+  archive.write("xl.step", c10::IValue(info.step));
+  archive.write("xl.config", c10::IValue(info.config));
+  fill(archive);
+  atomic_write(path, [&](const ByteSink& sink) {
+    archive.save_to([&](const void* data, size_t size) -> size_t {
+      sink(data, size);
+      return size;
+    });
+  });
+}
+
+CheckpointInfo load_checkpoint(const std::filesystem::path& path,
+                               torch::serialize::InputArchive& archive) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw UserError("checkpoint not found: " + path.string());
+  }
+  try {
+    archive.load_from(path.string());
+  } catch (const c10::Error& e) {
+    throw UserError("cannot read checkpoint " + path.string() +
+                    " (not a LibTorch archive, or corrupt): " + e.what_without_backtrace());
+  }
+  c10::IValue magic;
+  if (!archive.try_read(kMagicKey, magic) || !magic.isString() ||
+      magic.toStringRef() != kMagicValue) {
+    throw UserError(path.string() + " is a LibTorch archive but not an xl checkpoint");
+  }
+  CheckpointInfo info;
+  c10::IValue value;
+  archive.read("xl.format", value);
+  info.format = value.toInt();
+  if (info.format != kCheckpointFormat) {
+    throw UserError(fmt::format("{}: checkpoint format {}, this xl reads format {}",
+                                path.string(), info.format, kCheckpointFormat));
+  }
+  archive.read("xl.step", value);
+  info.step = value.toInt();
+  archive.read("xl.config", value);
+  info.config = value.toStringRef();
+  return info;
+}
+
+std::vector<std::string> config_differences(const std::string& checkpoint_config,
+                                            const std::string& current_config,
+                                            const std::vector<std::string>& sections) {
+  std::map<std::string, std::string> saved;
+  std::map<std::string, std::string> current;
+  flatten(YAML::Load(checkpoint_config), "", saved);
+  flatten(YAML::Load(current_config), "", current);
+  const auto selected = [&](const std::string& key) {
+    for (const auto& s : sections) {
+      if (key.rfind(s + ".", 0) == 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> differences;
+  std::map<std::string, std::string> all = saved;
+  all.insert(current.begin(), current.end());
+  for (const auto& [key, unused] : all) {
+    if (!selected(key)) {
+      continue;
+    }
+    const auto a = saved.find(key);
+    const auto b = current.find(key);
+    const std::string left = a == saved.end() ? "(absent)" : a->second;
+    const std::string right = b == current.end() ? "(absent)" : b->second;
+    if (left != right) {
+      differences.push_back(fmt::format("{}: checkpoint {}, config {}", key, left, right));
+    }
+  }
+  return differences;
+}
+
+void require_matching_config(const std::filesystem::path& checkpoint,
+                             const std::string& checkpoint_config,
+                             const std::string& current_config,
+                             const std::vector<std::string>& sections) {
+  const auto differences = config_differences(checkpoint_config, current_config, sections);
+  if (!differences.empty()) {
+    throw UserError(fmt::format("checkpoint {} was made with a different config:\n  {}",
+                                checkpoint.string(), fmt::join(differences, "\n  ")));
+  }
+}
+
+} // namespace xl::run

@@ -1,0 +1,70 @@
+#include "xl/run/progress.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace xl::run {
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return "?";
+  }
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 60) {
+    return fmt::format("{}s", s);
+  }
+  if (s < 3600) {
+    return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  }
+  if (s < 86400) {
+    return fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60);
+  }
+  return fmt::format("{}d{:02d}h", s / 86400, (s % 86400) / 3600);
+}
+
+std::string format_count(double value) {
+  if (value >= 1e6) {
+    return fmt::format("{:.2f}M", value / 1e6);
+  }
+  if (value >= 1e4) {
+    return fmt::format("{:.1f}k", value / 1e3);
+  }
+  return fmt::format("{:.0f}", value);
+}
+
+Progress::Progress(int64_t total, int64_t start)
+    : total_(total), start_(start), done_(start), began_(Clock::now()),
+      window_began_(began_) {}
+
+void Progress::update(int64_t done, int64_t tokens) {
+  done_ = done;
+  window_tokens_ += tokens;
+}
+
+double Progress::tokens_per_second() const {
+  const double elapsed = std::chrono::duration<double>(Clock::now() - window_began_).count();
+  return elapsed > 0 ? static_cast<double>(window_tokens_) / elapsed : 0.0;
+}
+
+double Progress::eta_seconds() const {
+  const double elapsed = std::chrono::duration<double>(Clock::now() - began_).count();
+  const int64_t finished = done_ - start_;
+  if (finished <= 0) {
+    return std::nan("");
+  }
+  return elapsed / static_cast<double>(finished) * static_cast<double>(total_ - done_);
+}
+
+std::string Progress::line(const std::string& unit) {
+  const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
+  std::string text = fmt::format("{} {}/{} ({:.1f}%) | {} tok/s | ETA {}", unit, done_, total_,
+                                 pct, format_count(tokens_per_second()),
+                                 format_duration(eta_seconds()));
+  window_tokens_ = 0;
+  window_began_ = Clock::now();
+  return text;
+}
+
+} // namespace xl::run

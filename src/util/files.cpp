@@ -1,0 +1,118 @@
+#include "xl/util/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "xl/util/error.h"
+
+namespace xl {
+
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+void sync_directory(const fs::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Temporaries are "<name>.tmp.<pid>" so that concurrent writers never share one and stale
+// ones are recognisable.
+std::string temporary_prefix(const fs::path& path) {
+  return path.filename().string() + ".tmp.";
+}
+
+} // namespace
+
+std::string read_file(const fs::path& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw UserError(what + " not found: " + path.string());
+  }
+  if (fs::is_directory(path, ec)) {
+    throw UserError(what + " is a directory, expected a file: " + path.string());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UserError("cannot read " + what + " " + path.string() + ": " + errno_text());
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce) {
+  const fs::path dir = path.parent_path();
+  if (!dir.empty()) {
+    fs::create_directories(dir);
+  }
+  remove_stale_temporaries(path);
+  const fs::path tmp = dir / (temporary_prefix(path) + std::to_string(::getpid()));
+  FILE* file = std::fopen(tmp.c_str(), "wb");
+  if (file == nullptr) {
+    throw UserError("cannot write " + tmp.string() + ": " + errno_text());
+  }
+  try {
+    produce([&](const void* data, size_t size) {
+      if (size > 0 && std::fwrite(data, 1, size, file) != size) {
+        throw UserError("write failed for " + tmp.string() + ": " + errno_text());
+      }
+    });
+    if (std::fflush(file) != 0 || ::fsync(::fileno(file)) != 0) {
+      throw UserError("cannot flush " + tmp.string() + ": " + errno_text());
+    }
+  } catch (...) {
+    std::fclose(file);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  std::fclose(file);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    std::remove(tmp.c_str());
+    throw UserError("cannot rename " + tmp.string() + " to " + path.string() + ": " + reason);
+  }
+  sync_directory(dir);
+}
+
+void atomic_write(const fs::path& path, const std::string& content) {
+  atomic_write(path, [&](const ByteSink& sink) { sink(content.data(), content.size()); });
+}
+
+void remove_stale_temporaries(const fs::path& path) {
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return;
+  }
+  const std::string prefix = temporary_prefix(path);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  uint64_t hash = seed;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+} // namespace xl

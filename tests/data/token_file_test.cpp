@@ -1,0 +1,119 @@
+#include "xl/data/token_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xl/data/corpus.h"
+#include "xl/util/error.h"
+
+namespace xl::data {
+namespace {
+
+using ::testing::HasSubstr;
+using test::TempDir;
+using test::write_file;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TokenFile, RoundTripsIdsThroughTheMemoryMap) {
+  TempDir dir;
+  const auto f = write_file(dir / "t.txt", "a b c\nb c\nc\n");
+  const Vocab vocab = Vocab::build_word({f});
+  const auto ids = vocab.encode_file(f);
+  write_token_file(dir / "t.bin", ids, vocab);
+  const TokenFile tokens(dir / "t.bin", vocab, dir / "vocab.txt");
+  ASSERT_EQ(tokens.size(), static_cast<int64_t>(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(tokens.at(static_cast<int64_t>(i)), ids[i]);
+  }
+  const auto slice = tokens.slice(2, 4);
+  EXPECT_EQ(slice.dtype(), torch::kInt64);
+  EXPECT_TRUE(torch::equal(slice, torch::tensor({ids[2], ids[3], ids[4], ids[5]})));
+}
+
+TEST(TokenFile, UsesFourBytesForLargeVocabularies) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 70000; ++i) {
+    text += "w" + std::to_string(i) + "\n";
+  }
+  const auto f = write_file(dir / "big.txt", text);
+  const Vocab vocab = Vocab::build_word({f});
+  ASSERT_GT(vocab.size(), 65536);
+  const auto ids = vocab.encode_file(f);
+  write_token_file(dir / "big.bin", ids, vocab);
+  EXPECT_EQ(std::filesystem::file_size(dir / "big.bin"), 64 + 4 * ids.size());
+  const TokenFile tokens(dir / "big.bin", vocab, dir / "vocab.txt");
+  EXPECT_EQ(tokens.at(static_cast<int64_t>(ids.size()) - 2), ids[ids.size() - 2]);
+  EXPECT_EQ(tokens.slice(static_cast<int64_t>(ids.size()) - 2, 2)[0].item<int64_t>(),
+            ids[ids.size() - 2]);
+}
+
+TEST(TokenFile, RefusesAnotherVocabulary) {
+  TempDir dir;
+  const auto a = write_file(dir / "a.txt", "x y z\n");
+  const auto b = write_file(dir / "b.txt", "x y q\n");
+  const Vocab va = Vocab::build_word({a});
+  const Vocab vb = Vocab::build_word({b});
+  ASSERT_EQ(va.size(), vb.size());
+  write_token_file(dir / "a.bin", va.encode_file(a), va);
+  const std::string message = error_of([&] { TokenFile(dir / "a.bin", vb, dir / "vb.txt"); });
+  EXPECT_THAT(message, HasSubstr("a.bin: encoded with a different vocabulary"));
+  EXPECT_THAT(message, HasSubstr("vb.txt"));
+}
+
+TEST(TokenFile, RefusesTruncatedForeignAndMissingFiles) {
+  TempDir dir;
+  const auto a = write_file(dir / "a.txt", "x y z\n");
+  const Vocab v = Vocab::build_word({a});
+  write_token_file(dir / "a.bin", v.encode_file(a), v);
+  std::filesystem::resize_file(dir / "a.bin", std::filesystem::file_size(dir / "a.bin") - 1);
+  EXPECT_THAT(error_of([&] { TokenFile(dir / "a.bin", v, "v"); }), HasSubstr("truncated"));
+  write_file(dir / "foreign.bin", std::string(100, 'x'));
+  EXPECT_THAT(error_of([&] { TokenFile(dir / "foreign.bin", v, "v"); }),
+              HasSubstr("not an xl token file (bad magic)"));
+  write_file(dir / "tiny.bin", "x");
+  EXPECT_THAT(error_of([&] { TokenFile(dir / "tiny.bin", v, "v"); }),
+              HasSubstr("shorter than the 64-byte header"));
+  EXPECT_THAT(error_of([&] { TokenFile(dir / "none.bin", v, "v"); }),
+              HasSubstr("token file not found"));
+}
+
+TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
+  TempDir dir;
+  PrepOptions options;
+  options.splits["train"] = write_file(dir / "train.txt", "a b\nb c\n");
+  options.splits["valid"] = write_file(dir / "valid.txt", "c b a\n");
+  options.out = dir / "out";
+  const PrepReport report = prepare_corpus(options);
+  EXPECT_EQ(report.vocab_size, 4);
+  EXPECT_EQ(report.tokens.at("train"), 6);
+  EXPECT_EQ(report.tokens.at("valid"), 4);
+  config::DataConfig data;
+  data.dir = options.out.string();
+  Corpus corpus(data);
+  EXPECT_EQ(corpus.split("valid").size(), 4);
+  EXPECT_THAT(error_of([&] { corpus.split("test"); }), HasSubstr("token file not found"));
+}
+
+TEST(PrepareCorpus, BadSplitLeavesNoOutput) {
+  TempDir dir;
+  PrepOptions options;
+  options.splits["train"] = write_file(dir / "train.txt", "a b\n");
+  options.splits["valid"] = write_file(dir / "valid.txt", "");
+  options.out = dir / "out";
+  EXPECT_THAT(error_of([&] { prepare_corpus(options); }), HasSubstr("corpus file is empty"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "vocab.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "train.bin"));
+}
+
+} // namespace
+} // namespace xl::data

@@ -1,0 +1,116 @@
+// The apps as a user runs them: exit codes, messages and files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string app(const std::string& name) {
+  return std::string(kBinDir) + "/" + name;
+}
+
+std::string config_file(const std::string& relative) {
+  return std::string(kSourceDir) + "/" + relative;
+}
+
+TEST(XlPrep, EncodesWikiText2WithGoldenCounts) {
+  TempDir dir;
+  const auto r = run_command(app("xl-prep") + " --train " +
+                                 testdata("wikitext-2/wiki.train.tokens").string() +
+                                 " --valid " + testdata("wikitext-2/wiki.valid.tokens").string() +
+                                 " --test " + testdata("wikitext-2/wiki.test.tokens").string() +
+                                 " --out wt2",
+                             dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("vocabulary: 33278 word tokens"));
+  EXPECT_THAT(r.output, HasSubstr("train: 2088628 tokens"));
+  EXPECT_THAT(r.output, HasSubstr("valid: 217646 tokens"));
+  EXPECT_THAT(r.output, HasSubstr("test: 245569 tokens"));
+  // 2-byte tokens after a 64-byte header.
+  EXPECT_EQ(fs::file_size(dir / "wt2/train.bin"), 64u + 2u * 2088628u);
+}
+
+TEST(XlPrep, ByteFormatOnEnwik8Prefix) {
+  TempDir dir;
+  const auto r = run_command(app("xl-prep") + " --format byte --train " +
+                                 testdata("enwik8/enwik8-prefix-1M").string() + " --out e8",
+                             dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("train: 1000000 tokens"));
+  EXPECT_THAT(read_text(dir / "e8/vocab.txt"), ::testing::StartsWith("#xl-vocab v1 kind=byte"));
+}
+
+TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
+  TempDir dir;
+  auto r = run_command(app("xl-prep") + " --train nope.txt --out o", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("error: corpus file not found: nope.txt"));
+  write_file(dir / "empty.txt", "");
+  r = run_command(app("xl-prep") + " --train empty.txt --out o", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("corpus file is empty: empty.txt"));
+  r = run_command(app("xl-prep") + " --out o", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--train is required"));
+}
+
+TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
+  TempDir dir;
+  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  auto r = run_command(app("xl-train") + " --config " + cfg +
+                           " --set model.n_layer=3 --set train.lr=5e-4 --dump-config",
+                       dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("  n_layer: 3\n"));
+  EXPECT_THAT(r.output, HasSubstr("  lr: 0.0005\n"));
+  EXPECT_THAT(r.output, HasSubstr("  name: \"wt2_small\"\n"));
+  write_file(dir / "dumped.yaml", r.output);
+  const auto again = run_command(app("xl-train") + " --config dumped.yaml --dump-config",
+                                 dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_EQ(again.output, r.output);
+}
+
+TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
+  TempDir dir;
+  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  const auto r =
+      run_command(app("xl-train") + " --config " + cfg + " --set model.n_layers=3", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output,
+            "error: --set model.n_layers=3: unknown key 'model.n_layers' (did you mean "
+            "'model.n_layer'?)\n");
+  const auto missing = run_command(app("xl-train") + " --config nope.yaml", dir.path());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.output, HasSubstr("config file not found: nope.yaml"));
+  EXPECT_THAT(missing.output, Not(HasSubstr("Exception raised from")));
+  const auto usage = run_command(app("xl-train") + " --bogus-flag", dir.path());
+  EXPECT_EQ(usage.status, 2);
+}
+
+TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
+  const auto r = run_command(app("xl-train") + " --print-schema");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("| `model.mem_len` |"));
+  EXPECT_THAT(r.output, HasSubstr("| `eval.same_length` |"));
+}
+
+TEST(XlTrain, MissingPreparedDataIsAClearError) {
+  TempDir dir;
+  const auto r = run_command(app("xl-train") + " --config " +
+                                 config_file("configs/txl/wt2_small.yaml") +
+                                 " --set data.dir=absent",
+                             dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("vocabulary file not found: absent/vocab.txt"));
+  // The run directory was made and holds the resolved config.
+  EXPECT_TRUE(fs::exists(dir / "runs/wt2_small/config.yaml"));
+}
+
+} // namespace
+} // namespace xl::test

@@ -1,0 +1,159 @@
+// Checkpoints: contents round trip, format and config checks, and atomicity under a kill.
+#include "xl/run/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "test_util.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::run {
+namespace {
+
+using ::testing::HasSubstr;
+using test::TempDir;
+
+void save_with_weight(const std::filesystem::path& path, int64_t step,
+                      const torch::Tensor& weight) {
+  save_checkpoint(path, CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n"},
+                  [&](torch::serialize::OutputArchive& archive) {
+                    archive.write("weight", weight);
+                  });
+}
+
+torch::Tensor load_weight(const std::filesystem::path& path, int64_t* step) {
+  torch::serialize::InputArchive archive;
+  const CheckpointInfo info = load_checkpoint(path, archive);
+  *step = info.step;
+  torch::Tensor weight;
+  archive.read("weight", weight);
+  return weight;
+}
+
+TEST(Checkpoint, RoundTripsInfoAndTensors) {
+  TempDir dir;
+  const auto weight = torch::randn({3, 4});
+  save_with_weight(dir / "c.pt", 42, weight);
+  torch::serialize::InputArchive archive;
+  const CheckpointInfo info = load_checkpoint(dir / "c.pt", archive);
+  EXPECT_EQ(info.step, 42);
+  EXPECT_EQ(info.format, kCheckpointFormat);
+  EXPECT_EQ(info.config, "model:\n  d_model: 8\n");
+  torch::Tensor loaded;
+  archive.read("weight", loaded);
+  EXPECT_TRUE(torch::equal(loaded, weight));
+}
+
+TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
+  TempDir dir;
+  const auto path = dir / "last.pt";
+  const auto old_weight = torch::arange(12, torch::kFloat).view({3, 4});
+  save_with_weight(path, 1, old_weight);
+  // The new checkpoint's bytes, as save_checkpoint would stream them.
+  save_with_weight(dir / "new.pt", 2, torch::ones({256, 256}));
+  const std::string next = test::read_text(dir / "new.pt");
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Write half of the new checkpoint, then die without any cleanup.
+    atomic_write(path, [&](const ByteSink& sink) {
+      sink(next.data(), next.size() / 2);
+      ::raise(SIGKILL);
+    });
+    ::_exit(0); // not reached
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(WTERMSIG(status), SIGKILL);
+
+  // The torn temporary exists, the checkpoint itself is the old, complete one.
+  bool torn_temporary = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    torn_temporary |= entry.path().filename().string().rfind("last.pt.tmp.", 0) == 0;
+  }
+  EXPECT_TRUE(torn_temporary);
+  int64_t step = 0;
+  EXPECT_TRUE(torch::equal(load_weight(path, &step), old_weight));
+  EXPECT_EQ(step, 1);
+
+  // The next save completes and clears the leftover.
+  save_with_weight(path, 3, torch::zeros({2}));
+  EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::zeros({2})));
+  EXPECT_EQ(step, 3);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos);
+  }
+}
+
+TEST(Checkpoint, ExceptionDuringWriteKeepsThePreviousCheckpoint) {
+  TempDir dir;
+  const auto path = dir / "last.pt";
+  save_with_weight(path, 1, torch::ones({2}));
+  EXPECT_THROW(save_checkpoint(path, CheckpointInfo{},
+                               [](torch::serialize::OutputArchive&) {
+                                 throw UserError("disk full (simulated)");
+                               }),
+               UserError);
+  int64_t step = 0;
+  EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::ones({2})));
+}
+
+TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
+  TempDir dir;
+  torch::serialize::InputArchive archive;
+  EXPECT_THROW(load_checkpoint(dir / "none.pt", archive), UserError);
+  test::write_file(dir / "junk.pt", "not a zip archive");
+  try {
+    torch::serialize::InputArchive a;
+    load_checkpoint(dir / "junk.pt", a);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot read checkpoint"));
+  }
+  torch::serialize::OutputArchive foreign;
+  foreign.write("weight", torch::ones({1}));
+  foreign.save_to((dir / "foreign.pt").string());
+  try {
+    torch::serialize::InputArchive a;
+    load_checkpoint(dir / "foreign.pt", a);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("not an xl checkpoint"));
+  }
+  save_checkpoint(dir / "future.pt", CheckpointInfo{kCheckpointFormat + 1, 5, ""},
+                  [](torch::serialize::OutputArchive&) {});
+  try {
+    torch::serialize::InputArchive a;
+    load_checkpoint(dir / "future.pt", a);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint format 2, this xl reads format 1"));
+  }
+}
+
+TEST(Checkpoint, ConfigDifferencesNameEachKey) {
+  const std::string saved = "model:\n  d_model: 410\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.1\n";
+  const std::string now = "model:\n  d_model: 512\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.2\n";
+  const auto diffs = config_differences(saved, now, {"model"});
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0], "model.d_model: checkpoint 410, config 512");
+  EXPECT_EQ(config_differences(saved, now, {"model", "train"}).size(), 2u);
+  EXPECT_TRUE(config_differences(saved, saved, {"model", "train"}).empty());
+  try {
+    require_matching_config("c.pt", saved, now, {"model"});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("c.pt was made with a different config"));
+    EXPECT_THAT(e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
+  }
+}
+
+} // namespace
+} // namespace xl::run

@@ -1,0 +1,69 @@
+// Helpers shared by the tests: temporary folders, files and running the apps.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_paths.h"
+
+namespace xl::test {
+
+namespace fs = std::filesystem;
+
+/// A fresh folder under the system temp dir, removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "xl-test-";
+    if (info != nullptr) {
+      name += std::string(info->test_suite_name()) + "-" + info->name() + "-";
+    }
+    path_ = fs::temp_directory_path() / (name + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const {
+    return path_;
+  }
+  fs::path operator/(const std::string& name) const {
+    return path_ / name;
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline fs::path write_file(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+inline std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline fs::path testdata(const std::string& relative) {
+  return fs::path(kTestData) / relative;
+}
+
+struct CommandResult {
+  int status = -1;
+  std::string output; // stdout and stderr together
+};
+
+/// Runs a shell command in `cwd`, capturing its output and exit status.
+CommandResult run_command(const std::string& command, const fs::path& cwd = fs::current_path());
+
+} // namespace xl::test

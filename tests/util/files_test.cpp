@@ -1,0 +1,48 @@
+#include "xl/util/files.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xl/util/error.h"
+
+namespace xl {
+namespace {
+
+TEST(AtomicWrite, ReplacesContentAndLeavesNoTemporary) {
+  test::TempDir dir;
+  atomic_write(dir / "f.txt", std::string("first"));
+  atomic_write(dir / "f.txt", std::string("second"));
+  EXPECT_EQ(read_file(dir / "f.txt"), "second");
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(AtomicWrite, CreatesParentFolders) {
+  test::TempDir dir;
+  atomic_write(dir / "a" / "b" / "f.txt", std::string("x"));
+  EXPECT_EQ(read_file(dir / "a" / "b" / "f.txt"), "x");
+}
+
+TEST(ReadFile, NamesWhatIsMissing) {
+  test::TempDir dir;
+  try {
+    read_file(dir / "nope.yaml", "config file");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("config file not found: "));
+  }
+  EXPECT_THROW(read_file(dir.path(), "config file"), UserError);
+}
+
+TEST(Fnv1a64, KnownVectors) {
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ULL);
+}
+
+} // namespace
+} // namespace xl
