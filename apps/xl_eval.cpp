@@ -1,20 +1,27 @@
-// xl-eval: evaluates a trained run on a split, with the evaluation lengths of its config
-// (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length), overridable with --set.
+// xl-eval: evaluates a trained run on a split, with the evaluation lengths of
+// its config (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length),
+// overridable with --set.
 //   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint best]
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
-    CLI::App app{"xl-eval: evaluate a trained run (perplexity or bits per character)"};
+    CLI::App app{
+        "xl-eval: evaluate a trained run (perplexity or bits per character)"};
     xl::app::ConfigFlags flags;
     std::string run_dir;
     std::string which = "best";
     xl::app::add_config_flags(app, flags);
-    app.add_option("--run", run_dir, "run directory; its config.yaml is the base config")
+    app.add_option(
+           "--run",
+           run_dir,
+           "run directory; its config.yaml is the base config")
         ->required();
-    app.add_option("--checkpoint", which, "best or last")->check(CLI::IsMember({"best", "last"}));
-    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
+    app.add_option("--checkpoint", which, "best or last")
+        ->check(CLI::IsMember({"best", "last"}));
+    if (const int status = xl::app::parse_command_line(app, argc, argv);
+        status >= 0) {
       return status;
     }
     if (flags.path.empty()) {

@@ -9,25 +9,37 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
-    CLI::App app{"xl-prep: build a vocabulary and encode corpora into xl token files"};
+    CLI::App app{
+        "xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::data::PrepOptions options;
     std::string format = "word";
     std::string train, valid, test, out, vocab;
-    app.add_option("--format", format, "word (whitespace tokens + <eos> per line) or byte")
+    app.add_option(
+           "--format",
+           format,
+           "word (whitespace tokens + <eos> per line) or byte")
         ->check(CLI::IsMember({"word", "byte"}));
     app.add_option("--train", train, "training text file")->required();
     app.add_option("--valid", valid, "validation text file");
     app.add_option("--test", test, "test text file");
-    app.add_option("--out", out, "output folder (vocab.txt, train.bin, ...)")->required();
-    app.add_option("--vocab-from", options.vocab_from,
-                   "count the vocabulary over 'train' only or 'all' splits")
+    app.add_option("--out", out, "output folder (vocab.txt, train.bin, ...)")
+        ->required();
+    app.add_option(
+           "--vocab-from",
+           options.vocab_from,
+           "count the vocabulary over 'train' only or 'all' splits")
         ->check(CLI::IsMember({"train", "all"}));
-    app.add_option("--vocab", vocab, "encode with this existing vocab.txt instead of building");
-    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
+    app.add_option(
+        "--vocab",
+        vocab,
+        "encode with this existing vocab.txt instead of building");
+    if (const int status = xl::app::parse_command_line(app, argc, argv);
+        status >= 0) {
       return status;
     }
     xl::run::setup_logging("info");
-    options.kind = format == "word" ? xl::data::VocabKind::kWord : xl::data::VocabKind::kByte;
+    options.kind = format == "word" ? xl::data::VocabKind::kWord
+                                    : xl::data::VocabKind::kByte;
     options.splits["train"] = train;
     if (!valid.empty()) {
       options.splits["valid"] = valid;

@@ -1,16 +1,20 @@
 // xl-train: trains a model from a YAML config.
-//   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100] [--resume]
+//   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
+//   [--resume]
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
-    CLI::App app{"xl-train: train a long-context language model from a YAML config"};
+    CLI::App app{
+        "xl-train: train a long-context language model from a YAML config"};
     xl::app::ConfigFlags flags;
     bool resume = false;
     xl::app::add_config_flags(app, flags);
-    app.add_flag("--resume", resume, "continue the run from its last checkpoint");
-    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
+    app.add_flag(
+        "--resume", resume, "continue the run from its last checkpoint");
+    if (const int status = xl::app::parse_command_line(app, argc, argv);
+        status >= 0) {
       return status;
     }
     xl::config::Config config;

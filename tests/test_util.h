@@ -64,6 +64,8 @@ struct CommandResult {
 };
 
 /// Runs a shell command in `cwd`, capturing its output and exit status.
-CommandResult run_command(const std::string& command, const fs::path& cwd = fs::current_path());
+CommandResult run_command(
+    const std::string& command,
+    const fs::path& cwd = fs::current_path());
 
 } // namespace xl::test

@@ -11,14 +11,24 @@
 namespace xl::app {
 
 void add_config_flags(CLI::App& app, ConfigFlags& flags) {
-  app.add_option("-c,--config", flags.path, "YAML config file (may name a `base:` to inherit)");
-  app.add_option("--set", flags.overrides,
-                 "override a key, e.g. --set model.d_model=512 (repeatable, later wins)")
+  app.add_option(
+      "-c,--config",
+      flags.path,
+      "YAML config file (may name a `base:` to inherit)");
+  app.add_option(
+         "--set",
+         flags.overrides,
+         "override a key, e.g. --set model.d_model=512 (repeatable, later wins)")
       ->take_all()
       ->allow_extra_args(false);
-  app.add_flag("--dump-config", flags.dump, "print the fully resolved config as YAML and exit");
-  app.add_flag("--print-schema", flags.print_schema,
-               "print every config key with its type, default and meaning, and exit");
+  app.add_flag(
+      "--dump-config",
+      flags.dump,
+      "print the fully resolved config as YAML and exit");
+  app.add_flag(
+      "--print-schema",
+      flags.print_schema,
+      "print every config key with its type, default and meaning, and exit");
 }
 
 bool load_config(const ConfigFlags& flags, config::Config& out) {

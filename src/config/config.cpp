@@ -50,7 +50,8 @@ bool parse_scalar(const YAML::Node& node, int64_t& out) {
 }
 
 bool parse_scalar(const YAML::Node& node, double& out) {
-  static const std::regex kNumber("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
+  static const std::regex kNumber(
+      "[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
   if (!plain_scalar(node) || !std::regex_match(node.Scalar(), kNumber)) {
     return false;
   }
@@ -112,7 +113,7 @@ std::string format_value(const T& value) {
 template <class T>
 std::string expectation(const Limits& limits) {
   std::string text = std::string("expected ") +
-                     (std::is_same_v<T, int64_t> ? "an " : "a ") + type_name<T>();
+      (std::is_same_v<T, int64_t> ? "an " : "a ") + type_name<T>();
   const std::string range = limits.describe();
   return range.empty() ? text : text + " " + range;
 }
@@ -127,7 +128,11 @@ class Reader {
       : section_(section), prefix_(std::move(prefix)), config_(config) {}
 
   template <class T>
-  void operator()(const char* key, T& member, const char* /*help*/, const Limits& limits) {
+  void operator()(
+      const char* key,
+      T& member,
+      const char* /*help*/,
+      const Limits& limits) {
     known_.emplace_back(key);
     const Tree* node = section_.find(key);
     if (node == nullptr) {
@@ -150,20 +155,29 @@ class Reader {
       if (!guess.empty()) {
         message += " (did you mean '" + prefix_ + "." + guess + "'?)";
       } else {
-        message += "; valid keys in '" + prefix_ + "': " + fmt::format("{}", fmt::join(known_, ", "));
+        message += "; valid keys in '" + prefix_ +
+            "': " + fmt::format("{}", fmt::join(known_, ", "));
       }
       throw ConfigError(message);
     }
   }
 
  private:
-  [[noreturn]] static void fail(const Tree& node, const std::string& path,
-                                const std::string& expected, const std::string& found) {
-    throw ConfigError(node.source.str() + ": " + path + ": " + expected + ", found " + found);
+  [[noreturn]] static void fail(
+      const Tree& node,
+      const std::string& path,
+      const std::string& expected,
+      const std::string& found) {
+    throw ConfigError(
+        node.source.str() + ": " + path + ": " + expected + ", found " + found);
   }
 
   template <class T>
-  void read(const Tree& node, const std::string& path, T& member, const Limits& limits) {
+  void read(
+      const Tree& node,
+      const std::string& path,
+      T& member,
+      const Limits& limits) {
     if (node.is_map) {
       fail(node, path, expectation<T>(limits), "a mapping");
     }
@@ -178,8 +192,11 @@ class Reader {
   }
 
   template <class T>
-  void read(const Tree& node, const std::string& path, std::optional<T>& member,
-            const Limits& limits) {
+  void read(
+      const Tree& node,
+      const std::string& path,
+      std::optional<T>& member,
+      const Limits& limits) {
     if (!node.is_map && node.leaf.IsNull()) {
       member.reset();
       return;
@@ -190,10 +207,13 @@ class Reader {
   }
 
   template <class T>
-  void read(const Tree& node, const std::string& path, std::vector<T>& member,
-            const Limits& limits) {
+  void read(
+      const Tree& node,
+      const std::string& path,
+      std::vector<T>& member,
+      const Limits& limits) {
     const std::string expected = "expected a " + type_name<std::vector<T>>() +
-                                 (limits.describe().empty() ? "" : " " + limits.describe());
+        (limits.describe().empty() ? "" : " " + limits.describe());
     if (node.is_map || !node.leaf.IsSequence()) {
       fail(node, path, expected, node.is_map ? "a mapping" : show(node.leaf));
     }
@@ -228,7 +248,11 @@ class Writer {
   explicit Writer(std::string& out) : out_(out) {}
 
   template <class T>
-  void operator()(const char* key, const T& member, const char* /*help*/, const Limits&) {
+  void operator()(
+      const char* key,
+      const T& member,
+      const char* /*help*/,
+      const Limits&) {
     out_ += "  " + std::string(key) + ": " + render(member) + "\n";
   }
 
@@ -268,10 +292,15 @@ class Writer {
 
 class Describer {
  public:
-  Describer(std::string& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
+  Describer(std::string& out, std::string prefix)
+      : out_(out), prefix_(std::move(prefix)) {}
 
   template <class T>
-  void operator()(const char* key, const T& member, const char* help, const Limits& limits) {
+  void operator()(
+      const char* key,
+      const T& member,
+      const char* help,
+      const Limits& limits) {
     std::string dumped;
     Writer writer(dumped);
     writer(key, member, help, limits);
@@ -281,8 +310,13 @@ class Describer {
     if (!range.empty()) {
       type += ", " + range;
     }
-    out_ += fmt::format("| `{}.{}` | {} | `{}` | {} |\n", prefix_, key, type,
-                        value.substr(0, value.size() - 1), help);
+    out_ += fmt::format(
+        "| `{}.{}` | {} | `{}` | {} |\n",
+        prefix_,
+        key,
+        type,
+        value.substr(0, value.size() - 1),
+        help);
   }
 
  private:
@@ -293,11 +327,15 @@ class Describer {
 std::vector<std::string> section_names() {
   std::vector<std::string> names;
   Config config;
-  Config::sections(config, [&](const char* name, auto&) { names.emplace_back(name); });
+  Config::sections(
+      config, [&](const char* name, auto&) { names.emplace_back(name); });
   return names;
 }
 
-[[noreturn]] void fail_rule(const Config& c, const std::string& key, const std::string& what) {
+[[noreturn]] void fail_rule(
+    const Config& c,
+    const std::string& key,
+    const std::string& what) {
   throw ConfigError(c.where(key) + ": " + key + ": " + what);
 }
 
@@ -313,8 +351,12 @@ std::string Limits::describe() const {
   }
   const auto num = [](double x) { return fmt::format("{}", x); };
   if (min && max) {
-    return fmt::format("in {}{}, {}{}", min_exclusive ? "(" : "[", num(*min), num(*max),
-                       max_exclusive ? ")" : "]");
+    return fmt::format(
+        "in {}{}, {}{}",
+        min_exclusive ? "(" : "[",
+        num(*min),
+        num(*max),
+        max_exclusive ? ")" : "]");
   }
   if (min) {
     return fmt::format("{} {}", min_exclusive ? ">" : ">=", num(*min));
@@ -336,7 +378,8 @@ bool Limits::admits(double value) const {
 }
 
 bool Limits::admits(const std::string& value) const {
-  return choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end();
+  return choices.empty() ||
+      std::find(choices.begin(), choices.end(), value) != choices.end();
 }
 
 // ============================================================================
@@ -348,7 +391,9 @@ std::string Config::where(const std::string& key) const {
   return it == sources.end() ? "default" : it->second.str();
 }
 
-std::string closest_key(const std::string& key, const std::vector<std::string>& candidates) {
+std::string closest_key(
+    const std::string& key,
+    const std::vector<std::string>& candidates) {
   const auto distance = [](const std::string& a, const std::string& b) {
     std::vector<size_t> row(b.size() + 1);
     for (size_t j = 0; j <= b.size(); ++j) {
@@ -359,7 +404,8 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
       row[0] = i;
       for (size_t j = 1; j <= b.size(); ++j) {
         const size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        row[j] = std::min(
+            {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
         diagonal = above;
       }
     }
@@ -382,15 +428,18 @@ Config from_tree(const Tree& tree, const std::string& origin) {
   const std::vector<std::string> names = section_names();
   for (const auto& [key, node] : tree.children) {
     if (std::find(names.begin(), names.end(), key) == names.end()) {
-      std::string message = node.source.str() + ": unknown section '" + key + "'";
+      std::string message =
+          node.source.str() + ": unknown section '" + key + "'";
       const std::string guess = closest_key(key, names);
-      message += guess.empty() ? fmt::format(" (sections: {})", fmt::join(names, ", "))
-                               : " (did you mean '" + guess + "'?)";
+      message += guess.empty()
+          ? fmt::format(" (sections: {})", fmt::join(names, ", "))
+          : " (did you mean '" + guess + "'?)";
       throw ConfigError(message);
     }
     if (!node.is_map) {
-      throw ConfigError(node.source.str() + ": " + key + ": expected a mapping of keys, found " +
-                        show(node.leaf));
+      throw ConfigError(
+          node.source.str() + ": " + key +
+          ": expected a mapping of keys, found " + show(node.leaf));
     }
   }
   Config::sections(config, [&](const char* name, auto& section) {
@@ -409,7 +458,9 @@ Config from_tree(const Tree& tree, const std::string& origin) {
   return config;
 }
 
-Config load(const std::string& path, const std::vector<std::string>& overrides) {
+Config load(
+    const std::string& path,
+    const std::vector<std::string>& overrides) {
   Tree tree = load_tree(path);
   for (const auto& assignment : overrides) {
     apply_override(tree, assignment);
@@ -420,25 +471,39 @@ Config load(const std::string& path, const std::vector<std::string>& overrides) 
 void validate(const Config& c) {
   const ModelConfig& m = c.model;
   if (c.data.dir.empty()) {
-    fail_rule(c, "data.dir", "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
+    fail_rule(
+        c,
+        "data.dir",
+        "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
   }
   for (size_t i = 0; i < m.cutoffs.size(); ++i) {
     if (i > 0 && m.cutoffs[i] <= m.cutoffs[i - 1]) {
-      fail_rule(c, "model.cutoffs",
-                fmt::format("expected strictly increasing values, found {} after {}",
-                            m.cutoffs[i], m.cutoffs[i - 1]));
+      fail_rule(
+          c,
+          "model.cutoffs",
+          fmt::format(
+              "expected strictly increasing values, found {} after {}",
+              m.cutoffs[i],
+              m.cutoffs[i - 1]));
     }
   }
   if (!m.tie_projs.empty() && m.tie_projs.size() != m.cutoffs.size() + 1) {
-    fail_rule(c, "model.tie_projs",
-              fmt::format("expected {} entries (one per adaptive cluster: len(model.cutoffs) + "
-                          "1), found {}",
-                          m.cutoffs.size() + 1, m.tie_projs.size()));
+    fail_rule(
+        c,
+        "model.tie_projs",
+        fmt::format(
+            "expected {} entries (one per adaptive cluster: len(model.cutoffs) + "
+            "1), found {}",
+            m.cutoffs.size() + 1,
+            m.tie_projs.size()));
   }
   if (m.div_val > 1 && m.cutoffs.empty()) {
-    fail_rule(c, "model.div_val",
-              fmt::format("div_val {} needs adaptive clusters, but model.cutoffs is empty",
-                          m.div_val));
+    fail_rule(
+        c,
+        "model.div_val",
+        fmt::format(
+            "div_val {} needs adaptive clusters, but model.cutoffs is empty",
+            m.div_val));
   }
   const int64_t d_embed = m.d_embed.value_or(m.d_model);
   int64_t smallest = d_embed;
@@ -446,40 +511,68 @@ void validate(const Config& c) {
     smallest /= m.div_val;
   }
   if (smallest < 1) {
-    fail_rule(c, "model.div_val",
-              fmt::format("the last cluster's embedding size d_embed / div_val^{} = {} / {}^{} "
-                          "rounds to 0",
-                          m.cutoffs.size(), d_embed, m.div_val, m.cutoffs.size()));
+    fail_rule(
+        c,
+        "model.div_val",
+        fmt::format(
+            "the last cluster's embedding size d_embed / div_val^{} = {} / {}^{} "
+            "rounds to 0",
+            m.cutoffs.size(),
+            d_embed,
+            m.div_val,
+            m.cutoffs.size()));
   }
   if (m.d_model % 2 != 0 && m.attn_type == "relative") {
-    fail_rule(c, "model.d_model",
-              fmt::format("the sinusoidal position embedding needs an even d_model, found {}",
-                          m.d_model));
+    fail_rule(
+        c,
+        "model.d_model",
+        fmt::format(
+            "the sinusoidal position embedding needs an even d_model, found {}",
+            m.d_model));
   }
   const TrainConfig& t = c.train;
   if (t.batch_size % t.batch_chunk != 0) {
-    fail_rule(c, "train.batch_chunk",
-              fmt::format("must divide train.batch_size = {}, found {}", t.batch_size,
-                          t.batch_chunk));
+    fail_rule(
+        c,
+        "train.batch_chunk",
+        fmt::format(
+            "must divide train.batch_size = {}, found {}",
+            t.batch_size,
+            t.batch_chunk));
   }
   if (t.warmup_step > t.max_step) {
-    fail_rule(c, "train.warmup_step",
-              fmt::format("must not exceed train.max_step = {}, found {}", t.max_step,
-                          t.warmup_step));
+    fail_rule(
+        c,
+        "train.warmup_step",
+        fmt::format(
+            "must not exceed train.max_step = {}, found {}",
+            t.max_step,
+            t.warmup_step));
   }
   if (t.scheduler == "cosine" && t.eta_min > t.lr) {
-    fail_rule(c, "train.eta_min",
-              fmt::format("must not exceed train.lr = {}, found {}", t.lr, t.eta_min));
+    fail_rule(
+        c,
+        "train.eta_min",
+        fmt::format(
+            "must not exceed train.lr = {}, found {}", t.lr, t.eta_min));
   }
   if (t.bf16 && t.device == "cpu") {
-    fail_rule(c, "train.bf16", "bf16 autocast needs train.device cuda or auto, found cpu");
+    fail_rule(
+        c,
+        "train.bf16",
+        "bf16 autocast needs train.device cuda or auto, found cpu");
   }
   const EvalConfig& e = c.eval;
   if (!e.mem_len && m.mem_len + t.tgt_len - e.tgt_len < 0) {
-    fail_rule(c, "eval.tgt_len",
-              fmt::format("with eval.mem_len null the evaluation memory is model.mem_len + "
-                          "train.tgt_len - eval.tgt_len = {} + {} - {} < 0; set eval.mem_len",
-                          m.mem_len, t.tgt_len, e.tgt_len));
+    fail_rule(
+        c,
+        "eval.tgt_len",
+        fmt::format(
+            "with eval.mem_len null the evaluation memory is model.mem_len + "
+            "train.tgt_len - eval.tgt_len = {} + {} - {} < 0; set eval.mem_len",
+            m.mem_len,
+            t.tgt_len,
+            e.tgt_len));
   }
 }
 
@@ -499,8 +592,9 @@ std::string schema_reference() {
   const Config defaults;
   Config::sections(defaults, [&](const char* name, const auto& section) {
     using Section = std::decay_t<decltype(section)>;
-    out += fmt::format("\n### `{}`\n\n| key | type | default | meaning |\n|---|---|---|---|\n",
-                       name);
+    out += fmt::format(
+        "\n### `{}`\n\n| key | type | default | meaning |\n|---|---|---|---|\n",
+        name);
     Describer describer(out, name);
     Section::fields(section, describer);
   });

@@ -15,7 +15,10 @@ Source source_at(const std::string& file, const YAML::Node& node) {
   return Source{file, mark.is_null() ? 0 : mark.line + 1};
 }
 
-Tree from_yaml(const YAML::Node& node, const std::string& file, const Source* fixed) {
+Tree from_yaml(
+    const YAML::Node& node,
+    const std::string& file,
+    const Source* fixed) {
   Tree tree;
   tree.source = fixed != nullptr ? *fixed : source_at(file, node);
   if (!node.IsMap()) {
@@ -36,7 +39,8 @@ Tree from_yaml(const YAML::Node& node, const std::string& file, const Source* fi
   return tree;
 }
 
-// Overlays `top` onto `bottom`: mappings merge recursively, anything else replaces.
+// Overlays `top` onto `bottom`: mappings merge recursively, anything else
+// replaces.
 void merge_into(Tree& bottom, const Tree& top) {
   if (!bottom.is_map || !top.is_map) {
     bottom = top;
@@ -60,7 +64,8 @@ Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
     for (const auto& p : stack) {
       chain += p.string() + " -> ";
     }
-    throw ConfigError("config inheritance cycle: " + chain + canonical.string());
+    throw ConfigError(
+        "config inheritance cycle: " + chain + canonical.string());
   }
   if (!fs::is_regular_file(path, ec)) {
     throw ConfigError("config file not found: " + path.string());
@@ -70,16 +75,18 @@ Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(path.string() + ":" + std::to_string(e.mark.line + 1) +
-                      ": invalid YAML: " + e.msg);
+    throw ConfigError(
+        path.string() + ":" + std::to_string(e.mark.line + 1) +
+        ": invalid YAML: " + e.msg);
   }
   if (root.IsNull()) {
     root = YAML::Node(YAML::NodeType::Map);
   }
   if (!root.IsMap()) {
-    throw ConfigError(source_at(path.string(), root).str() +
-                      ": expected a mapping of sections (model, data, train, eval, run) at the "
-                      "top level");
+    throw ConfigError(
+        source_at(path.string(), root).str() +
+        ": expected a mapping of sections (model, data, train, eval, run) at the "
+        "top level");
   }
   stack.push_back(canonical);
   Tree merged;
@@ -93,19 +100,24 @@ Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
     } else if (base.IsSequence()) {
       for (const auto& b : base) {
         if (!b.IsScalar()) {
-          throw ConfigError(base_source.str() + ": base: expected a file name or a list of "
-                                                "file names");
+          throw ConfigError(
+              base_source.str() +
+              ": base: expected a file name or a list of "
+              "file names");
         }
         bases.push_back(b.as<std::string>());
       }
     } else {
-      throw ConfigError(base_source.str() + ": base: expected a file name or a list of file "
-                                            "names");
+      throw ConfigError(
+          base_source.str() +
+          ": base: expected a file name or a list of file "
+          "names");
     }
     for (const auto& b : bases) {
       const fs::path base_path = path.parent_path() / b;
       if (!fs::exists(base_path, ec)) {
-        throw ConfigError(base_source.str() + ": base file not found: " + base_path.string());
+        throw ConfigError(
+            base_source.str() + ": base file not found: " + base_path.string());
       }
       merge_into(merged, load_chain(base_path, stack));
     }
@@ -159,7 +171,9 @@ void apply_override(Tree& tree, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const Source source{"--set " + assignment, 0};
   if (eq == std::string::npos || eq == 0) {
-    throw ConfigError(source.str() + ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
+    throw ConfigError(
+        source.str() +
+        ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
   }
   const std::string path = assignment.substr(0, eq);
   YAML::Node value;

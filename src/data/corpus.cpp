@@ -12,9 +12,10 @@ Vocab load_or_build_vocab(const PrepOptions& options) {
   if (options.vocab) {
     Vocab vocab = Vocab::load(*options.vocab);
     if (vocab.kind() != options.kind) {
-      throw UserError("vocabulary " + options.vocab->string() + " is " +
-                      to_string(vocab.kind()) + "-level, but --format " +
-                      to_string(options.kind) + " was asked for");
+      throw UserError(
+          "vocabulary " + options.vocab->string() + " is " +
+          to_string(vocab.kind()) + "-level, but --format " +
+          to_string(options.kind) + " was asked for");
     }
     return vocab;
   }
@@ -26,7 +27,8 @@ Vocab load_or_build_vocab(const PrepOptions& options) {
   } else {
     files.push_back(options.splits.at("train"));
   }
-  return options.kind == VocabKind::kWord ? Vocab::build_word(files) : Vocab::build_byte(files);
+  return options.kind == VocabKind::kWord ? Vocab::build_word(files)
+                                          : Vocab::build_byte(files);
 }
 
 } // namespace
@@ -36,18 +38,23 @@ PrepReport prepare_corpus(const PrepOptions& options) {
     throw UserError("xl-prep needs a training split (--train FILE)");
   }
   if (options.vocab_from != "train" && options.vocab_from != "all") {
-    throw UserError("--vocab-from: expected train or all, found '" + options.vocab_from + "'");
+    throw UserError(
+        "--vocab-from: expected train or all, found '" + options.vocab_from +
+        "'");
   }
   const Vocab vocab = load_or_build_vocab(options);
   PrepReport report;
   report.vocab_size = vocab.size();
-  spdlog::info("vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
-  // Encode everything before writing anything, so a bad split leaves the output folder as it was.
+  spdlog::info(
+      "vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
+  // Encode everything before writing anything, so a bad split leaves the output
+  // folder as it was.
   std::map<std::string, std::vector<int64_t>> encoded;
   for (const auto& [name, path] : options.splits) {
     encoded[name] = vocab.encode_file(path);
     report.tokens[name] = static_cast<int64_t>(encoded[name].size());
-    spdlog::info("{}: {} tokens from {}", name, encoded[name].size(), path.string());
+    spdlog::info(
+        "{}: {} tokens from {}", name, encoded[name].size(), path.string());
   }
   for (const auto& [name, ids] : encoded) {
     write_token_file(options.out / (name + ".bin"), ids, vocab);
@@ -59,20 +66,24 @@ PrepReport prepare_corpus(const PrepOptions& options) {
 Corpus::Corpus(const config::DataConfig& data)
     : dir_(data.dir),
       files_{{"train", data.train}, {"valid", data.valid}, {"test", data.test}},
-      vocab_path_(dir_ / data.vocab), vocab_(Vocab::load(vocab_path_)) {}
+      vocab_path_(dir_ / data.vocab),
+      vocab_(Vocab::load(vocab_path_)) {}
 
 const TokenFile& Corpus::split(const std::string& name) {
   auto it = splits_.find(name);
   if (it == splits_.end()) {
     const auto file = files_.find(name);
     if (file == files_.end()) {
-      throw UserError("unknown data split '" + name + "' (expected train, valid or test)");
+      throw UserError(
+          "unknown data split '" + name + "' (expected train, valid or test)");
     }
-    auto token_file = std::make_unique<TokenFile>(dir_ / file->second, vocab_, vocab_path_);
+    auto token_file =
+        std::make_unique<TokenFile>(dir_ / file->second, vocab_, vocab_path_);
     if (token_file->size() < 2) {
-      throw UserError("token file " + token_file->path().string() + " holds " +
-                      std::to_string(token_file->size()) +
-                      " tokens; a language model needs at least 2");
+      throw UserError(
+          "token file " + token_file->path().string() + " holds " +
+          std::to_string(token_file->size()) +
+          " tokens; a language model needs at least 2");
     }
     it = splits_.emplace(name, std::move(token_file)).first;
   }

@@ -28,7 +28,10 @@ size_t whitespace_length(std::string_view s, size_t i) {
     const unsigned b1 = at(1);
     const unsigned b2 = at(2);
     if (b1 == 0x80) { // U+2000..U+200A, U+2028, U+2029, U+202F
-      return ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 || b2 == 0xaf) ? 3 : 0;
+      return ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 ||
+              b2 == 0xaf)
+          ? 3
+          : 0;
     }
     if (b1 == 0x81) { // U+205F
       return b2 == 0x9f ? 3 : 0;

@@ -15,7 +15,8 @@ namespace {
 
 constexpr const char* kHeader = "#xl-vocab v1";
 
-// Reads a corpus file, refusing missing and empty ones with the role in the message.
+// Reads a corpus file, refusing missing and empty ones with the role in the
+// message.
 std::string read_corpus(const std::filesystem::path& path) {
   std::string text = read_file(path, "corpus file");
   if (text.empty()) {
@@ -43,8 +44,9 @@ Vocab::Vocab(VocabKind kind, std::vector<std::string> tokens)
   }
 }
 
-Vocab Vocab::build_word(const std::vector<std::filesystem::path>& files,
-                        const std::vector<std::string>& specials) {
+Vocab Vocab::build_word(
+    const std::vector<std::filesystem::path>& files,
+    const std::vector<std::string>& specials) {
   struct Entry {
     std::string token;
     int64_t count;
@@ -70,11 +72,14 @@ Vocab Vocab::build_word(const std::vector<std::filesystem::path>& files,
     }
   }
   // Counter.most_common: descending count, ties in first-seen order.
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const Entry& a, const Entry& b) { return a.count > b.count; });
+  std::stable_sort(
+      entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return a.count > b.count;
+      });
   std::vector<std::string> tokens = specials;
   for (const auto& e : entries) {
-    if (std::find(specials.begin(), specials.end(), e.token) == specials.end()) {
+    if (std::find(specials.begin(), specials.end(), e.token) ==
+        specials.end()) {
       tokens.push_back(e.token);
     }
   }
@@ -95,8 +100,9 @@ Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
       order.push_back(b);
     }
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return counts[a] > counts[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return counts[a] > counts[b];
+  });
   std::vector<std::string> tokens;
   for (const int b : order) {
     tokens.emplace_back(1, static_cast<char>(b));
@@ -105,9 +111,12 @@ Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
 }
 
 void Vocab::save(const std::filesystem::path& path) const {
-  std::string out = fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
+  std::string out =
+      fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
   for (const auto& t : tokens_) {
-    out += kind_ == VocabKind::kByte ? std::to_string(static_cast<unsigned char>(t[0])) : t;
+    out += kind_ == VocabKind::kByte
+        ? std::to_string(static_cast<unsigned char>(t[0]))
+        : t;
     out += '\n';
   }
   atomic_write(path, out);
@@ -117,11 +126,13 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   const std::string text = read_file(path, "vocabulary file");
   const auto lines = split_lines(text);
   const auto bad = [&](size_t line, const std::string& what) {
-    return UserError(fmt::format("{}:{}: not an xl vocabulary file: {}", path.string(), line,
-                                 what));
+    return UserError(fmt::format(
+        "{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
   };
   if (lines.empty() || lines[0].rfind(kHeader, 0) != 0) {
-    throw bad(1, std::string("expected a first line starting with '") + kHeader + "'");
+    throw bad(
+        1,
+        std::string("expected a first line starting with '") + kHeader + "'");
   }
   const std::string header(lines[0]);
   VocabKind kind;
@@ -158,8 +169,12 @@ Vocab Vocab::load(const std::filesystem::path& path) {
     }
   }
   if (static_cast<int64_t>(tokens.size()) != declared) {
-    throw bad(lines.size(), fmt::format("header says {} tokens, file has {} (truncated?)",
-                                        declared, tokens.size()));
+    throw bad(
+        lines.size(),
+        fmt::format(
+            "header says {} tokens, file has {} (truncated?)",
+            declared,
+            tokens.size()));
   }
   Vocab vocab(kind, std::move(tokens));
   if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
@@ -177,22 +192,27 @@ const std::string& Vocab::token(int64_t id) const {
   return tokens_.at(static_cast<size_t>(id));
 }
 
-std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const {
+std::vector<int64_t> Vocab::encode_file(
+    const std::filesystem::path& path) const {
   const std::string text = read_corpus(path);
   std::vector<int64_t> ids;
   if (kind_ == VocabKind::kByte) {
     std::array<int64_t, 256> table;
     table.fill(-1);
     for (size_t i = 0; i < tokens_.size(); ++i) {
-      table[static_cast<unsigned char>(tokens_[i][0])] = static_cast<int64_t>(i);
+      table[static_cast<unsigned char>(tokens_[i][0])] =
+          static_cast<int64_t>(i);
     }
     ids.reserve(text.size());
     for (size_t i = 0; i < text.size(); ++i) {
       const int64_t id = table[static_cast<unsigned char>(text[i])];
       if (id < 0) {
-        throw UserError(fmt::format("{}: byte {} at offset {} is not in the vocabulary (build "
-                                    "it from all splits with --vocab-from all)",
-                                    path.string(), static_cast<unsigned char>(text[i]), i));
+        throw UserError(fmt::format(
+            "{}: byte {} at offset {} is not in the vocabulary (build "
+            "it from all splits with --vocab-from all)",
+            path.string(),
+            static_cast<unsigned char>(text[i]),
+            i));
       }
       ids.push_back(id);
     }
@@ -201,7 +221,9 @@ std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const
   const int64_t eos = index("<eos>");
   const int64_t unk = index("<unk>");
   if (eos < 0) {
-    throw UserError("the word vocabulary has no <eos> token; cannot encode " + path.string());
+    throw UserError(
+        "the word vocabulary has no <eos> token; cannot encode " +
+        path.string());
   }
   ids.reserve(text.size() / 5);
   size_t line_number = 0;
@@ -211,9 +233,12 @@ std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const
       int64_t id = index(word);
       if (id < 0) {
         if (unk < 0) {
-          throw UserError(fmt::format("{}:{}: token '{}' is not in the vocabulary, which has "
-                                      "no <unk> to map it to",
-                                      path.string(), line_number, word));
+          throw UserError(fmt::format(
+              "{}:{}: token '{}' is not in the vocabulary, which has "
+              "no <unk> to map it to",
+              path.string(),
+              line_number,
+              word));
         }
         id = unk;
       }

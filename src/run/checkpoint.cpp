@@ -15,8 +15,10 @@ namespace {
 constexpr const char* kMagicKey = "xl.magic";
 constexpr const char* kMagicValue = "xl-checkpoint";
 
-void flatten(const YAML::Node& node, const std::string& prefix,
-             std::map<std::string, std::string>& out) {
+void flatten(
+    const YAML::Node& node,
+    const std::string& prefix,
+    std::map<std::string, std::string>& out) {
   if (node.IsMap()) {
     for (const auto& item : node) {
       const std::string key = item.first.as<std::string>();
@@ -31,8 +33,10 @@ void flatten(const YAML::Node& node, const std::string& prefix,
 
 } // namespace
 
-void save_checkpoint(const std::filesystem::path& path, const CheckpointInfo& info,
-                     const std::function<void(torch::serialize::OutputArchive&)>& fill) {
+void save_checkpoint(
+    const std::filesystem::path& path,
+    const CheckpointInfo& info,
+    const std::function<void(torch::serialize::OutputArchive&)>& fill) {
   torch::serialize::OutputArchive archive;
   archive.write(kMagicKey, c10::IValue(std::string(kMagicValue)));
   archive.write("xl.format", c10::IValue(info.format));
@@ -47,8 +51,9 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointInfo& in
   });
 }
 
-CheckpointInfo load_checkpoint(const std::filesystem::path& path,
-                               torch::serialize::InputArchive& archive) {
+CheckpointInfo load_checkpoint(
+    const std::filesystem::path& path,
+    torch::serialize::InputArchive& archive) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     throw UserError("checkpoint not found: " + path.string());
@@ -56,21 +61,26 @@ CheckpointInfo load_checkpoint(const std::filesystem::path& path,
   try {
     archive.load_from(path.string());
   } catch (const c10::Error& e) {
-    throw UserError("cannot read checkpoint " + path.string() +
-                    " (not a LibTorch archive, or corrupt): " + e.what_without_backtrace());
+    throw UserError(
+        "cannot read checkpoint " + path.string() +
+        " (not a LibTorch archive, or corrupt): " + e.what_without_backtrace());
   }
   c10::IValue magic;
   if (!archive.try_read(kMagicKey, magic) || !magic.isString() ||
       magic.toStringRef() != kMagicValue) {
-    throw UserError(path.string() + " is a LibTorch archive but not an xl checkpoint");
+    throw UserError(
+        path.string() + " is a LibTorch archive but not an xl checkpoint");
   }
   CheckpointInfo info;
   c10::IValue value;
   archive.read("xl.format", value);
   info.format = value.toInt();
   if (info.format != kCheckpointFormat) {
-    throw UserError(fmt::format("{}: checkpoint format {}, this xl reads format {}",
-                                path.string(), info.format, kCheckpointFormat));
+    throw UserError(fmt::format(
+        "{}: checkpoint format {}, this xl reads format {}",
+        path.string(),
+        info.format,
+        kCheckpointFormat));
   }
   archive.read("xl.step", value);
   info.step = value.toInt();
@@ -79,9 +89,10 @@ CheckpointInfo load_checkpoint(const std::filesystem::path& path,
   return info;
 }
 
-std::vector<std::string> config_differences(const std::string& checkpoint_config,
-                                            const std::string& current_config,
-                                            const std::vector<std::string>& sections) {
+std::vector<std::string> config_differences(
+    const std::string& checkpoint_config,
+    const std::string& current_config,
+    const std::vector<std::string>& sections) {
   std::map<std::string, std::string> saved;
   std::map<std::string, std::string> current;
   flatten(YAML::Load(checkpoint_config), "", saved);
@@ -106,20 +117,25 @@ std::vector<std::string> config_differences(const std::string& checkpoint_config
     const std::string left = a == saved.end() ? "(absent)" : a->second;
     const std::string right = b == current.end() ? "(absent)" : b->second;
     if (left != right) {
-      differences.push_back(fmt::format("{}: checkpoint {}, config {}", key, left, right));
+      differences.push_back(
+          fmt::format("{}: checkpoint {}, config {}", key, left, right));
     }
   }
   return differences;
 }
 
-void require_matching_config(const std::filesystem::path& checkpoint,
-                             const std::string& checkpoint_config,
-                             const std::string& current_config,
-                             const std::vector<std::string>& sections) {
-  const auto differences = config_differences(checkpoint_config, current_config, sections);
+void require_matching_config(
+    const std::filesystem::path& checkpoint,
+    const std::string& checkpoint_config,
+    const std::string& current_config,
+    const std::vector<std::string>& sections) {
+  const auto differences =
+      config_differences(checkpoint_config, current_config, sections);
   if (!differences.empty()) {
-    throw UserError(fmt::format("checkpoint {} was made with a different config:\n  {}",
-                                checkpoint.string(), fmt::join(differences, "\n  ")));
+    throw UserError(fmt::format(
+        "checkpoint {} was made with a different config:\n  {}",
+        checkpoint.string(),
+        fmt::join(differences, "\n  ")));
   }
 }
 

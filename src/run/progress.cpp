@@ -35,7 +35,10 @@ std::string format_count(double value) {
 }
 
 Progress::Progress(int64_t total, int64_t start)
-    : total_(total), start_(start), done_(start), began_(Clock::now()),
+    : total_(total),
+      start_(start),
+      done_(start),
+      began_(Clock::now()),
       window_began_(began_) {}
 
 void Progress::update(int64_t done, int64_t tokens) {
@@ -44,24 +47,33 @@ void Progress::update(int64_t done, int64_t tokens) {
 }
 
 double Progress::tokens_per_second() const {
-  const double elapsed = std::chrono::duration<double>(Clock::now() - window_began_).count();
+  const double elapsed =
+      std::chrono::duration<double>(Clock::now() - window_began_).count();
   return elapsed > 0 ? static_cast<double>(window_tokens_) / elapsed : 0.0;
 }
 
 double Progress::eta_seconds() const {
-  const double elapsed = std::chrono::duration<double>(Clock::now() - began_).count();
+  const double elapsed =
+      std::chrono::duration<double>(Clock::now() - began_).count();
   const int64_t finished = done_ - start_;
   if (finished <= 0) {
     return std::nan("");
   }
-  return elapsed / static_cast<double>(finished) * static_cast<double>(total_ - done_);
+  return elapsed / static_cast<double>(finished) *
+      static_cast<double>(total_ - done_);
 }
 
 std::string Progress::line(const std::string& unit) {
-  const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
-  std::string text = fmt::format("{} {}/{} ({:.1f}%) | {} tok/s | ETA {}", unit, done_, total_,
-                                 pct, format_count(tokens_per_second()),
-                                 format_duration(eta_seconds()));
+  const double pct =
+      total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
+  std::string text = fmt::format(
+      "{} {}/{} ({:.1f}%) | {} tok/s | ETA {}",
+      unit,
+      done_,
+      total_,
+      pct,
+      format_count(tokens_per_second()),
+      format_duration(eta_seconds()));
   window_tokens_ = 0;
   window_began_ = Clock::now();
   return text;

@@ -20,26 +20,35 @@ std::filesystem::path run_directory(const config::Config& config) {
 }
 
 RunPaths run_paths(const std::filesystem::path& dir) {
-  return RunPaths{dir, dir / "config.yaml", dir / "train.log", dir / "metrics.jsonl",
-                  dir / "checkpoints"};
+  return RunPaths{
+      dir,
+      dir / "config.yaml",
+      dir / "train.log",
+      dir / "metrics.jsonl",
+      dir / "checkpoints"};
 }
 
 RunPaths prepare_run_directory(const config::Config& config, bool resume) {
   const RunPaths paths = run_paths(run_directory(config));
   std::error_code ec;
-  const bool has_checkpoint = std::filesystem::exists(paths.last_checkpoint(), ec);
+  const bool has_checkpoint =
+      std::filesystem::exists(paths.last_checkpoint(), ec);
   if (resume && !has_checkpoint) {
-    throw UserError("--resume: no checkpoint to resume from in " + paths.dir.string() +
-                    " (expected " + paths.last_checkpoint().string() + ")");
+    throw UserError(
+        "--resume: no checkpoint to resume from in " + paths.dir.string() +
+        " (expected " + paths.last_checkpoint().string() + ")");
   }
   if (!resume && has_checkpoint) {
-    throw UserError("run directory " + paths.dir.string() +
-                    " already holds checkpoints; pass --resume to continue that run, or "
-                    "choose another run.name or run.dir");
+    throw UserError(
+        "run directory " + paths.dir.string() +
+        " already holds checkpoints; pass --resume to continue that run, or "
+        "choose another run.name or run.dir");
   }
   std::filesystem::create_directories(paths.checkpoints, ec);
   if (ec) {
-    throw UserError("cannot create run directory " + paths.dir.string() + ": " + ec.message());
+    throw UserError(
+        "cannot create run directory " + paths.dir.string() + ": " +
+        ec.message());
   }
   atomic_write(paths.config, config::dump(config));
   return paths;

@@ -14,7 +14,10 @@ namespace xl::train {
 int run_training(const config::Config& config, bool resume) {
   const run::RunPaths paths = run::prepare_run_directory(config, resume);
   run::setup_logging(config.run.log_level, paths.log);
-  spdlog::info("run directory {} (config: {})", paths.dir.string(), paths.config.string());
+  spdlog::info(
+      "run directory {} (config: {})",
+      paths.dir.string(),
+      paths.config.string());
   if (config.train.threads > 0) {
     torch::set_num_threads(static_cast<int>(config.train.threads));
   }
@@ -22,20 +25,34 @@ int run_training(const config::Config& config, bool resume) {
   data::Corpus corpus(config.data);
   const auto& train = corpus.split("train");
   const auto& valid = corpus.split("valid");
-  spdlog::info("data {}: {}-level vocabulary of {}, {} training and {} validation tokens",
-               config.data.dir, data::to_string(corpus.vocab().kind()), corpus.vocab().size(),
-               train.size(), valid.size());
-  throw UserError("model.type '" + config.model.type + "' cannot be trained by this build yet");
+  spdlog::info(
+      "data {}: {}-level vocabulary of {}, {} training and {} validation tokens",
+      config.data.dir,
+      data::to_string(corpus.vocab().kind()),
+      corpus.vocab().size(),
+      train.size(),
+      valid.size());
+  throw UserError(
+      "model.type '" + config.model.type +
+      "' cannot be trained by this build yet");
 }
 
-int run_evaluation(const config::Config& config, const std::string& run_dir,
-                   const std::string& which) {
+int run_evaluation(
+    const config::Config& config,
+    const std::string& run_dir,
+    const std::string& which) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::run_paths(run_dir);
   data::Corpus corpus(config.data);
-  spdlog::info("evaluating {} checkpoint of {} on {} ({} tokens)", which, paths.dir.string(),
-               config.eval.split, corpus.split(config.eval.split).size());
-  throw UserError("model.type '" + config.model.type + "' cannot be evaluated by this build yet");
+  spdlog::info(
+      "evaluating {} checkpoint of {} on {} ({} tokens)",
+      which,
+      paths.dir.string(),
+      config.eval.split,
+      corpus.split(config.eval.split).size());
+  throw UserError(
+      "model.type '" + config.model.type +
+      "' cannot be evaluated by this build yet");
 }
 
 } // namespace xl::train

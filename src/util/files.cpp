@@ -27,8 +27,8 @@ void sync_directory(const fs::path& dir) {
   }
 }
 
-// Temporaries are "<name>.tmp.<pid>" so that concurrent writers never share one and stale
-// ones are recognisable.
+// Temporaries are "<name>.tmp.<pid>" so that concurrent writers never share one
+// and stale ones are recognisable.
 std::string temporary_prefix(const fs::path& path) {
   return path.filename().string() + ".tmp.";
 }
@@ -41,24 +41,29 @@ std::string read_file(const fs::path& path, const std::string& what) {
     throw UserError(what + " not found: " + path.string());
   }
   if (fs::is_directory(path, ec)) {
-    throw UserError(what + " is a directory, expected a file: " + path.string());
+    throw UserError(
+        what + " is a directory, expected a file: " + path.string());
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw UserError("cannot read " + what + " " + path.string() + ": " + errno_text());
+    throw UserError(
+        "cannot read " + what + " " + path.string() + ": " + errno_text());
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
 }
 
-void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce) {
+void atomic_write(
+    const fs::path& path,
+    const std::function<void(const ByteSink&)>& produce) {
   const fs::path dir = path.parent_path();
   if (!dir.empty()) {
     fs::create_directories(dir);
   }
   remove_stale_temporaries(path);
-  const fs::path tmp = dir / (temporary_prefix(path) + std::to_string(::getpid()));
+  const fs::path tmp =
+      dir / (temporary_prefix(path) + std::to_string(::getpid()));
   FILE* file = std::fopen(tmp.c_str(), "wb");
   if (file == nullptr) {
     throw UserError("cannot write " + tmp.string() + ": " + errno_text());
@@ -66,7 +71,8 @@ void atomic_write(const fs::path& path, const std::function<void(const ByteSink&
   try {
     produce([&](const void* data, size_t size) {
       if (size > 0 && std::fwrite(data, 1, size, file) != size) {
-        throw UserError("write failed for " + tmp.string() + ": " + errno_text());
+        throw UserError(
+            "write failed for " + tmp.string() + ": " + errno_text());
       }
     });
     if (std::fflush(file) != 0 || ::fsync(::fileno(file)) != 0) {
@@ -81,17 +87,22 @@ void atomic_write(const fs::path& path, const std::function<void(const ByteSink&
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = errno_text();
     std::remove(tmp.c_str());
-    throw UserError("cannot rename " + tmp.string() + " to " + path.string() + ": " + reason);
+    throw UserError(
+        "cannot rename " + tmp.string() + " to " + path.string() + ": " +
+        reason);
   }
   sync_directory(dir);
 }
 
 void atomic_write(const fs::path& path, const std::string& content) {
-  atomic_write(path, [&](const ByteSink& sink) { sink(content.data(), content.size()); });
+  atomic_write(path, [&](const ByteSink& sink) {
+    sink(content.data(), content.size());
+  });
 }
 
 void remove_stale_temporaries(const fs::path& path) {
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path dir =
+      path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return;

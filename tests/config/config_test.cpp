@@ -1,5 +1,5 @@
-// The config loader: inheritance, overrides, strict validation with located messages, and the
-// dump/reload round trip.
+// The config loader: inheritance, overrides, strict validation with located
+// messages, and the dump/reload round trip.
 #include "xl/config/config.h"
 
 #include <gmock/gmock.h>
@@ -11,16 +11,18 @@
 namespace xl::config {
 namespace {
 
-using ::testing::HasSubstr;
 using test::TempDir;
 using test::write_file;
+using ::testing::HasSubstr;
 
 std::string files(const std::string& name) {
   return std::string(test::kSourceDir) + "/tests/config/files/" + name;
 }
 
 // Loads a config and returns the ConfigError message ("" if it loaded).
-std::string error_of(const std::string& path, const std::vector<std::string>& overrides = {}) {
+std::string error_of(
+    const std::string& path,
+    const std::vector<std::string>& overrides = {}) {
   try {
     load(path, overrides);
   } catch (const ConfigError& e) {
@@ -35,14 +37,14 @@ std::string write_config(const TempDir& dir, const std::string& text) {
 
 TEST(ConfigInheritance, MergesBaseChainWithNearestFileWinning) {
   const Config c = load(files("nested/child.yaml"));
-  EXPECT_EQ(c.model.d_model, 128);                // child
-  EXPECT_EQ(c.model.n_layer, 6);                  // middle overrides base
-  EXPECT_EQ(c.model.n_head, 2);                   // base
-  EXPECT_DOUBLE_EQ(c.train.lr, 0.002);            // middle
-  EXPECT_EQ(c.train.max_step, 100);               // base
-  EXPECT_EQ(c.data.dir, "data/base");             // base
+  EXPECT_EQ(c.model.d_model, 128);     // child
+  EXPECT_EQ(c.model.n_layer, 6);       // middle overrides base
+  EXPECT_EQ(c.model.n_head, 2);        // base
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.002); // middle
+  EXPECT_EQ(c.train.max_step, 100);    // base
+  EXPECT_EQ(c.data.dir, "data/base");  // base
   EXPECT_EQ(c.model.cutoffs, (std::vector<int64_t>{10, 20}));
-  EXPECT_EQ(c.run.name, "child");                 // the loaded file's stem
+  EXPECT_EQ(c.run.name, "child"); // the loaded file's stem
   EXPECT_THAT(c.where("model.n_head"), HasSubstr("base.yaml:4"));
   EXPECT_THAT(c.where("model.d_model"), HasSubstr("child.yaml:3"));
   EXPECT_EQ(c.where("model.d_inner"), "default");
@@ -67,7 +69,8 @@ TEST(ConfigInheritance, CycleIsAnError) {
 
 TEST(ConfigInheritance, MissingBaseNamesTheLine) {
   TempDir dir;
-  const auto path = write_file(dir / "c.yaml", "data:\n  dir: x\nbase: nope.yaml\n");
+  const auto path =
+      write_file(dir / "c.yaml", "data:\n  dir: x\nbase: nope.yaml\n");
   const std::string message = error_of(path.string());
   EXPECT_THAT(message, HasSubstr("c.yaml:3"));
   EXPECT_THAT(message, HasSubstr("base file not found"));
@@ -75,10 +78,15 @@ TEST(ConfigInheritance, MissingBaseNamesTheLine) {
 }
 
 TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
-  const Config c = load(files("nested/child.yaml"),
-                        {"model.n_layer=9", "train.lr=3e-4", "model.n_layer=11",
-                         "model.cutoffs=[5, 50, 500]", "model.same_length=true",
-                         "model.d_embed=null", "run.name=ablation"});
+  const Config c = load(
+      files("nested/child.yaml"),
+      {"model.n_layer=9",
+       "train.lr=3e-4",
+       "model.n_layer=11",
+       "model.cutoffs=[5, 50, 500]",
+       "model.same_length=true",
+       "model.d_embed=null",
+       "run.name=ablation"});
   EXPECT_EQ(c.model.n_layer, 11);
   EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
   EXPECT_EQ(c.model.cutoffs, (std::vector<int64_t>{5, 50, 500}));
@@ -89,21 +97,29 @@ TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
 }
 
 TEST(ConfigOverrides, MappingValueMergesIntoSection) {
-  const Config c = load(files("base.yaml"), {"model={n_layer: 2, d_inner: 33}"});
+  const Config c =
+      load(files("base.yaml"), {"model={n_layer: 2, d_inner: 33}"});
   EXPECT_EQ(c.model.n_layer, 2);
   EXPECT_EQ(c.model.d_inner, 33);
   EXPECT_EQ(c.model.d_model, 64); // untouched keys stay
 }
 
 TEST(ConfigOverrides, MalformedAssignmentIsAnError) {
-  EXPECT_THAT(error_of(files("base.yaml"), {"model.n_layer"}), HasSubstr("KEY.PATH=VALUE"));
-  EXPECT_THAT(error_of(files("base.yaml"), {"model..n_layer=3"}), HasSubstr("empty key"));
-  EXPECT_THAT(error_of(files("base.yaml"), {"model.cutoffs=[1, 2"}), HasSubstr("not valid YAML"));
+  EXPECT_THAT(
+      error_of(files("base.yaml"), {"model.n_layer"}),
+      HasSubstr("KEY.PATH=VALUE"));
+  EXPECT_THAT(
+      error_of(files("base.yaml"), {"model..n_layer=3"}),
+      HasSubstr("empty key"));
+  EXPECT_THAT(
+      error_of(files("base.yaml"), {"model.cutoffs=[1, 2"}),
+      HasSubstr("not valid YAML"));
 }
 
 TEST(ConfigErrors, UnknownKeySuggestsTheClosest) {
   TempDir dir;
-  const std::string message = error_of(write_config(dir, "model:\n  n_layers: 4\n"));
+  const std::string message =
+      error_of(write_config(dir, "model:\n  n_layers: 4\n"));
   EXPECT_THAT(message, HasSubstr("config.yaml:4"));
   EXPECT_THAT(message, HasSubstr("unknown key 'model.n_layers'"));
   EXPECT_THAT(message, HasSubstr("did you mean 'model.n_layer'?"));
@@ -111,7 +127,8 @@ TEST(ConfigErrors, UnknownKeySuggestsTheClosest) {
 
 TEST(ConfigErrors, UnknownKeyWithoutNeighbourListsValidKeys) {
   TempDir dir;
-  const std::string message = error_of(write_config(dir, "run:\n  zzzzzzzzzz: 1\n"));
+  const std::string message =
+      error_of(write_config(dir, "run:\n  zzzzzzzzzz: 1\n"));
   EXPECT_THAT(message, HasSubstr("unknown key 'run.zzzzzzzzzz'"));
   EXPECT_THAT(message, HasSubstr("valid keys in 'run': name, dir, log_level"));
 }
@@ -125,82 +142,122 @@ TEST(ConfigErrors, UnknownSection) {
 
 TEST(ConfigErrors, UnknownKeyFromOverrideNamesTheOverride) {
   const std::string message = error_of(files("base.yaml"), {"train.lrr=0.1"});
-  EXPECT_THAT(message, HasSubstr("--set train.lrr=0.1: unknown key 'train.lrr'"));
+  EXPECT_THAT(
+      message, HasSubstr("--set train.lrr=0.1: unknown key 'train.lrr'"));
   EXPECT_THAT(message, HasSubstr("did you mean 'train.lr'?"));
 }
 
 TEST(ConfigErrors, WrongTypes) {
   TempDir dir;
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  n_layer: four\n")),
-              HasSubstr("config.yaml:4: model.n_layer: expected an integer >= 1, found 'four'"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  n_layer: 2.5\n")),
-              HasSubstr("expected an integer >= 1, found '2.5'"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  n_layer: \"4\"\n")),
-              HasSubstr("found the string \"4\""));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  same_length: yes\n")),
-              HasSubstr("model.same_length: expected a boolean, found 'yes'"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  cutoffs: 5\n")),
-              HasSubstr("model.cutoffs: expected a list of integer >= 1, found '5'"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  cutoffs: [5, x]\n")),
-              HasSubstr("model.cutoffs[1]: expected an integer >= 1, found 'x'"));
-  EXPECT_THAT(error_of(write_config(dir, "model: 3\n")),
-              HasSubstr("model: expected a mapping of keys, found '3'"));
-  EXPECT_THAT(error_of(write_config(dir, "train:\n  lr: {a: 1}\n")),
-              HasSubstr("train.lr: expected a number > 0, found a mapping"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  n_layer: four\n")),
+      HasSubstr(
+          "config.yaml:4: model.n_layer: expected an integer >= 1, found 'four'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  n_layer: 2.5\n")),
+      HasSubstr("expected an integer >= 1, found '2.5'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  n_layer: \"4\"\n")),
+      HasSubstr("found the string \"4\""));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  same_length: yes\n")),
+      HasSubstr("model.same_length: expected a boolean, found 'yes'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  cutoffs: 5\n")),
+      HasSubstr("model.cutoffs: expected a list of integer >= 1, found '5'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  cutoffs: [5, x]\n")),
+      HasSubstr("model.cutoffs[1]: expected an integer >= 1, found 'x'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model: 3\n")),
+      HasSubstr("model: expected a mapping of keys, found '3'"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "train:\n  lr: {a: 1}\n")),
+      HasSubstr("train.lr: expected a number > 0, found a mapping"));
 }
 
 TEST(ConfigErrors, OutOfRangeAndBadChoice) {
   TempDir dir;
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  dropout: 1.5\n")),
-              HasSubstr("model.dropout: expected a number in [0, 1), found 1.5"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  mem_len: -1\n")),
-              HasSubstr("model.mem_len: expected an integer >= 0, found -1"));
-  EXPECT_THAT(error_of(write_config(dir, "eval:\n  tgt_len: 0\n")),
-              HasSubstr("eval.tgt_len: expected an integer > 0, found 0"));
-  EXPECT_THAT(error_of(write_config(dir, "train:\n  optim: adagrad\n")),
-              HasSubstr("train.optim: expected a string (one of: adam, adamw, sgd, lamb), found "
-                        "adagrad"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  dropout: 1.5\n")),
+      HasSubstr("model.dropout: expected a number in [0, 1), found 1.5"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  mem_len: -1\n")),
+      HasSubstr("model.mem_len: expected an integer >= 0, found -1"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "eval:\n  tgt_len: 0\n")),
+      HasSubstr("eval.tgt_len: expected an integer > 0, found 0"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "train:\n  optim: adagrad\n")),
+      HasSubstr(
+          "train.optim: expected a string (one of: adam, adamw, sgd, lamb), found "
+          "adagrad"));
 }
 
 TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
   TempDir dir;
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  cutoffs: [10, 20]\n  tie_projs: [true]\n")),
-              HasSubstr("config.yaml:5: model.tie_projs: expected 3 entries"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  cutoffs: [20, 10]\n")),
-              HasSubstr("model.cutoffs: expected strictly increasing values, found 10 after 20"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  div_val: 4\n")),
-              HasSubstr("model.div_val: div_val 4 needs adaptive clusters"));
-  EXPECT_THAT(error_of(write_config(dir, "train:\n  batch_size: 10\n  batch_chunk: 3\n")),
-              HasSubstr("train.batch_chunk: must divide train.batch_size = 10, found 3"));
-  EXPECT_THAT(error_of(write_config(dir, "train:\n  device: cpu\n  bf16: true\n")),
-              HasSubstr("train.bf16"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  d_model: 33\n  mem_len: 0\n")),
-              HasSubstr("model.d_model: the sinusoidal position embedding needs an even d_model"));
-  EXPECT_THAT(error_of(write_config(dir, "model:\n  mem_len: 0\ntrain:\n  tgt_len: 10\n"
-                                         "eval:\n  tgt_len: 20\n")),
-              HasSubstr("eval.tgt_len: with eval.mem_len null the evaluation memory is"));
+  EXPECT_THAT(
+      error_of(write_config(
+          dir, "model:\n  cutoffs: [10, 20]\n  tie_projs: [true]\n")),
+      HasSubstr("config.yaml:5: model.tie_projs: expected 3 entries"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  cutoffs: [20, 10]\n")),
+      HasSubstr(
+          "model.cutoffs: expected strictly increasing values, found 10 after 20"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  div_val: 4\n")),
+      HasSubstr("model.div_val: div_val 4 needs adaptive clusters"));
+  EXPECT_THAT(
+      error_of(
+          write_config(dir, "train:\n  batch_size: 10\n  batch_chunk: 3\n")),
+      HasSubstr(
+          "train.batch_chunk: must divide train.batch_size = 10, found 3"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "train:\n  device: cpu\n  bf16: true\n")),
+      HasSubstr("train.bf16"));
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  d_model: 33\n  mem_len: 0\n")),
+      HasSubstr(
+          "model.d_model: the sinusoidal position embedding needs an even d_model"));
+  EXPECT_THAT(
+      error_of(write_config(
+          dir,
+          "model:\n  mem_len: 0\ntrain:\n  tgt_len: 10\n"
+          "eval:\n  tgt_len: 20\n")),
+      HasSubstr(
+          "eval.tgt_len: with eval.mem_len null the evaluation memory is"));
   TempDir empty;
-  EXPECT_THAT(error_of(write_file(empty / "c.yaml", "model:\n  n_layer: 2\n").string()),
-              HasSubstr("default: data.dir: required"));
+  EXPECT_THAT(
+      error_of(write_file(empty / "c.yaml", "model:\n  n_layer: 2\n").string()),
+      HasSubstr("default: data.dir: required"));
 }
 
 TEST(ConfigErrors, FileProblems) {
   TempDir dir;
-  EXPECT_THAT(error_of((dir / "missing.yaml").string()), HasSubstr("config file not found"));
+  EXPECT_THAT(
+      error_of((dir / "missing.yaml").string()),
+      HasSubstr("config file not found"));
   const auto bad = write_file(dir / "bad.yaml", "model:\n  n_layer: [1,\n");
   EXPECT_THAT(error_of(bad.string()), HasSubstr("bad.yaml:3: invalid YAML"));
   const auto list = write_file(dir / "list.yaml", "- a\n- b\n");
-  EXPECT_THAT(error_of(list.string()), HasSubstr("expected a mapping of sections"));
-  const auto dup = write_file(dir / "dup.yaml", "model:\n  n_layer: 1\n  n_layer: 2\n");
-  EXPECT_THAT(error_of(dup.string()), HasSubstr("dup.yaml:3: duplicate key 'n_layer'"));
+  EXPECT_THAT(
+      error_of(list.string()), HasSubstr("expected a mapping of sections"));
+  const auto dup =
+      write_file(dir / "dup.yaml", "model:\n  n_layer: 1\n  n_layer: 2\n");
+  EXPECT_THAT(
+      error_of(dup.string()), HasSubstr("dup.yaml:3: duplicate key 'n_layer'"));
 }
 
 TEST(ConfigDump, ReloadsIdentically) {
   TempDir dir;
-  const Config original =
-      load(files("nested/child.yaml"),
-           {"model.d_embed=96", "eval.same_length=false", "train.lr=0.000123456789",
-            "run.dir=/tmp/x y", "model.tie_projs=[false, true, true]", "data.dir=\"a: b\""});
+  const Config original = load(
+      files("nested/child.yaml"),
+      {"model.d_embed=96",
+       "eval.same_length=false",
+       "train.lr=0.000123456789",
+       "run.dir=/tmp/x y",
+       "model.tie_projs=[false, true, true]",
+       "data.dir=\"a: b\""});
   const std::string text = dump(original);
   const auto path = write_file(dir / "dumped.yaml", text);
   const Config reloaded = load(path.string());
@@ -210,15 +267,16 @@ TEST(ConfigDump, ReloadsIdentically) {
   EXPECT_DOUBLE_EQ(reloaded.train.lr, 0.000123456789);
   EXPECT_EQ(reloaded.run.dir, "/tmp/x y");
   EXPECT_EQ(reloaded.data.dir, "a: b");
-  EXPECT_EQ(reloaded.run.name, "child"); // resolved name is kept, not re-derived
+  EXPECT_EQ(
+      reloaded.run.name, "child"); // resolved name is kept, not re-derived
   EXPECT_THAT(text, ::testing::Not(HasSubstr("base:")));
 }
 
 TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {
   TempDir dir;
   size_t count = 0;
-  for (const auto& entry :
-       std::filesystem::recursive_directory_iterator(std::string(test::kSourceDir) + "/configs")) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           std::string(test::kSourceDir) + "/configs")) {
     if (entry.path().extension() != ".yaml") {
       continue;
     }
@@ -233,9 +291,12 @@ TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {
 
 TEST(ConfigSchema, ReferenceListsEveryKeyWithItsDefault) {
   const std::string reference = schema_reference();
-  EXPECT_THAT(reference, HasSubstr("| `model.mem_len` | integer, >= 0 | `0` |"));
+  EXPECT_THAT(
+      reference, HasSubstr("| `model.mem_len` | integer, >= 0 | `0` |"));
   EXPECT_THAT(reference, HasSubstr("| `train.lr` | number, > 0 | `0.00025` |"));
-  EXPECT_THAT(reference, HasSubstr("| `eval.mem_len` | integer or null, >= 0 | `null` |"));
+  EXPECT_THAT(
+      reference,
+      HasSubstr("| `eval.mem_len` | integer or null, >= 0 | `null` |"));
 }
 
 TEST(ClosestKey, UsesEditDistance) {

@@ -10,9 +10,9 @@
 namespace xl::data {
 namespace {
 
-using ::testing::HasSubstr;
 using test::TempDir;
 using test::write_file;
+using ::testing::HasSubstr;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -36,7 +36,8 @@ TEST(TokenFile, RoundTripsIdsThroughTheMemoryMap) {
   }
   const auto slice = tokens.slice(2, 4);
   EXPECT_EQ(slice.dtype(), torch::kInt64);
-  EXPECT_TRUE(torch::equal(slice, torch::tensor({ids[2], ids[3], ids[4], ids[5]})));
+  EXPECT_TRUE(
+      torch::equal(slice, torch::tensor({ids[2], ids[3], ids[4], ids[5]})));
 }
 
 TEST(TokenFile, UsesFourBytesForLargeVocabularies) {
@@ -52,9 +53,11 @@ TEST(TokenFile, UsesFourBytesForLargeVocabularies) {
   write_token_file(dir / "big.bin", ids, vocab);
   EXPECT_EQ(std::filesystem::file_size(dir / "big.bin"), 64 + 4 * ids.size());
   const TokenFile tokens(dir / "big.bin", vocab, dir / "vocab.txt");
-  EXPECT_EQ(tokens.at(static_cast<int64_t>(ids.size()) - 2), ids[ids.size() - 2]);
-  EXPECT_EQ(tokens.slice(static_cast<int64_t>(ids.size()) - 2, 2)[0].item<int64_t>(),
-            ids[ids.size() - 2]);
+  EXPECT_EQ(
+      tokens.at(static_cast<int64_t>(ids.size()) - 2), ids[ids.size() - 2]);
+  EXPECT_EQ(
+      tokens.slice(static_cast<int64_t>(ids.size()) - 2, 2)[0].item<int64_t>(),
+      ids[ids.size() - 2]);
 }
 
 TEST(TokenFile, RefusesAnotherVocabulary) {
@@ -65,7 +68,8 @@ TEST(TokenFile, RefusesAnotherVocabulary) {
   const Vocab vb = Vocab::build_word({b});
   ASSERT_EQ(va.size(), vb.size());
   write_token_file(dir / "a.bin", va.encode_file(a), va);
-  const std::string message = error_of([&] { TokenFile(dir / "a.bin", vb, dir / "vb.txt"); });
+  const std::string message =
+      error_of([&] { TokenFile(dir / "a.bin", vb, dir / "vb.txt"); });
   EXPECT_THAT(message, HasSubstr("a.bin: encoded with a different vocabulary"));
   EXPECT_THAT(message, HasSubstr("vb.txt"));
 }
@@ -75,16 +79,22 @@ TEST(TokenFile, RefusesTruncatedForeignAndMissingFiles) {
   const auto a = write_file(dir / "a.txt", "x y z\n");
   const Vocab v = Vocab::build_word({a});
   write_token_file(dir / "a.bin", v.encode_file(a), v);
-  std::filesystem::resize_file(dir / "a.bin", std::filesystem::file_size(dir / "a.bin") - 1);
-  EXPECT_THAT(error_of([&] { TokenFile(dir / "a.bin", v, "v"); }), HasSubstr("truncated"));
+  std::filesystem::resize_file(
+      dir / "a.bin", std::filesystem::file_size(dir / "a.bin") - 1);
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "a.bin", v, "v"); }),
+      HasSubstr("truncated"));
   write_file(dir / "foreign.bin", std::string(100, 'x'));
-  EXPECT_THAT(error_of([&] { TokenFile(dir / "foreign.bin", v, "v"); }),
-              HasSubstr("not an xl token file (bad magic)"));
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "foreign.bin", v, "v"); }),
+      HasSubstr("not an xl token file (bad magic)"));
   write_file(dir / "tiny.bin", "x");
-  EXPECT_THAT(error_of([&] { TokenFile(dir / "tiny.bin", v, "v"); }),
-              HasSubstr("shorter than the 64-byte header"));
-  EXPECT_THAT(error_of([&] { TokenFile(dir / "none.bin", v, "v"); }),
-              HasSubstr("token file not found"));
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "tiny.bin", v, "v"); }),
+      HasSubstr("shorter than the 64-byte header"));
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "none.bin", v, "v"); }),
+      HasSubstr("token file not found"));
 }
 
 TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
@@ -101,7 +111,9 @@ TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
   data.dir = options.out.string();
   Corpus corpus(data);
   EXPECT_EQ(corpus.split("valid").size(), 4);
-  EXPECT_THAT(error_of([&] { corpus.split("test"); }), HasSubstr("token file not found"));
+  EXPECT_THAT(
+      error_of([&] { corpus.split("test"); }),
+      HasSubstr("token file not found"));
 }
 
 TEST(PrepareCorpus, BadSplitLeavesNoOutput) {
@@ -110,7 +122,9 @@ TEST(PrepareCorpus, BadSplitLeavesNoOutput) {
   options.splits["train"] = write_file(dir / "train.txt", "a b\n");
   options.splits["valid"] = write_file(dir / "valid.txt", "");
   options.out = dir / "out";
-  EXPECT_THAT(error_of([&] { prepare_corpus(options); }), HasSubstr("corpus file is empty"));
+  EXPECT_THAT(
+      error_of([&] { prepare_corpus(options); }),
+      HasSubstr("corpus file is empty"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "vocab.txt"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "train.bin"));
 }

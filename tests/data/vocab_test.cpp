@@ -10,17 +10,18 @@
 namespace xl::data {
 namespace {
 
-using ::testing::HasSubstr;
 using test::TempDir;
 using test::write_file;
+using ::testing::HasSubstr;
 
-// Published by the WikiText authors and printed by kimiyoung/transformer-xl for wt2.
+// Published by the WikiText authors and printed by kimiyoung/transformer-xl for
+// wt2.
 TEST(WordVocabGolden, WikiText2SizeTokenCountAndOrder) {
   const auto train = test::testdata("wikitext-2/wiki.train.tokens");
   const Vocab vocab = Vocab::build_word({train});
   EXPECT_EQ(vocab.size(), 33278);
-  // Specials first, then Counter.most_common order (ties by first occurrence); these ids
-  // are what the Python reference assigns.
+  // Specials first, then Counter.most_common order (ties by first occurrence);
+  // these ids are what the Python reference assigns.
   EXPECT_EQ(vocab.token(0), "<eos>");
   EXPECT_EQ(vocab.token(1), "the");
   EXPECT_EQ(vocab.token(2), ",");
@@ -31,8 +32,12 @@ TEST(WordVocabGolden, WikiText2SizeTokenCountAndOrder) {
   EXPECT_EQ(vocab.token(33276), "Nests");
   const auto ids = vocab.encode_file(train);
   EXPECT_EQ(ids.size(), 2088628u);
-  EXPECT_EQ(vocab.encode_file(test::testdata("wikitext-2/wiki.valid.tokens")).size(), 217646u);
-  EXPECT_EQ(vocab.encode_file(test::testdata("wikitext-2/wiki.test.tokens")).size(), 245569u);
+  EXPECT_EQ(
+      vocab.encode_file(test::testdata("wikitext-2/wiki.valid.tokens")).size(),
+      217646u);
+  EXPECT_EQ(
+      vocab.encode_file(test::testdata("wikitext-2/wiki.test.tokens")).size(),
+      245569u);
 }
 
 TEST(WordVocab, CountsEosPerLineAndBreaksTiesByFirstOccurrence) {
@@ -45,7 +50,8 @@ TEST(WordVocab, CountsEosPerLineAndBreaksTiesByFirstOccurrence) {
   EXPECT_EQ(vocab.token(1), "b");
   EXPECT_EQ(vocab.token(2), "a");
   EXPECT_EQ(vocab.token(3), "c");
-  EXPECT_EQ(vocab.encode_file(f), (std::vector<int64_t>{1, 2, 0, 0, 3, 2, 1, 0}));
+  EXPECT_EQ(
+      vocab.encode_file(f), (std::vector<int64_t>{1, 2, 0, 0, 3, 2, 1, 0}));
 }
 
 TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
@@ -57,7 +63,8 @@ TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
     plain.encode_file(other);
     FAIL() << "expected an error";
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("other.txt:2: token 'z' is not in the vocabulary"));
+    EXPECT_THAT(
+        e.what(), HasSubstr("other.txt:2: token 'z' is not in the vocabulary"));
   }
   const Vocab with_unk = Vocab::build_word({train}, {"<eos>", "<unk>"});
   EXPECT_EQ(with_unk.encode_file(other), (std::vector<int64_t>{2, 0, 2, 1, 0}));
@@ -70,7 +77,8 @@ TEST(ByteVocab, OrdersBytesByFrequency) {
   ASSERT_EQ(vocab.size(), 5);
   EXPECT_EQ(vocab.token(0), "a");
   EXPECT_EQ(vocab.token(1), "b");
-  EXPECT_EQ(vocab.token(2), "\n"); // ties by byte value: '\n' (10) < 'c' (99) < 0xff
+  EXPECT_EQ(
+      vocab.token(2), "\n"); // ties by byte value: '\n' (10) < 'c' (99) < 0xff
   EXPECT_EQ(vocab.token(3), "c");
   EXPECT_EQ(vocab.token(4), "\xff");
   EXPECT_EQ(vocab.encode_file(f), (std::vector<int64_t>{0, 1, 3, 0, 1, 2, 4}));
@@ -97,7 +105,8 @@ TEST(Vocab, SaveLoadRoundTripKeepsChecksum) {
       EXPECT_EQ(loaded.token(i), vocab.token(i));
     }
   }
-  EXPECT_NE(Vocab::build_word({f}).checksum(), Vocab::build_byte({f}).checksum());
+  EXPECT_NE(
+      Vocab::build_word({f}).checksum(), Vocab::build_byte({f}).checksum());
 }
 
 TEST(Vocab, RefusesEmptyMissingAndMalformedFiles) {

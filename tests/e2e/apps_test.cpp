@@ -20,12 +20,12 @@ std::string config_file(const std::string& relative) {
 
 TEST(XlPrep, EncodesWikiText2WithGoldenCounts) {
   TempDir dir;
-  const auto r = run_command(app("xl-prep") + " --train " +
-                                 testdata("wikitext-2/wiki.train.tokens").string() +
-                                 " --valid " + testdata("wikitext-2/wiki.valid.tokens").string() +
-                                 " --test " + testdata("wikitext-2/wiki.test.tokens").string() +
-                                 " --out wt2",
-                             dir.path());
+  const auto r = run_command(
+      app("xl-prep") + " --train " +
+          testdata("wikitext-2/wiki.train.tokens").string() + " --valid " +
+          testdata("wikitext-2/wiki.valid.tokens").string() + " --test " +
+          testdata("wikitext-2/wiki.test.tokens").string() + " --out wt2",
+      dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("vocabulary: 33278 word tokens"));
   EXPECT_THAT(r.output, HasSubstr("train: 2088628 tokens"));
@@ -37,17 +37,21 @@ TEST(XlPrep, EncodesWikiText2WithGoldenCounts) {
 
 TEST(XlPrep, ByteFormatOnEnwik8Prefix) {
   TempDir dir;
-  const auto r = run_command(app("xl-prep") + " --format byte --train " +
-                                 testdata("enwik8/enwik8-prefix-1M").string() + " --out e8",
-                             dir.path());
+  const auto r = run_command(
+      app("xl-prep") + " --format byte --train " +
+          testdata("enwik8/enwik8-prefix-1M").string() + " --out e8",
+      dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("train: 1000000 tokens"));
-  EXPECT_THAT(read_text(dir / "e8/vocab.txt"), ::testing::StartsWith("#xl-vocab v1 kind=byte"));
+  EXPECT_THAT(
+      read_text(dir / "e8/vocab.txt"),
+      ::testing::StartsWith("#xl-vocab v1 kind=byte"));
 }
 
 TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
   TempDir dir;
-  auto r = run_command(app("xl-prep") + " --train nope.txt --out o", dir.path());
+  auto r =
+      run_command(app("xl-prep") + " --train nope.txt --out o", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("error: corpus file not found: nope.txt"));
   write_file(dir / "empty.txt", "");
@@ -62,16 +66,17 @@ TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
 TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
   TempDir dir;
   const std::string cfg = config_file("configs/txl/wt2_small.yaml");
-  auto r = run_command(app("xl-train") + " --config " + cfg +
-                           " --set model.n_layer=3 --set train.lr=5e-4 --dump-config",
-                       dir.path());
+  auto r = run_command(
+      app("xl-train") + " --config " + cfg +
+          " --set model.n_layer=3 --set train.lr=5e-4 --dump-config",
+      dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("  n_layer: 3\n"));
   EXPECT_THAT(r.output, HasSubstr("  lr: 0.0005\n"));
   EXPECT_THAT(r.output, HasSubstr("  name: \"wt2_small\"\n"));
   write_file(dir / "dumped.yaml", r.output);
-  const auto again = run_command(app("xl-train") + " --config dumped.yaml --dump-config",
-                                 dir.path());
+  const auto again = run_command(
+      app("xl-train") + " --config dumped.yaml --dump-config", dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_EQ(again.output, r.output);
 }
@@ -79,13 +84,16 @@ TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
 TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
   TempDir dir;
   const std::string cfg = config_file("configs/txl/wt2_small.yaml");
-  const auto r =
-      run_command(app("xl-train") + " --config " + cfg + " --set model.n_layers=3", dir.path());
+  const auto r = run_command(
+      app("xl-train") + " --config " + cfg + " --set model.n_layers=3",
+      dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.output,
-            "error: --set model.n_layers=3: unknown key 'model.n_layers' (did you mean "
-            "'model.n_layer'?)\n");
-  const auto missing = run_command(app("xl-train") + " --config nope.yaml", dir.path());
+  EXPECT_EQ(
+      r.output,
+      "error: --set model.n_layers=3: unknown key 'model.n_layers' (did you mean "
+      "'model.n_layer'?)\n");
+  const auto missing =
+      run_command(app("xl-train") + " --config nope.yaml", dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found: nope.yaml"));
   EXPECT_THAT(missing.output, Not(HasSubstr("Exception raised from")));
@@ -102,12 +110,13 @@ TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
 
 TEST(XlTrain, MissingPreparedDataIsAClearError) {
   TempDir dir;
-  const auto r = run_command(app("xl-train") + " --config " +
-                                 config_file("configs/txl/wt2_small.yaml") +
-                                 " --set data.dir=absent",
-                             dir.path());
+  const auto r = run_command(
+      app("xl-train") + " --config " +
+          config_file("configs/txl/wt2_small.yaml") + " --set data.dir=absent",
+      dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("vocabulary file not found: absent/vocab.txt"));
+  EXPECT_THAT(
+      r.output, HasSubstr("vocabulary file not found: absent/vocab.txt"));
   // The run directory was made and holds the resolved config.
   EXPECT_TRUE(fs::exists(dir / "runs/wt2_small/config.yaml"));
 }

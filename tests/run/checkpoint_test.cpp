@@ -1,4 +1,5 @@
-// Checkpoints: contents round trip, format and config checks, and atomicity under a kill.
+// Checkpoints: contents round trip, format and config checks, and atomicity
+// under a kill.
 #include "xl/run/checkpoint.h"
 
 #include <gmock/gmock.h>
@@ -15,15 +16,19 @@
 namespace xl::run {
 namespace {
 
-using ::testing::HasSubstr;
 using test::TempDir;
+using ::testing::HasSubstr;
 
-void save_with_weight(const std::filesystem::path& path, int64_t step,
-                      const torch::Tensor& weight) {
-  save_checkpoint(path, CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n"},
-                  [&](torch::serialize::OutputArchive& archive) {
-                    archive.write("weight", weight);
-                  });
+void save_with_weight(
+    const std::filesystem::path& path,
+    int64_t step,
+    const torch::Tensor& weight) {
+  save_checkpoint(
+      path,
+      CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n"},
+      [&](torch::serialize::OutputArchive& archive) {
+        archive.write("weight", weight);
+      });
 }
 
 torch::Tensor load_weight(const std::filesystem::path& path, int64_t* step) {
@@ -76,7 +81,8 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
   // The torn temporary exists, the checkpoint itself is the old, complete one.
   bool torn_temporary = false;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    torn_temporary |= entry.path().filename().string().rfind("last.pt.tmp.", 0) == 0;
+    torn_temporary |=
+        entry.path().filename().string().rfind("last.pt.tmp.", 0) == 0;
   }
   EXPECT_TRUE(torn_temporary);
   int64_t step = 0;
@@ -88,7 +94,8 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
   EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::zeros({2})));
   EXPECT_EQ(step, 3);
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos);
+    EXPECT_EQ(
+        entry.path().filename().string().find(".tmp."), std::string::npos);
   }
 }
 
@@ -96,11 +103,14 @@ TEST(Checkpoint, ExceptionDuringWriteKeepsThePreviousCheckpoint) {
   TempDir dir;
   const auto path = dir / "last.pt";
   save_with_weight(path, 1, torch::ones({2}));
-  EXPECT_THROW(save_checkpoint(path, CheckpointInfo{},
-                               [](torch::serialize::OutputArchive&) {
-                                 throw UserError("disk full (simulated)");
-                               }),
-               UserError);
+  EXPECT_THROW(
+      save_checkpoint(
+          path,
+          CheckpointInfo{},
+          [](torch::serialize::OutputArchive&) {
+            throw UserError("disk full (simulated)");
+          }),
+      UserError);
   int64_t step = 0;
   EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::ones({2})));
 }
@@ -127,20 +137,25 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("not an xl checkpoint"));
   }
-  save_checkpoint(dir / "future.pt", CheckpointInfo{kCheckpointFormat + 1, 5, ""},
-                  [](torch::serialize::OutputArchive&) {});
+  save_checkpoint(
+      dir / "future.pt",
+      CheckpointInfo{kCheckpointFormat + 1, 5, ""},
+      [](torch::serialize::OutputArchive&) {});
   try {
     torch::serialize::InputArchive a;
     load_checkpoint(dir / "future.pt", a);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("checkpoint format 2, this xl reads format 1"));
+    EXPECT_THAT(
+        e.what(), HasSubstr("checkpoint format 2, this xl reads format 1"));
   }
 }
 
 TEST(Checkpoint, ConfigDifferencesNameEachKey) {
-  const std::string saved = "model:\n  d_model: 410\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.1\n";
-  const std::string now = "model:\n  d_model: 512\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.2\n";
+  const std::string saved =
+      "model:\n  d_model: 410\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.1\n";
+  const std::string now =
+      "model:\n  d_model: 512\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.2\n";
   const auto diffs = config_differences(saved, now, {"model"});
   ASSERT_EQ(diffs.size(), 1u);
   EXPECT_EQ(diffs[0], "model.d_model: checkpoint 410, config 512");
@@ -151,7 +166,8 @@ TEST(Checkpoint, ConfigDifferencesNameEachKey) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("c.pt was made with a different config"));
-    EXPECT_THAT(e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
+    EXPECT_THAT(
+        e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
   }
 }
 

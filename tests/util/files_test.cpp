@@ -15,7 +15,8 @@ TEST(AtomicWrite, ReplacesContentAndLeavesNoTemporary) {
   atomic_write(dir / "f.txt", std::string("second"));
   EXPECT_EQ(read_file(dir / "f.txt"), "second");
   size_t files = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
+  for ([[maybe_unused]] const auto& entry :
+       fs::directory_iterator(dir.path())) {
     ++files;
   }
   EXPECT_EQ(files, 1u);

@@ -1,5 +1,6 @@
-// What every xl app shares: the config flags (--config, --set, --dump-config, --print-schema)
-// and the top-level error handling (user errors: one clear line, exit status 2).
+// What every xl app shares: the config flags (--config, --set, --dump-config,
+// --print-schema) and the top-level error handling (user errors: one clear
+// line, exit status 2).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,19 +20,23 @@ struct ConfigFlags {
   bool print_schema = false;
 };
 
-/// Adds --config/-c, --set (repeatable), --dump-config and --print-schema to `app`.
+/// Adds --config/-c, --set (repeatable), --dump-config and --print-schema to
+/// `app`.
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
-/// Loads the config the flags name. Handles --print-schema and --dump-config by printing to
-/// stdout; returns false when the app should then exit with status 0.
+/// Loads the config the flags name. Handles --print-schema and --dump-config by
+/// printing to stdout; returns false when the app should then exit with status
+/// 0.
 bool load_config(const ConfigFlags& flags, config::Config& out);
 
-/// Parses the command line. Returns -1 when the app should go on, otherwise the exit status
-/// (0 after --help, 2 for a usage error, with CLI11's message printed).
+/// Parses the command line. Returns -1 when the app should go on, otherwise the
+/// exit status (0 after --help, 2 for a usage error, with CLI11's message
+/// printed).
 int parse_command_line(CLI::App& app, int argc, char** argv);
 
-/// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11 does, UserError (and
-/// ConfigError) to one "error: ..." line and status 2, anything else to "internal error" and 1.
+/// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11
+/// does, UserError (and ConfigError) to one "error: ..." line and status 2,
+/// anything else to "internal error" and 1.
 int run_main(const std::function<int()>& body);
 
 } // namespace xl::app

@@ -1,6 +1,7 @@
-// Field specifications shared by the config schema and its visitors: each config field is
-// declared once (key, member, help, limits) and the same declaration drives parsing,
-// validation, dumping and the printed schema reference.
+// Field specifications shared by the config schema and its visitors: each
+// config field is declared once (key, member, help, limits) and the same
+// declaration drives parsing, validation, dumping and the printed schema
+// reference.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ struct Limits {
   bool max_exclusive = false;
   std::vector<std::string> choices;
 
-  /// Human-readable form, e.g. ">= 1", "in [0, 1)", "one of relative, absolute".
+  /// Human-readable form, e.g. ">= 1", "in [0, 1)", "one of relative,
+  /// absolute".
   std::string describe() const;
   bool admits(double value) const;
   bool admits(const std::string& value) const;
@@ -75,8 +77,9 @@ struct TypeName<std::optional<T>> {
 
 template <class T>
 std::string type_name() {
-  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+  if constexpr (
+      std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+      std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
     return TypeName<T>::value;
   } else {
     return TypeName<T>::get();

@@ -1,6 +1,6 @@
-// The merged configuration tree: YAML files joined through `base:` inheritance and `--set`
-// overrides, where every value remembers which file and line (or which override) set it, so
-// that errors can point there.
+// The merged configuration tree: YAML files joined through `base:` inheritance
+// and `--set` overrides, where every value remembers which file and line (or
+// which override) set it, so that errors can point there.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -18,8 +18,8 @@ struct Source {
   std::string str() const;
 };
 
-/// A node of the merged tree. Mappings keep their keys in first-seen order; any other YAML
-/// value (scalar, sequence, null) is a leaf held as a YAML node.
+/// A node of the merged tree. Mappings keep their keys in first-seen order; any
+/// other YAML value (scalar, sequence, null) is a leaf held as a YAML node.
 struct Tree {
   bool is_map = false;
   YAML::Node leaf;
@@ -32,12 +32,14 @@ struct Tree {
   Tree& child(const std::string& key, const Source& source);
 };
 
-/// Loads `path` with its `base:` chain (relative paths, several levels, a list of bases is
-/// merged left to right, the file itself last). Mappings merge key by key; any other value
-/// replaces. A cycle, a missing file or invalid YAML is a ConfigError.
+/// Loads `path` with its `base:` chain (relative paths, several levels, a list
+/// of bases is merged left to right, the file itself last). Mappings merge key
+/// by key; any other value replaces. A cycle, a missing file or invalid YAML is
+/// a ConfigError.
 Tree load_tree(const std::string& path);
 
-/// Applies one override "a.b.c=value"; the value is parsed as YAML (so `3`, `0.5`, `true`,
+/// Applies one override "a.b.c=value"; the value is parsed as YAML (so `3`,
+/// `0.5`, `true`,
 /// `[1, 2]` and `{x: 1}` keep their types).
 void apply_override(Tree& tree, const std::string& assignment);
 

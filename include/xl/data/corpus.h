@@ -1,4 +1,5 @@
-// Preparing corpora (xl-prep) and opening prepared ones (training and evaluation).
+// Preparing corpora (xl-prep) and opening prepared ones (training and
+// evaluation).
 #pragma once
 
 #include <filesystem>
@@ -18,9 +19,11 @@ struct PrepOptions {
   /// Split name ("train", "valid", "test") -> text file. "train" is required.
   std::map<std::string, std::filesystem::path> splits;
   std::filesystem::path out;
-  /// Build the vocabulary from the training split only ("train") or from all splits ("all").
+  /// Build the vocabulary from the training split only ("train") or from all
+  /// splits ("all").
   std::string vocab_from = "train";
-  /// Reuse this vocabulary instead of building one (e.g. to encode new text for a trained model).
+  /// Reuse this vocabulary instead of building one (e.g. to encode new text for
+  /// a trained model).
   std::optional<std::filesystem::path> vocab;
 };
 
@@ -29,10 +32,12 @@ struct PrepReport {
   std::map<std::string, int64_t> tokens; // per split
 };
 
-/// Builds (or loads) the vocabulary and writes <out>/vocab.txt and <out>/<split>.bin.
+/// Builds (or loads) the vocabulary and writes <out>/vocab.txt and
+/// <out>/<split>.bin.
 PrepReport prepare_corpus(const PrepOptions& options);
 
-/// A prepared corpus: its vocabulary and memory-mapped splits, checked against each other.
+/// A prepared corpus: its vocabulary and memory-mapped splits, checked against
+/// each other.
 class Corpus {
  public:
   explicit Corpus(const config::DataConfig& data);

@@ -1,6 +1,6 @@
 // Text splitting with the exact semantics of the Python reference tokenizers
-// (kimiyoung/transformer-xl's `line.strip().split()` over universal-newline lines), so that
-// vocabularies and token counts match theirs.
+// (kimiyoung/transformer-xl's `line.strip().split()` over universal-newline
+// lines), so that vocabularies and token counts match theirs.
 #pragma once
 
 #include <string_view>
@@ -8,13 +8,14 @@
 
 namespace xl::data {
 
-/// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped and a final
-/// line without terminator still counts. An empty text has no lines.
+/// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
+/// and a final line without terminator still counts. An empty text has no
+/// lines.
 std::vector<std::string_view> split_lines(std::string_view text);
 
-/// Splits a UTF-8 line into tokens at runs of Unicode whitespace, as Python's str.split()
-/// does (ASCII whitespace, U+001C..U+001F, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028,
-/// U+2029, U+202F, U+205F, U+3000).
+/// Splits a UTF-8 line into tokens at runs of Unicode whitespace, as Python's
+/// str.split() does (ASCII whitespace, U+001C..U+001F, U+0085, U+00A0, U+1680,
+/// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
 std::vector<std::string_view> split_words(std::string_view line);
 
 } // namespace xl::data

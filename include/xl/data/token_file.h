@@ -1,7 +1,8 @@
-// Encoded corpora: a 64-byte header (magic "XLTOKENS", format version, bytes per token, token
-// count, vocabulary checksum and size) followed by little-endian token ids, 2 bytes each when
-// the vocabulary has at most 65,536 entries and 4 otherwise. Read through a memory map, so a
-// WikiText-103-sized split costs no load time and no private memory.
+// Encoded corpora: a 64-byte header (magic "XLTOKENS", format version, bytes
+// per token, token count, vocabulary checksum and size) followed by
+// little-endian token ids, 2 bytes each when the vocabulary has at most 65,536
+// entries and 4 otherwise. Read through a memory map, so a WikiText-103-sized
+// split costs no load time and no private memory.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,17 +17,22 @@
 namespace xl::data {
 
 /// Writes `ids` (each < vocab.size()) for `vocab` atomically.
-void write_token_file(const std::filesystem::path& path, const std::vector<int64_t>& ids,
-                      const Vocab& vocab);
+void write_token_file(
+    const std::filesystem::path& path,
+    const std::vector<int64_t>& ids,
+    const Vocab& vocab);
 
 class TokenFile {
  public:
   static constexpr uint32_t kFormatVersion = 1;
 
-  /// Maps `path` and checks its header against `vocab` (`vocab_path` names it in messages).
-  /// A file made with another vocabulary, a truncated file or a foreign file is a UserError.
-  TokenFile(const std::filesystem::path& path, const Vocab& vocab,
-            const std::filesystem::path& vocab_path);
+  /// Maps `path` and checks its header against `vocab` (`vocab_path` names it
+  /// in messages). A file made with another vocabulary, a truncated file or a
+  /// foreign file is a UserError.
+  TokenFile(
+      const std::filesystem::path& path,
+      const Vocab& vocab,
+      const std::filesystem::path& vocab_path);
   ~TokenFile();
   TokenFile(const TokenFile&) = delete;
   TokenFile& operator=(const TokenFile&) = delete;

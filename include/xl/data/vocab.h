@@ -1,7 +1,9 @@
-// Vocabularies: word-level as Transformer-XL builds it for WikiText (whitespace tokens,
-// `<eos>` per line, specials first, then by descending frequency with ties in first-seen
-// order, like Python's Counter.most_common), and byte-level for enwik8/text8-style data
-// (the bytes that occur, by descending frequency, ties by byte value).
+// Vocabularies: word-level as Transformer-XL builds it for WikiText (whitespace
+// tokens,
+// `<eos>` per line, specials first, then by descending frequency with ties in
+// first-seen order, like Python's Counter.most_common), and byte-level for
+// enwik8/text8-style data (the bytes that occur, by descending frequency, ties
+// by byte value).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +22,15 @@ std::string to_string(VocabKind kind);
 
 class Vocab {
  public:
-  /// Counts the whitespace tokens of `files` (one `<eos>` per line) and orders them.
-  /// `specials` take the first ids in the given order.
-  static Vocab build_word(const std::vector<std::filesystem::path>& files,
-                          const std::vector<std::string>& specials = {"<eos>"});
+  /// Counts the whitespace tokens of `files` (one `<eos>` per line) and orders
+  /// them. `specials` take the first ids in the given order.
+  static Vocab build_word(
+      const std::vector<std::filesystem::path>& files,
+      const std::vector<std::string>& specials = {"<eos>"});
   /// Counts the bytes of `files`.
   static Vocab build_byte(const std::vector<std::filesystem::path>& files);
-  /// Reads a file written by save(); a malformed file is a UserError naming the line.
+  /// Reads a file written by save(); a malformed file is a UserError naming the
+  /// line.
   static Vocab load(const std::filesystem::path& path);
 
   /// Writes the vocabulary atomically: a header line, then one token per line.
@@ -46,9 +50,10 @@ class Vocab {
   int64_t index(std::string_view token) const;
   const std::string& token(int64_t id) const;
 
-  /// Encodes a text file: word vocabularies give each line's tokens plus `<eos>` (unknown words
-  /// map to `<unk>` when the vocabulary has it, and are an error otherwise); byte vocabularies
-  /// give the raw bytes. Errors name the file and line.
+  /// Encodes a text file: word vocabularies give each line's tokens plus
+  /// `<eos>` (unknown words map to `<unk>` when the vocabulary has it, and are
+  /// an error otherwise); byte vocabularies give the raw bytes. Errors name the
+  /// file and line.
   std::vector<int64_t> encode_file(const std::filesystem::path& path) const;
 
  private:

@@ -1,7 +1,8 @@
-// Checkpoint files: a LibTorch archive holding a format version, the step, the fully resolved
-// config (YAML) and whatever state the caller adds (model, optimizer, scheduler, RNG, data
-// position, memories). Written atomically (temporary file, fsync, rename): a crash or a kill
-// during a save leaves the previous checkpoint intact and loadable.
+// Checkpoint files: a LibTorch archive holding a format version, the step, the
+// fully resolved config (YAML) and whatever state the caller adds (model,
+// optimizer, scheduler, RNG, data position, memories). Written atomically
+// (temporary file, fsync, rename): a crash or a kill during a save leaves the
+// previous checkpoint intact and loadable.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,24 +24,31 @@ struct CheckpointInfo {
 };
 
 /// Writes `info` plus the archive entries that `fill` adds, atomically.
-void save_checkpoint(const std::filesystem::path& path, const CheckpointInfo& info,
-                     const std::function<void(torch::serialize::OutputArchive&)>& fill);
+void save_checkpoint(
+    const std::filesystem::path& path,
+    const CheckpointInfo& info,
+    const std::function<void(torch::serialize::OutputArchive&)>& fill);
 
-/// Opens a checkpoint into `archive` and returns its info. A missing file, a file that is not
-/// an xl checkpoint, or another format version is a UserError that says so.
-CheckpointInfo load_checkpoint(const std::filesystem::path& path,
-                               torch::serialize::InputArchive& archive);
+/// Opens a checkpoint into `archive` and returns its info. A missing file, a
+/// file that is not an xl checkpoint, or another format version is a UserError
+/// that says so.
+CheckpointInfo load_checkpoint(
+    const std::filesystem::path& path,
+    torch::serialize::InputArchive& archive);
 
-/// Keys under `sections` (e.g. {"model", "data"}) whose values differ between two resolved
-/// configs, as "model.d_model: checkpoint 410, config 512". Empty when they agree.
-std::vector<std::string> config_differences(const std::string& checkpoint_config,
-                                            const std::string& current_config,
-                                            const std::vector<std::string>& sections);
+/// Keys under `sections` (e.g. {"model", "data"}) whose values differ between
+/// two resolved configs, as "model.d_model: checkpoint 410, config 512". Empty
+/// when they agree.
+std::vector<std::string> config_differences(
+    const std::string& checkpoint_config,
+    const std::string& current_config,
+    const std::vector<std::string>& sections);
 
 /// Throws a UserError listing config_differences() when there are any.
-void require_matching_config(const std::filesystem::path& checkpoint,
-                             const std::string& checkpoint_config,
-                             const std::string& current_config,
-                             const std::vector<std::string>& sections);
+void require_matching_config(
+    const std::filesystem::path& checkpoint,
+    const std::string& checkpoint_config,
+    const std::string& current_config,
+    const std::vector<std::string>& sections);
 
 } // namespace xl::run

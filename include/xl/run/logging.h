@@ -1,4 +1,5 @@
-// Logging: spdlog to the console (stderr) and, for runs, to <run dir>/train.log.
+// Logging: spdlog to the console (stderr) and, for runs, to <run
+// dir>/train.log.
 #pragma once
 
 #include <filesystem>
@@ -7,9 +8,11 @@
 
 namespace xl::run {
 
-/// Installs the default logger. `level` is one of trace, debug, info, warn, error; the file, when
-/// given, receives everything at debug and above, appended.
-void setup_logging(const std::string& level,
-                   const std::optional<std::filesystem::path>& file = std::nullopt);
+/// Installs the default logger. `level` is one of trace, debug, info, warn,
+/// error; the file, when given, receives everything at debug and above,
+/// appended.
+void setup_logging(
+    const std::string& level,
+    const std::optional<std::filesystem::path>& file = std::nullopt);
 
 } // namespace xl::run

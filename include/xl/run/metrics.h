@@ -1,5 +1,6 @@
-// metrics.jsonl: one JSON object per logged step and per evaluation, appended and flushed line
-// by line so that a crash loses at most the line being written.
+// metrics.jsonl: one JSON object per logged step and per evaluation, appended
+// and flushed line by line so that a crash loses at most the line being
+// written.
 #pragma once
 
 #include <nlohmann/json.hpp>

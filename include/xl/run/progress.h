@@ -1,5 +1,5 @@
-// Progress of long work: rate and ETA from wall-clock time, formatted for one log line, e.g.
-// "step 1200/200000 (0.6%) | 18.2k tok/s | ETA 3h02m".
+// Progress of long work: rate and ETA from wall-clock time, formatted for one
+// log line, e.g. "step 1200/200000 (0.6%) | 18.2k tok/s | ETA 3h02m".
 #pragma once
 
 #include <chrono>
@@ -17,16 +17,19 @@ class Progress {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// `total` units of work (steps, segments); `start` is where a resumed run begins.
+  /// `total` units of work (steps, segments); `start` is where a resumed run
+  /// begins.
   explicit Progress(int64_t total, int64_t start = 0);
 
-  /// Records that the work reached `done` units and processed `tokens` more tokens.
+  /// Records that the work reached `done` units and processed `tokens` more
+  /// tokens.
   void update(int64_t done, int64_t tokens);
   /// Tokens per second since the previous call to line() (or the start).
   double tokens_per_second() const;
   /// Seconds left at the average pace since the start.
   double eta_seconds() const;
-  /// "<unit> <done>/<total> (<pct>%) | <rate> tok/s | ETA <t>"; resets the rate window.
+  /// "<unit> <done>/<total> (<pct>%) | <rate> tok/s | ETA <t>"; resets the rate
+  /// window.
   std::string line(const std::string& unit);
 
  private:

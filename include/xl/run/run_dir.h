@@ -1,4 +1,5 @@
-// A run directory: the resolved config.yaml, train.log, metrics.jsonl and checkpoints/.
+// A run directory: the resolved config.yaml, train.log, metrics.jsonl and
+// checkpoints/.
 #pragma once
 
 #include <filesystem>
@@ -23,10 +24,10 @@ std::filesystem::path run_directory(const config::Config& config);
 /// Paths inside the run directory `dir`.
 RunPaths run_paths(const std::filesystem::path& dir);
 
-/// Creates (or, with `resume`, reopens) the run directory and writes the resolved config into
-/// it atomically. Starting a new run where checkpoints already exist is refused, so that a
-/// finished run is never overwritten by accident; resuming a directory without a checkpoint is
-/// refused too.
+/// Creates (or, with `resume`, reopens) the run directory and writes the
+/// resolved config into it atomically. Starting a new run where checkpoints
+/// already exist is refused, so that a finished run is never overwritten by
+/// accident; resuming a directory without a checkpoint is refused too.
 RunPaths prepare_run_directory(const config::Config& config, bool resume);
 
 } // namespace xl::run

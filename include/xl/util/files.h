@@ -11,25 +11,34 @@ namespace xl {
 
 namespace fs = std::filesystem;
 
-/// Reads a whole file; a missing or unreadable file is a UserError naming `what` and the path.
+/// Reads a whole file; a missing or unreadable file is a UserError naming
+/// `what` and the path.
 std::string read_file(const fs::path& path, const std::string& what = "file");
 
 /// Receives chunks of bytes; returns normally or throws.
 using ByteSink = std::function<void(const void* data, size_t size)>;
 
-/// Writes `path` atomically: the bytes go to a temporary file next to it, which is flushed to
-/// disk (fsync) and then renamed over `path`, and the directory entry is synced. A crash at any
-/// point leaves either the old file or the new one, never a torn mix. `produce` streams the
-/// content into the sink it is given.
-void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce);
+/// Writes `path` atomically: the bytes go to a temporary file next to it, which
+/// is flushed to disk (fsync) and then renamed over `path`, and the directory
+/// entry is synced. A crash at any point leaves either the old file or the new
+/// one, never a torn mix. `produce` streams the content into the sink it is
+/// given.
+void atomic_write(
+    const fs::path& path,
+    const std::function<void(const ByteSink&)>& produce);
 
 /// Convenience overload for content already in memory.
 void atomic_write(const fs::path& path, const std::string& content);
 
-/// Removes temporary files that an interrupted atomic_write left next to `path`.
+/// Removes temporary files that an interrupted atomic_write left next to
+/// `path`.
 void remove_stale_temporaries(const fs::path& path);
 
-/// 64-bit FNV-1a hash, used for vocabulary checksums (stable across platforms and versions).
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
+/// 64-bit FNV-1a hash, used for vocabulary checksums (stable across platforms
+/// and versions).
+uint64_t fnv1a64(
+    const void* data,
+    size_t size,
+    uint64_t seed = 0xcbf29ce484222325ULL);
 
 } // namespace xl

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# From a fresh clone: install, build, prepare the bundled WikiText-2, train the small
+# Transformer-XL (configs/txl/wt2_small.yaml) and evaluate it with a long memory.
+# Extra arguments go to xl-train, e.g. scripts/quickstart.sh --set train.max_step=200
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/bootstrap.sh
+scripts/build.sh xl-prep xl-train xl-eval
+bin=${XL_BUILD_DIR:-build}/bin
+
+raw=data/prepared/raw/wikitext-2
+prepared=data/prepared/wikitext-2
+if [ ! -f "$prepared/test.bin" ]; then
+  mkdir -p "$raw"
+  for split in train valid test; do
+    xz -dc "data/wikitext-2/wiki.$split.tokens.xz" >"$raw/wiki.$split.tokens"
+  done
+  "$bin/xl-prep" --format word --train "$raw/wiki.train.tokens" --valid "$raw/wiki.valid.tokens" \
+    --test "$raw/wiki.test.tokens" --out "$prepared"
+fi
+
+run=${XL_RUN_NAME:-wt2_small}
+resume=()
+[ -f "runs/$run/checkpoints/last.pt" ] && resume=(--resume)
+"$bin/xl-train" --config configs/txl/wt2_small.yaml --set "run.name=$run" "${resume[@]}" "$@"
+"$bin/xl-eval" --run "runs/$run"
