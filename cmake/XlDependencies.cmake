@@ -32,8 +32,13 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.2 REQUIRED)
 find_package(Threads REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+# SentencePiece ships no CMake package; look it up directly so that an unpacked prefix on
+# CMAKE_PREFIX_PATH works as well as the system one.
+find_path(XL_SENTENCEPIECE_INCLUDE sentencepiece_processor.h REQUIRED)
+find_library(XL_SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
+add_library(xl_sentencepiece INTERFACE IMPORTED)
+target_include_directories(xl_sentencepiece SYSTEM INTERFACE ${XL_SENTENCEPIECE_INCLUDE})
+target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_LIBRARY})
 
 # yaml-cpp 0.7 exports the plain target name `yaml-cpp`; newer versions add a namespace.
 if(TARGET yaml-cpp::yaml-cpp)
