@@ -1,0 +1,35 @@
+// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D) -> Dropout, with
+// the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
+#pragma once
+
+#include <torch/torch.h>
+
+namespace xl::nn {
+
+struct FeedForwardOptions {
+  FeedForwardOptions(int64_t d_model, int64_t d_inner)
+      : d_model_(d_model), d_inner_(d_inner) {}
+  TORCH_ARG(int64_t, d_model);
+  TORCH_ARG(int64_t, d_inner);
+  TORCH_ARG(double, dropout) = 0.0;
+  TORCH_ARG(bool, pre_lnorm) = false;
+  TORCH_ARG(double, layer_norm_eps) = 1e-5;
+};
+
+class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
+ public:
+  explicit FeedForwardImpl(const FeedForwardOptions& options);
+  void reset() override;
+
+  /// x [..., D] -> [..., D]
+  torch::Tensor forward(const torch::Tensor& x);
+
+  FeedForwardOptions options;
+  torch::nn::Linear fc1{nullptr};
+  torch::nn::Linear fc2{nullptr};
+  torch::nn::LayerNorm layer_norm{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+} // namespace xl::nn

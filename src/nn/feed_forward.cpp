@@ -1,0 +1,36 @@
+#include "xl/nn/feed_forward.h"
+
+namespace xl::nn {
+
+FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
+    : options(options_) {
+  reset();
+}
+
+void FeedForwardImpl::reset() {
+  fc1 = register_module(
+      "fc1", torch::nn::Linear(options.d_model(), options.d_inner()));
+  fc2 = register_module(
+      "fc2", torch::nn::Linear(options.d_inner(), options.d_model()));
+  layer_norm = register_module(
+      "layer_norm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})
+                               .eps(options.layer_norm_eps())));
+  drop = register_module("drop", torch::nn::Dropout(options.dropout()));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  TORCH_CHECK(
+      x.size(-1) == options.d_model(),
+      "feed-forward input must end in ",
+      options.d_model(),
+      ", got ",
+      x.sizes());
+  const auto core = [&](const torch::Tensor& in) {
+    return drop(fc2(drop(torch::relu(fc1(in)))));
+  };
+  return options.pre_lnorm() ? x + core(layer_norm(x))
+                             : layer_norm(x + core(x));
+}
+
+} // namespace xl::nn

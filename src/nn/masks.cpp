@@ -1,0 +1,23 @@
+#include "xl/nn/masks.h"
+
+namespace xl::nn {
+
+torch::Tensor causal_mask(
+    int64_t qlen,
+    int64_t mlen,
+    bool same_length,
+    int64_t mem_len,
+    const torch::Device& device) {
+  const int64_t klen = mlen + qlen;
+  const auto ones =
+      torch::ones({qlen, klen}, torch::dtype(torch::kBool).device(device));
+  auto mask = torch::triu(ones, 1 + mlen);
+  if (same_length) {
+    const int64_t excess = klen - mem_len;
+    const int64_t shift = excess > 0 ? qlen - excess : qlen;
+    mask = mask | torch::tril(ones, -shift);
+  }
+  return mask;
+}
+
+} // namespace xl::nn
