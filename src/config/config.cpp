@@ -98,9 +98,15 @@ std::string format_value(const T& value) {
   if constexpr (std::is_same_v<T, bool>) {
     return value ? "true" : "false";
   } else if constexpr (std::is_same_v<T, double>) {
+    // Shortest round-trip digits, always with a '.' in the mantissa ("1.0e-05",
+    // not "1e-05"), which YAML 1.1 readers such as PyYAML need to see a float.
     std::string s = fmt::format("{}", value);
-    if (s.find_first_of(".eEn") == std::string::npos) {
-      s += ".0";
+    const auto exponent = s.find_first_of("eE");
+    const auto mantissa_end =
+        exponent == std::string::npos ? s.size() : exponent;
+    if (s.find('.') == std::string::npos &&
+        s.find_first_of("ni") == std::string::npos) {
+      s.insert(mantissa_end, ".0");
     }
     return s;
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -563,7 +569,8 @@ void validate(const Config& c) {
         "bf16 autocast needs train.device cuda or auto, found cpu");
   }
   const EvalConfig& e = c.eval;
-  if (!e.mem_len && m.mem_len + t.tgt_len - e.tgt_len < 0) {
+  const int64_t eval_tgt_len = e.tgt_len.value_or(t.tgt_len);
+  if (!e.mem_len && m.mem_len + t.tgt_len - eval_tgt_len < 0) {
     fail_rule(
         c,
         "eval.tgt_len",
@@ -572,7 +579,7 @@ void validate(const Config& c) {
             "train.tgt_len - eval.tgt_len = {} + {} - {} < 0; set eval.mem_len",
             m.mem_len,
             t.tgt_len,
-            e.tgt_len));
+            eval_tgt_len));
   }
 }
 

@@ -17,7 +17,8 @@ TransformerXLOptions transformer_xl_options(
   }
   std::vector<bool> tie_projs = m.tie_projs;
   if (tie_projs.empty()) {
-    // kimiyoung's default for adaptive softmax: every projection but the head's is shared.
+    // kimiyoung's default for adaptive softmax: every projection but the head's
+    // is shared.
     tie_projs.assign(m.cutoffs.size() + 1, true);
     tie_projs[0] = false;
   }

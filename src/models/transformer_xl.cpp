@@ -23,12 +23,14 @@ TransformerXLImpl::TransformerXLImpl(TransformerXLOptions options_)
   TORCH_CHECK(
       o.n_layer() >= 1 && o.n_head() >= 1 && o.d_head() >= 1,
       "Transformer-XL needs at least one layer and head");
-  const auto adaptive = nn::AdaptiveOptions(o.n_token(), o.d_embed(), o.d_model())
-                            .cutoffs(o.cutoffs())
-                            .div_val(o.div_val());
+  const auto adaptive =
+      nn::AdaptiveOptions(o.n_token(), o.d_embed(), o.d_model())
+          .cutoffs(o.cutoffs())
+          .div_val(o.div_val());
   word_emb = register_module("word_emb", nn::AdaptiveEmbedding(adaptive));
   pos_emb = register_module(
-      "pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(o.d_model())));
+      "pos_emb",
+      nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(o.d_model())));
   drop = register_module("drop", torch::nn::Dropout(o.dropout()));
   if (o.relative()) {
     const std::vector<int64_t> shape = o.untie_r()
@@ -39,13 +41,14 @@ TransformerXLImpl::TransformerXLImpl(TransformerXLOptions options_)
   }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
-    layers->push_back(nn::DecoderLayer(
-        nn::DecoderLayerOptions(o.d_model(), o.n_head(), o.d_head(), o.d_inner())
-            .dropout(o.dropout())
-            .dropatt(o.dropatt())
-            .pre_lnorm(o.pre_lnorm())
-            .layer_norm_eps(o.layer_norm_eps())
-            .relative(o.relative())));
+    layers->push_back(
+        nn::DecoderLayer(nn::DecoderLayerOptions(
+                             o.d_model(), o.n_head(), o.d_head(), o.d_inner())
+                             .dropout(o.dropout())
+                             .dropatt(o.dropatt())
+                             .pre_lnorm(o.pre_lnorm())
+                             .layer_norm_eps(o.layer_norm_eps())
+                             .relative(o.relative())));
   }
   crit = register_module(
       "crit",
@@ -78,8 +81,9 @@ void TransformerXLImpl::init_weights() {
     return s.size() >= suffix.size() &&
         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  // The kimiyoung/Hugging Face rules: LayerNorm gain ~ N(1, init_std); projections
-  // ~ N(0, proj_init_std); biases 0 (u and v are not biases in that sense); the rest init().
+  // The kimiyoung/Hugging Face rules: LayerNorm gain ~ N(1, init_std);
+  // projections ~ N(0, proj_init_std); biases 0 (u and v are not biases in that
+  // sense); the rest init().
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     auto& p = item.value();
@@ -91,7 +95,9 @@ void TransformerXLImpl::init_weights() {
       }
     } else if (name == "r_w_bias" || name == "r_r_bias") {
       init(p);
-    } else if (ends_with(name, "bias") || name.find("out_bias_") != std::string::npos) {
+    } else if (
+        ends_with(name, "bias") ||
+        name.find("out_bias_") != std::string::npos) {
       p.zero_();
     } else if (name.find("proj") != std::string::npos) {
       p.normal_(0.0, o.proj_init_std());
@@ -109,8 +115,8 @@ LMOutput TransformerXLImpl::forward(
   const auto& o = options;
   const Lengths& len = o.lengths();
   TORCH_CHECK(
-      input.dim() == 2 && target.dim() == 2 && target.size(1) == input.size(1) &&
-          target.size(0) <= input.size(0),
+      input.dim() == 2 && target.dim() == 2 &&
+          target.size(1) == input.size(1) && target.size(0) <= input.size(0),
       "expected input [L, B] and target [T <= L, B], got ",
       input.sizes(),
       " and ",
@@ -133,20 +139,24 @@ LMOutput TransformerXLImpl::forward(
   torch::Tensor r;
   if (o.relative()) {
     const auto positions = nn::relative_positions(
-        klen, len.clamp_len, torch::dtype(torch::kFloat).device(input.device()));
+        klen,
+        len.clamp_len,
+        torch::dtype(torch::kFloat).device(input.device()));
     r = drop(pos_emb(positions));
     core = drop(embedded);
   } else {
-    const auto positions = torch::arange(
-        qlen, torch::dtype(torch::kFloat).device(input.device()));
+    const auto positions =
+        torch::arange(qlen, torch::dtype(torch::kFloat).device(input.device()));
     core = drop(embedded + pos_emb(positions).unsqueeze(1));
   }
   std::vector<torch::Tensor> hiddens;
   hiddens.reserve(static_cast<size_t>(o.n_layer()));
   for (int64_t i = 0; i < o.n_layer(); ++i) {
     hiddens.push_back(core);
-    const auto mem = mems.empty() ? torch::Tensor() : mems[static_cast<size_t>(i)];
-    const auto layer = layers->ptr<nn::DecoderLayerImpl>(static_cast<size_t>(i));
+    const auto mem =
+        mems.empty() ? torch::Tensor() : mems[static_cast<size_t>(i)];
+    const auto layer =
+        layers->ptr<nn::DecoderLayerImpl>(static_cast<size_t>(i));
     core = o.relative() ? layer->forward(core, mask, mem, r, u(i), v(i))
                         : layer->forward(core, mask, mem, r, {}, {});
   }
@@ -155,7 +165,8 @@ LMOutput TransformerXLImpl::forward(
   LMOutput out;
   out.mems = nn::update_memory(mems, hiddens, len.mem_len, len.ext_len);
   const int64_t tgt_len = target.size(0);
-  const auto pred = core.narrow(0, qlen - tgt_len, tgt_len).reshape({-1, o.d_model()});
+  const auto pred =
+      core.narrow(0, qlen - tgt_len, tgt_len).reshape({-1, o.d_model()});
   const auto log_probs = crit(pred, target.reshape({-1}));
   out.nll_sum = -log_probs.sum();
   out.count = tgt_len * bsz;

@@ -72,8 +72,8 @@ void AdaptiveEmbeddingImpl::reset() {
     emb_layers->push_back(torch::nn::Embedding(rows, options.bin_dim(i)));
     if (options.has_proj(i)) {
       // ParameterList keeps the tensor's requires_grad flag, so set it.
-      emb_projs->append(
-          torch::empty({options.d_proj(), options.bin_dim(i)}).requires_grad_());
+      emb_projs->append(torch::empty({options.d_proj(), options.bin_dim(i)})
+                            .requires_grad_());
     }
   }
 }
@@ -110,7 +110,8 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
     if (indices.numel() == 0) {
       continue;
     }
-    auto embed_i = torch::embedding(weight(i), flat.index_select(0, indices) - bounds[i]);
+    auto embed_i =
+        torch::embedding(weight(i), flat.index_select(0, indices) - bounds[i]);
     embed_i = torch::nn::functional::linear(embed_i, proj(i));
     if (!out.defined()) {
       out = torch::zeros({flat.size(0), options.d_proj()}, embed_i.options());
@@ -159,7 +160,8 @@ void AdaptiveLogSoftmaxImpl::reset() {
         a.div_val() == 1 ? a.n_token() : bounds[i + 1] - bounds[i];
     if (!weight_tied(i)) {
       out_weights[i] = register_parameter(
-          "out_weight_" + std::to_string(i), torch::empty({rows, a.bin_dim(i)}));
+          "out_weight_" + std::to_string(i),
+          torch::empty({rows, a.bin_dim(i)}));
     }
     out_biases[i] = register_parameter(
         "out_bias_" + std::to_string(i), torch::zeros({rows}));
@@ -176,8 +178,7 @@ void AdaptiveLogSoftmaxImpl::reset() {
   if (clusters > 0) {
     cluster_weight = register_parameter(
         "cluster_weight", torch::zeros({clusters, a.d_embed()}));
-    cluster_bias =
-        register_parameter("cluster_bias", torch::zeros({clusters}));
+    cluster_bias = register_parameter("cluster_bias", torch::zeros({clusters}));
   }
 }
 
@@ -259,8 +260,8 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
     const torch::Tensor& target) {
   const AdaptiveOptions& a = options.adaptive();
   TORCH_CHECK(
-      hidden.dim() == 2 && hidden.size(1) == a.d_proj() &&
-          target.dim() == 1 && target.size(0) == hidden.size(0),
+      hidden.dim() == 2 && hidden.size(1) == a.d_proj() && target.dim() == 1 &&
+          target.size(0) == hidden.size(0),
       "adaptive softmax expects hidden [N, ",
       a.d_proj(),
       "] and target [N], got ",
@@ -274,20 +275,21 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
   }
   auto out = torch::zeros({hidden.size(0)}, head.options());
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const auto indices = ((target >= bounds[i]) & (target < bounds[i + 1]))
-                             .nonzero()
-                             .squeeze(1);
+    const auto indices =
+        ((target >= bounds[i]) & (target < bounds[i + 1])).nonzero().squeeze(1);
     if (indices.numel() == 0) {
       continue;
     }
-    const auto local = (target.index_select(0, indices) - bounds[i]).unsqueeze(1);
+    const auto local =
+        (target.index_select(0, indices) - bounds[i]).unsqueeze(1);
     const auto head_i = head.index_select(0, indices);
     torch::Tensor logp;
     if (i == 0) {
       logp = head_i.gather(1, local).squeeze(1);
     } else {
       const auto tail = torch::log_softmax(
-          tail_logits(i, hidden.index_select(0, indices)).to(torch::kFloat), -1);
+          tail_logits(i, hidden.index_select(0, indices)).to(torch::kFloat),
+          -1);
       const int64_t cluster = bounds[1] + static_cast<int64_t>(i) - 1;
       logp = head_i.select(1, cluster) + tail.gather(1, local).squeeze(1);
     }
@@ -305,7 +307,8 @@ torch::Tensor AdaptiveLogSoftmaxImpl::log_probs(const torch::Tensor& hidden) {
   std::vector<torch::Tensor> parts{head.narrow(1, 0, bounds[1])};
   for (size_t i = 1; i + 1 < bounds.size(); ++i) {
     const int64_t cluster = bounds[1] + static_cast<int64_t>(i) - 1;
-    const auto tail = torch::log_softmax(tail_logits(i, hidden).to(torch::kFloat), -1);
+    const auto tail =
+        torch::log_softmax(tail_logits(i, hidden).to(torch::kFloat), -1);
     parts.push_back(head.narrow(1, cluster, 1) + tail);
   }
   return torch::cat(parts, 1);

@@ -45,7 +45,8 @@ void check_inputs(
       mask.sizes());
 }
 
-// q from the segment, k and v from [memory | segment]; pre-LN normalises the keys' source.
+// q from the segment, k and v from [memory | segment]; pre-LN normalises the
+// keys' source.
 Heads project(
     const AttentionOptions& o,
     torch::nn::Linear& qkv_net,
@@ -77,17 +78,18 @@ torch::Tensor attend(
     const torch::Tensor& mask,
     const torch::Tensor& v) {
   scores = scores.mul(1.0 / std::sqrt(static_cast<double>(o.d_head())));
-  // Softmax in float32 even under bf16 autocast: masked scores are -inf, and every row keeps
-  // at least its diagonal key, so no row is all -inf.
-  auto probs = torch::softmax(
-                   scores.to(torch::kFloat)
-                       .masked_fill(mask, -std::numeric_limits<float>::infinity()),
-                   -1)
-                   .to(v.scalar_type());
+  // Softmax in float32 even under bf16 autocast: masked scores are -inf, and
+  // every row keeps at least its diagonal key, so no row is all -inf.
+  auto probs =
+      torch::softmax(
+          scores.to(torch::kFloat)
+              .masked_fill(mask, -std::numeric_limits<float>::infinity()),
+          -1)
+          .to(v.scalar_type());
   probs = dropatt(probs);
   const auto out = torch::matmul(probs, v); // [B, H, L, Dh]
-  return out.permute({2, 0, 1, 3}).reshape(
-      {out.size(2), out.size(0), o.n_head() * o.d_head()});
+  return out.permute({2, 0, 1, 3})
+      .reshape({out.size(2), out.size(0), o.n_head() * o.d_head()});
 }
 
 torch::Tensor finish(
@@ -161,9 +163,11 @@ torch::Tensor RelPartialAttentionImpl::forward(
       r.sizes());
   const Heads heads = project(options, qkv_net, layer_norm, h, mem);
   // [S, H*Dh] -> [H, Dh, S]
-  const auto rk =
-      r_net(r).view({klen, options.n_head(), options.d_head()}).permute({1, 2, 0});
-  const auto ac = torch::matmul(heads.q + u.unsqueeze(1), heads.k.transpose(2, 3));
+  const auto rk = r_net(r)
+                      .view({klen, options.n_head(), options.d_head()})
+                      .permute({1, 2, 0});
+  const auto ac =
+      torch::matmul(heads.q + u.unsqueeze(1), heads.k.transpose(2, 3));
   const auto bd = rel_shift(torch::matmul(heads.q + v.unsqueeze(1), rk));
   const auto attn_vec = attend(options, dropatt, ac + bd, mask, heads.v);
   return finish(options, o_net, drop, layer_norm, h, attn_vec);

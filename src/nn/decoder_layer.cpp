@@ -8,14 +8,12 @@ DecoderLayerImpl::DecoderLayerImpl(const DecoderLayerOptions& options_)
 }
 
 void DecoderLayerImpl::reset() {
-  const auto attention = AttentionOptions(
-                             options.d_model(),
-                             options.n_head(),
-                             options.d_head())
-                             .dropout(options.dropout())
-                             .dropatt(options.dropatt())
-                             .pre_lnorm(options.pre_lnorm())
-                             .layer_norm_eps(options.layer_norm_eps());
+  const auto attention =
+      AttentionOptions(options.d_model(), options.n_head(), options.d_head())
+          .dropout(options.dropout())
+          .dropatt(options.dropatt())
+          .pre_lnorm(options.pre_lnorm())
+          .layer_norm_eps(options.layer_norm_eps());
   if (options.relative()) {
     rel_attn = register_module("rel_attn", RelPartialAttention(attention));
   } else {
@@ -36,8 +34,8 @@ torch::Tensor DecoderLayerImpl::forward(
     const torch::Tensor& r,
     const torch::Tensor& u,
     const torch::Tensor& v) {
-  const auto out = options.relative() ? rel_attn(h, r, u, v, mask, mem)
-                                      : attn(h, mask, mem);
+  const auto out =
+      options.relative() ? rel_attn(h, r, u, v, mask, mem) : attn(h, mask, mem);
   return pos_ff(out);
 }
 

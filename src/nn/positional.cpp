@@ -26,8 +26,7 @@ void SinusoidEmbeddingImpl::reset() {
       options.d_model());
   const auto d = static_cast<double>(options.d_model());
   inv_freq = register_buffer(
-      "inv_freq",
-      1.0 / torch::pow(10000.0, torch::arange(0.0, d, 2.0) / d));
+      "inv_freq", 1.0 / torch::pow(10000.0, torch::arange(0.0, d, 2.0) / d));
 }
 
 torch::Tensor SinusoidEmbeddingImpl::forward(const torch::Tensor& positions) {

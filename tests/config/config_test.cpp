@@ -270,6 +270,10 @@ TEST(ConfigDump, ReloadsIdentically) {
   EXPECT_EQ(
       reloaded.run.name, "child"); // resolved name is kept, not re-derived
   EXPECT_THAT(text, ::testing::Not(HasSubstr("base:")));
+  // Floats keep a '.' in the mantissa so that YAML 1.1 readers (PyYAML) see
+  // numbers.
+  EXPECT_THAT(text, HasSubstr("  layer_norm_eps: 1.0e-05\n"));
+  EXPECT_THAT(text, HasSubstr("  dropout: 0.0\n"));
 }
 
 TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {

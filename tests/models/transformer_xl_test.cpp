@@ -1,11 +1,12 @@
-// Transformer-XL: published parameter counts and the properties the math guarantees.
+// Transformer-XL: published parameter counts and the properties the math
+// guarantees.
 #include "xl/models/transformer_xl.h"
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/factory.h"
-#include "test_util.h"
 
 namespace xl::models {
 namespace {
@@ -13,7 +14,8 @@ namespace {
 constexpr int64_t kWt103Vocab = 267735;
 
 config::Config shipped(const std::string& name) {
-  return config::load(std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
+  return config::load(
+      std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
 }
 
 // kimiyoung/transformer-xl train.py prints these for its wt103 scripts.
@@ -65,11 +67,14 @@ TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
   const auto input = torch::randint(40, {10, 3});
   const auto target = torch::randint(40, {10, 3});
   const auto whole = model->forward(input, target, {}, true).log_probs;
-  const auto first = model->forward(input.narrow(0, 0, 4), target.narrow(0, 0, 4), {}, true);
+  const auto first =
+      model->forward(input.narrow(0, 0, 4), target.narrow(0, 0, 4), {}, true);
   const auto second = model->forward(
       input.narrow(0, 4, 6), target.narrow(0, 4, 6), first.mems, true);
-  EXPECT_TRUE(torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
-  EXPECT_TRUE(torch::allclose(second.log_probs, whole.narrow(0, 4, 6), 1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(second.log_probs, whole.narrow(0, 4, 6), 1e-5, 1e-5));
   ASSERT_EQ(second.mems.size(), 2u);
   EXPECT_EQ(second.mems[0].size(0), 10);
 }
@@ -83,15 +88,18 @@ TEST(TransformerXL, LossIsTheSumOfTokenLogProbs) {
   const auto out = model->forward(input, target, {}, true);
   EXPECT_EQ(out.count, 6);
   EXPECT_EQ(out.log_probs.sizes(), (std::vector<int64_t>{3, 2}));
-  EXPECT_NEAR(out.nll_sum.item<double>(), -out.log_probs.sum().item<double>(), 1e-5);
+  EXPECT_NEAR(
+      out.nll_sum.item<double>(), -out.log_probs.sum().item<double>(), 1e-5);
 }
 
 TEST(TransformerXL, GradientsReachEveryParameter) {
   torch::manual_seed(6);
   auto model = std::make_shared<TransformerXLImpl>(tiny());
   // inputs and targets in every bin, so that every table and cluster takes part
-  const auto input = torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
-  const auto target = torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
+  const auto input =
+      torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
+  const auto target =
+      torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
   auto out = model->forward(input, target, {});
   out.nll_sum.backward();
   for (const auto& p : model->named_parameters()) {

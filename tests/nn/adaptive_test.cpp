@@ -27,7 +27,8 @@ TEST(AdaptiveEmbedding, EachBinUsesItsTableAndProjection) {
   ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 2, 12}));
   const double scale = std::sqrt(12.0);
   const auto manual = [&](int64_t t, size_t bin, int64_t start) {
-    return torch::matmul(emb->weight(bin)[t - start], emb->proj(bin).t()) * scale;
+    return torch::matmul(emb->weight(bin)[t - start], emb->proj(bin).t()) *
+        scale;
   };
   EXPECT_TRUE(torch::allclose(out[0][0], manual(3, 0, 0), 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(out[0][1], manual(12, 1, 10), 1e-5, 1e-6));
@@ -46,8 +47,8 @@ TEST(AdaptiveLogSoftmax, IsANormalisedDistributionMatchingPerTargetValues) {
     const auto hidden = torch::randn({7, 12});
     const auto full = crit->log_probs(hidden);
     ASSERT_EQ(full.sizes(), (std::vector<int64_t>{7, 50}));
-    EXPECT_TRUE(torch::allclose(
-        full.logsumexp(1), torch::zeros({7}), 1e-5, 1e-5));
+    EXPECT_TRUE(
+        torch::allclose(full.logsumexp(1), torch::zeros({7}), 1e-5, 1e-5));
     const auto target = torch::tensor({0, 9, 10, 29, 30, 49, 15});
     const auto picked = full.gather(1, target.unsqueeze(1)).squeeze(1);
     EXPECT_TRUE(torch::allclose(crit(hidden, target), picked, 1e-5, 1e-6));
@@ -56,8 +57,9 @@ TEST(AdaptiveLogSoftmax, IsANormalisedDistributionMatchingPerTargetValues) {
 
 TEST(AdaptiveLogSoftmax, TyingSharesStorageAndCountsOnce) {
   AdaptiveEmbedding emb(small(2));
-  AdaptiveLogSoftmax crit(AdaptiveSoftmaxOptions(small(2)).tie_weight(true).tie_projs(
-      {false, true, true}));
+  AdaptiveLogSoftmax crit(
+      AdaptiveSoftmaxOptions(small(2)).tie_weight(true).tie_projs(
+          {false, true, true}));
   crit->tie_to(*emb);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(crit->weight(i).is_same(emb->weight(i)));
@@ -69,14 +71,16 @@ TEST(AdaptiveLogSoftmax, TyingSharesStorageAndCountsOnce) {
 }
 
 TEST(UpdateMemory, KeepsLastMemLenDetached) {
-  const auto h1 = torch::arange(3, torch::kFloat).view({3, 1, 1}).requires_grad_();
+  const auto h1 =
+      torch::arange(3, torch::kFloat).view({3, 1, 1}).requires_grad_();
   Memory mems = update_memory({}, {h1 * 1}, 4, 0);
   ASSERT_EQ(mems.size(), 1u);
   EXPECT_EQ(mems[0].size(0), 3);
   EXPECT_FALSE(mems[0].requires_grad());
   const auto h2 = torch::arange(3, 6, torch::kFloat).view({3, 1, 1});
   mems = update_memory(mems, {h2}, 4, 0);
-  EXPECT_TRUE(torch::equal(mems[0].flatten(), torch::tensor({2.f, 3.f, 4.f, 5.f})));
+  EXPECT_TRUE(
+      torch::equal(mems[0].flatten(), torch::tensor({2.f, 3.f, 4.f, 5.f})));
   // ext_len: the last ext_len positions are not memorised.
   mems = update_memory({}, {h2}, 4, 1);
   EXPECT_TRUE(torch::equal(mems[0].flatten(), torch::tensor({3.f, 4.f})));

@@ -1,4 +1,5 @@
-// Attention building blocks: the relative shift against an explicit gather, masks, positions.
+// Attention building blocks: the relative shift against an explicit gather,
+// masks, positions.
 #include <gtest/gtest.h>
 
 #include "xl/nn/attention.h"
@@ -16,16 +17,16 @@ TEST(RelShift, EqualsExplicitGatherOnTheUnmaskedRegion) {
     const auto x = torch::randn({2, 3, qlen, klen});
     const auto y = rel_shift(x);
     ASSERT_EQ(y.sizes(), x.sizes());
-    // index[i, j] = j + L - 1 - i: key j of query i is at distance (M + i) - j, whose
-    // embedding is row S - 1 - distance of R.
+    // index[i, j] = j + L - 1 - i: key j of query i is at distance (M + i) - j,
+    // whose embedding is row S - 1 - distance of R.
     const auto i = torch::arange(qlen).unsqueeze(1);
     const auto j = torch::arange(klen).unsqueeze(0);
     const auto index = (j + qlen - 1 - i).clamp(0, klen - 1);
     const auto gathered =
         x.gather(3, index.expand({2, 3, qlen, klen}).contiguous());
     const auto visible = (j <= mlen + i).expand({2, 3, qlen, klen});
-    EXPECT_TRUE(torch::equal(
-        y.masked_select(visible), gathered.masked_select(visible)))
+    EXPECT_TRUE(
+        torch::equal(y.masked_select(visible), gathered.masked_select(visible)))
         << "qlen " << qlen << " mlen " << mlen;
   }
 }
@@ -41,19 +42,22 @@ TEST(CausalMask, SameLengthGivesEveryQueryMemLenKeys) {
   // Steady state, mlen == mem_len == 3: query i sees keys (i, 3 + i].
   const auto mask = causal_mask(3, 3, true, 3);
   const auto expected = torch::tensor(
-      {{1, 0, 0, 0, 1, 1}, {1, 1, 0, 0, 0, 1}, {1, 1, 1, 0, 0, 0}}, torch::kBool);
+      {{1, 0, 0, 0, 1, 1}, {1, 1, 0, 0, 0, 1}, {1, 1, 1, 0, 0, 0}},
+      torch::kBool);
   EXPECT_TRUE(torch::equal(mask, expected));
   const auto visible = (~mask).sum(1);
   EXPECT_TRUE(torch::equal(visible, torch::full({3}, 3, torch::kLong)));
   // Memory not yet full (klen <= mem_len): plain causal.
-  EXPECT_TRUE(torch::equal(causal_mask(2, 1, true, 5), causal_mask(2, 1, false, 5)));
+  EXPECT_TRUE(
+      torch::equal(causal_mask(2, 1, true, 5), causal_mask(2, 1, false, 5)));
 }
 
 TEST(Positions, ReverseOrderWithClamp) {
   const auto p = relative_positions(6, 3, torch::kFloat);
   EXPECT_TRUE(torch::equal(p, torch::tensor({3.f, 3.f, 3.f, 2.f, 1.f, 0.f})));
   EXPECT_TRUE(torch::equal(
-      relative_positions(3, -1, torch::kFloat), torch::tensor({2.f, 1.f, 0.f})));
+      relative_positions(3, -1, torch::kFloat),
+      torch::tensor({2.f, 1.f, 0.f})));
 }
 
 TEST(SinusoidEmbedding, ConcatenatesSinThenCos) {
@@ -72,12 +76,18 @@ TEST(RelPartialAttention, ChecksShapesWithActualSizes) {
   RelPartialAttention attn(AttentionOptions(8, 2, 4));
   const auto h = torch::randn({3, 2, 8});
   try {
-    attn(h, torch::randn({4, 8}), torch::zeros({2, 4}), torch::zeros({2, 4}),
-         causal_mask(3, 0, false, 0));
+    attn(
+        h,
+        torch::randn({4, 8}),
+        torch::zeros({2, 4}),
+        torch::zeros({2, 4}),
+        causal_mask(3, 0, false, 0));
     FAIL();
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("position embeddings must be [3, 8], got [4, 8]"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "position embeddings must be [3, 8], got [4, 8]"),
+        std::string::npos);
   }
 }
 

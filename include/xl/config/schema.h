@@ -231,7 +231,7 @@ struct TrainConfig {
 struct EvalConfig {
   std::string split = "test";
   int64_t batch_size = 10;
-  int64_t tgt_len = 50;
+  std::optional<int64_t> tgt_len; // null: train.tgt_len
   std::optional<int64_t>
       mem_len; // null: model.mem_len + train.tgt_len - eval.tgt_len
   std::optional<int64_t> clamp_len; // null: model.clamp_len
@@ -242,7 +242,10 @@ struct EvalConfig {
   static void fields(Self& s, V& v) {
     v("split", s.split, "split to evaluate", one_of({"valid", "test"}));
     v("batch_size", s.batch_size, "streams per evaluation batch", at_least(1));
-    v("tgt_len", s.tgt_len, "tokens scored per segment", greater_than(0));
+    v("tgt_len",
+      s.tgt_len,
+      "tokens scored per segment (null: train.tgt_len)",
+      greater_than(0));
     v("mem_len",
       s.mem_len,
       "evaluation memory (null: keep the training attention span)",

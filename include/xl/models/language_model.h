@@ -1,5 +1,6 @@
-// The interface every model family implements (Transformer-XL now; XLNet and the character
-// transformer reuse it), so that one trainer and one evaluator serve them all.
+// The interface every model family implements (Transformer-XL now; XLNet and
+// the character transformer reuse it), so that one trainer and one evaluator
+// serve them all.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,8 +13,9 @@ namespace xl::models {
 
 /// What one forward pass over a segment gives.
 struct LMOutput {
-  /// sum of -log p(target) over the scored positions (float32 scalar); divide by count for the
-  /// mean, and add sums and counts across segments for exact corpus-level numbers
+  /// sum of -log p(target) over the scored positions (float32 scalar); divide
+  /// by count for the mean, and add sums and counts across segments for exact
+  /// corpus-level numbers
   torch::Tensor nll_sum;
   int64_t count = 0;
   /// log p(target) per position [T, B] when asked for, else undefined
@@ -33,8 +35,9 @@ struct Lengths {
 
 class LanguageModelImpl : public torch::nn::Module {
  public:
-  /// input [L, B] tokens, target [T, B] next tokens of the last T input positions (T <= L;
-  /// the first L - T positions are extended context), mems from the previous segment.
+  /// input [L, B] tokens, target [T, B] next tokens of the last T input
+  /// positions (T <= L; the first L - T positions are extended context), mems
+  /// from the previous segment.
   virtual LMOutput forward(
       const torch::Tensor& input,
       const torch::Tensor& target,

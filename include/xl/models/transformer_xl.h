@@ -1,7 +1,8 @@
-// Transformer-XL (Dai et al. 2019): adaptive input, a stack of decoder layers with relative
-// attention over [memory | segment], and the projected adaptive log-softmax. Follows the
-// kimiyoung/Hugging Face PyTorch semantics (see docs/transformer-xl.md for the decisions on
-// each known divergence between the reference implementations).
+// Transformer-XL (Dai et al. 2019): adaptive input, a stack of decoder layers
+// with relative attention over [memory | segment], and the projected adaptive
+// log-softmax. Follows the kimiyoung/Hugging Face PyTorch semantics (see
+// docs/transformer-xl.md for the decisions on each known divergence between the
+// reference implementations).
 #pragma once
 
 #include <torch/torch.h>
@@ -42,7 +43,8 @@ struct TransformerXLOptions {
   TORCH_ARG(bool, pre_lnorm) = false;
   /// per-layer u/v biases instead of one shared pair
   TORCH_ARG(bool, untie_r) = false;
-  /// relative attention; false: vanilla attention with absolute sinusoid positions
+  /// relative attention; false: vanilla attention with absolute sinusoid
+  /// positions
   TORCH_ARG(bool, relative) = true;
   TORCH_ARG(Lengths, lengths) = {};
   TORCH_ARG(std::vector<int64_t>, cutoffs) = {};
@@ -86,7 +88,8 @@ class TransformerXLImpl : public LanguageModelImpl {
   torch::nn::ModuleList layers{nullptr};
   nn::AdaptiveLogSoftmax crit{nullptr};
   torch::nn::Dropout drop{nullptr};
-  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
+  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla
+  /// attention
   torch::Tensor r_w_bias;
   torch::Tensor r_r_bias;
 };

@@ -1,15 +1,17 @@
-// Adaptive input embeddings and the projected adaptive log-softmax (Baevski & Auli 2019; Grave
-// et al. 2017), as Transformer-XL uses them.
+// Adaptive input embeddings and the projected adaptive log-softmax (Baevski &
+// Auli 2019; Grave et al. 2017), as Transformer-XL uses them.
 //
-// The vocabulary is split by `cutoffs` into bins [0, c0), [c0, c1), ..., [c_last, n_token).
-// Bin i has embedding size d_embed / div_val^i and a projection P_i [d_proj, d_i] to the model
-// size. With div_val == 1 there is one table, and one projection only when d_proj != d_embed.
+// The vocabulary is split by `cutoffs` into bins [0, c0), [c0, c1), ...,
+// [c_last, n_token). Bin i has embedding size d_embed / div_val^i and a
+// projection P_i [d_proj, d_i] to the model size. With div_val == 1 there is
+// one table, and one projection only when d_proj != d_embed.
 //
-// Softmax: the head scores the c0 shortlist tokens plus one logit per tail cluster; a token in
-// tail bin i >= 1 has log p = log p_head(cluster i) + log p_tail_i(token). Cluster order: the
-// logit of cluster i is head column c0 + i - 1 (cluster_weight row i - 1), the order of
-// Hugging Face's forward pass and the TF code. kimiyoung's and NVIDIA's PyTorch code use row
-// nc - i instead; import those weights with reversed cluster rows (see models/hf_import.h).
+// Softmax: the head scores the c0 shortlist tokens plus one logit per tail
+// cluster; a token in tail bin i >= 1 has log p = log p_head(cluster i) + log
+// p_tail_i(token). Cluster order: the logit of cluster i is head column c0 + i
+// - 1 (cluster_weight row i - 1), the order of Hugging Face's forward pass and
+// the TF code. kimiyoung's and NVIDIA's PyTorch code use row nc - i instead;
+// import those weights with reversed cluster rows (see models/hf_import.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -65,8 +67,8 @@ struct AdaptiveSoftmaxOptions {
   TORCH_ARG(AdaptiveOptions, adaptive);
   /// share each bin's weight with the embedding (biases are never shared)
   TORCH_ARG(bool, tie_weight) = true;
-  /// share bin i's projection with the embedding's (div_val == 1: its only projection);
-  /// empty: no sharing
+  /// share bin i's projection with the embedding's (div_val == 1: its only
+  /// projection); empty: no sharing
   TORCH_ARG(std::vector<bool>, tie_projs) = {};
 };
 
@@ -76,13 +78,17 @@ class AdaptiveLogSoftmaxImpl
   explicit AdaptiveLogSoftmaxImpl(const AdaptiveSoftmaxOptions& options);
   /// Registers the parameters that are not tied; tied ones come from tie_to().
   void reset() override;
-  /// Points the tied weights and projections at `embedding`'s parameters. Must be called once
-  /// after construction when anything is tied.
+  /// Points the tied weights and projections at `embedding`'s parameters. Must
+  /// be called once after construction when anything is tied.
   void tie_to(const AdaptiveEmbeddingImpl& embedding);
 
-  /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token order
-  torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& target);
-  /// hidden [N, d_proj] -> log-probabilities over the whole vocabulary [N, n_token]
+  /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token
+  /// order
+  torch::Tensor forward(
+      const torch::Tensor& hidden,
+      const torch::Tensor& target);
+  /// hidden [N, d_proj] -> log-probabilities over the whole vocabulary [N,
+  /// n_token]
   torch::Tensor log_probs(const torch::Tensor& hidden);
 
   /// weight ([n_i, d_i]), bias, projection (or undefined) of bin i

@@ -1,4 +1,5 @@
-// One Transformer-XL decoder layer: attention over [memory | segment], then the feed-forward.
+// One Transformer-XL decoder layer: attention over [memory | segment], then the
+// feed-forward.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,7 +15,10 @@ struct DecoderLayerOptions {
       int64_t n_head,
       int64_t d_head,
       int64_t d_inner)
-      : d_model_(d_model), n_head_(n_head), d_head_(d_head), d_inner_(d_inner) {}
+      : d_model_(d_model),
+        n_head_(n_head),
+        d_head_(d_head),
+        d_inner_(d_inner) {}
   TORCH_ARG(int64_t, d_model);
   TORCH_ARG(int64_t, n_head);
   TORCH_ARG(int64_t, d_head);
@@ -32,8 +36,8 @@ class DecoderLayerImpl : public torch::nn::Cloneable<DecoderLayerImpl> {
   explicit DecoderLayerImpl(const DecoderLayerOptions& options);
   void reset() override;
 
-  /// h [L, B, D], mask [L, S], mem [M, B, D] or undefined; r [S, D], u, v [H, Dh] for relative
-  /// attention (ignored by vanilla attention) -> [L, B, D]
+  /// h [L, B, D], mask [L, S], mem [M, B, D] or undefined; r [S, D], u, v [H,
+  /// Dh] for relative attention (ignored by vanilla attention) -> [L, B, D]
   torch::Tensor forward(
       const torch::Tensor& h,
       const torch::Tensor& mask,

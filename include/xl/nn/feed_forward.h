@@ -1,5 +1,6 @@
-// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D) -> Dropout, with
-// the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
+// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D)
+// -> Dropout, with the residual and LayerNorm after (post-LN) or LayerNorm on
+// the input (pre-LN).
 #pragma once
 
 #include <torch/torch.h>

@@ -1,13 +1,15 @@
-// Sinusoidal position embeddings (Vaswani et al.), laid out as Transformer-XL does:
-// [sin | cos] concatenated (not interleaved), inv_freq[f] = 1 / 10000^(2f / D).
+// Sinusoidal position embeddings (Vaswani et al.), laid out as Transformer-XL
+// does: [sin | cos] concatenated (not interleaved), inv_freq[f] = 1 / 10000^(2f
+// / D).
 #pragma once
 
 #include <torch/torch.h>
 
 namespace xl::nn {
 
-/// Positions for relative attention over `klen` keys: klen-1, ..., 1, 0 (the distance of
-/// each key to the last query), clamped to `clamp_len` when clamp_len > 0.
+/// Positions for relative attention over `klen` keys: klen-1, ..., 1, 0 (the
+/// distance of each key to the last query), clamped to `clamp_len` when
+/// clamp_len > 0.
 torch::Tensor relative_positions(
     int64_t klen,
     int64_t clamp_len,
@@ -19,8 +21,8 @@ struct SinusoidEmbeddingOptions {
   TORCH_ARG(int64_t, d_model);
 };
 
-/// Maps positions to fixed sinusoid vectors. No parameters; `inv_freq` is a buffer so that it
-/// follows the module's device.
+/// Maps positions to fixed sinusoid vectors. No parameters; `inv_freq` is a
+/// buffer so that it follows the module's device.
 class SinusoidEmbeddingImpl
     : public torch::nn::Cloneable<SinusoidEmbeddingImpl> {
  public:

@@ -1,0 +1,170 @@
+#include "xl/io/safetensors.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::io {
+
+namespace {
+
+struct DtypeName {
+  const char* name;
+  torch::ScalarType type;
+};
+
+constexpr DtypeName kDtypes[] = {
+    {"F64", torch::kFloat64},
+    {"F32", torch::kFloat32},
+    {"F16", torch::kFloat16},
+    {"BF16", torch::kBFloat16},
+    {"I64", torch::kInt64},
+    {"I32", torch::kInt32},
+    {"I16", torch::kInt16},
+    {"I8", torch::kInt8},
+    {"U8", torch::kUInt8},
+    {"BOOL", torch::kBool},
+};
+
+const char* dtype_name(torch::ScalarType type) {
+  for (const auto& d : kDtypes) {
+    if (d.type == type) {
+      return d.name;
+    }
+  }
+  throw UserError(
+      std::string("safetensors: unsupported dtype ") + c10::toString(type));
+}
+
+} // namespace
+
+SafeTensors SafeTensors::load(const std::filesystem::path& path) {
+  const std::string bytes = read_file(path, "safetensors file");
+  const auto bad = [&](const std::string& what) {
+    return UserError(path.string() + ": not a valid safetensors file: " + what);
+  };
+  if (bytes.size() < 8) {
+    throw bad("shorter than its 8-byte header length");
+  }
+  uint64_t header_size = 0;
+  for (int b = 7; b >= 0; --b) {
+    header_size = (header_size << 8) | static_cast<unsigned char>(bytes[b]);
+  }
+  if (header_size > bytes.size() - 8) {
+    throw bad(fmt::format(
+        "header of {} bytes in a file of {} bytes", header_size, bytes.size()));
+  }
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, header_size));
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("header is not JSON: ") + e.what());
+  }
+  const size_t data_start = 8 + header_size;
+  const size_t data_size = bytes.size() - data_start;
+  SafeTensors out;
+  out.path_ = path;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      for (const auto& [k, v] : entry.items()) {
+        out.metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    try {
+      const std::string dtype = entry.at("dtype").get<std::string>();
+      const auto shape = entry.at("shape").get<std::vector<int64_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<size_t>>();
+      const DtypeName* found = nullptr;
+      for (const auto& d : kDtypes) {
+        if (dtype == d.name) {
+          found = &d;
+        }
+      }
+      if (found == nullptr) {
+        throw bad(fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
+      }
+      auto tensor = torch::empty(shape, torch::dtype(found->type));
+      const size_t nbytes = tensor.numel() * tensor.element_size();
+      if (offsets.size() != 2 || offsets[1] < offsets[0] ||
+          offsets[1] > data_size || offsets[1] - offsets[0] != nbytes) {
+        throw bad(fmt::format(
+            "tensor '{}' ({} {}) has byte range [{}, {}) in {} data bytes",
+            name,
+            dtype,
+            fmt::join(shape, "x"),
+            offsets.size() > 0 ? offsets[0] : 0,
+            offsets.size() > 1 ? offsets[1] : 0,
+            data_size));
+      }
+      std::memcpy(tensor.data_ptr(), bytes.data() + data_start + offsets[0], nbytes);
+      out.tensors_.emplace(name, std::move(tensor));
+    } catch (const nlohmann::json::exception& e) {
+      throw bad(fmt::format("entry '{}': {}", name, e.what()));
+    }
+  }
+  return out;
+}
+
+bool SafeTensors::contains(const std::string& name) const {
+  return tensors_.count(name) > 0;
+}
+
+const torch::Tensor& SafeTensors::at(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    throw UserError(path_.string() + ": no tensor named '" + name + "'");
+  }
+  return it->second;
+}
+
+std::vector<std::string> SafeTensors::names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : tensors_) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+void save_safetensors(
+    const std::filesystem::path& path,
+    const std::map<std::string, torch::Tensor>& tensors,
+    const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) {
+    header["__metadata__"] = metadata;
+  }
+  std::vector<torch::Tensor> contiguous;
+  size_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    auto t = tensor.detach().to(torch::kCPU).contiguous();
+    const size_t nbytes = t.numel() * t.element_size();
+    header[name] = {
+        {"dtype", dtype_name(t.scalar_type())},
+        {"shape", t.sizes().vec()},
+        {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
+    contiguous.push_back(std::move(t));
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // keeps the data 8-byte aligned
+  atomic_write(path, [&](const ByteSink& sink) {
+    unsigned char size_bytes[8];
+    uint64_t size = text.size();
+    for (auto& b : size_bytes) {
+      b = static_cast<unsigned char>(size & 0xff);
+      size >>= 8;
+    }
+    sink(size_bytes, sizeof(size_bytes));
+    sink(text.data(), text.size());
+    for (const auto& t : contiguous) {
+      sink(t.data_ptr(), t.numel() * t.element_size());
+    }
+  });
+}
+
+} // namespace xl::io
