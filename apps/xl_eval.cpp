@@ -1,7 +1,7 @@
-// xl-eval: evaluates a trained run on a split, with the evaluation lengths of
-// its config (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length),
-// overridable with --set.
-//   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint best]
+// xl-eval: evaluates a trained run on a split, with the evaluation lengths of its config
+// (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length), overridable with --set.
+//   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint last]
+//   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's baseline evaluation)
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 
@@ -10,27 +10,30 @@ int main(int argc, char** argv) {
     CLI::App app{
         "xl-eval: evaluate a trained run (perplexity or bits per character)"};
     xl::app::ConfigFlags flags;
-    std::string run_dir;
-    std::string which = "best";
+    xl::train::EvalRequest request;
     xl::app::add_config_flags(app, flags);
     app.add_option(
            "--run",
-           run_dir,
-           "run directory; its config.yaml is the base config")
+           request.run_dir,
+           "run directory; its config.yaml is the base config (--config replaces it)")
         ->required();
-    app.add_option("--checkpoint", which, "best or last")
+    app.add_option("--checkpoint", request.checkpoint, "best or last")
         ->check(CLI::IsMember({"best", "last"}));
+    app.add_option(
+        "--max-steps",
+        request.max_steps,
+        "score only this many segments (memory mode) or window batches (vanilla)");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
     }
     if (flags.path.empty()) {
-      flags.path = run_dir + "/config.yaml";
+      flags.path = request.run_dir + "/config.yaml";
     }
     xl::config::Config config;
     if (!xl::app::load_config(flags, config)) {
       return 0;
     }
-    return xl::train::run_evaluation(config, run_dir, which);
+    return xl::train::run_evaluation(config, request);
   });
 }

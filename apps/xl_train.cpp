@@ -1,6 +1,6 @@
 // xl-train: trains a model from a YAML config.
 //   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
-//   [--resume]
+//            [--resume] [--stop-at-step N]
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 
@@ -10,9 +10,14 @@ int main(int argc, char** argv) {
         "xl-train: train a long-context language model from a YAML config"};
     xl::app::ConfigFlags flags;
     bool resume = false;
+    std::optional<int64_t> stop_at;
     xl::app::add_config_flags(app, flags);
     app.add_flag(
         "--resume", resume, "continue the run from its last checkpoint");
+    app.add_option(
+        "--stop-at-step",
+        stop_at,
+        "checkpoint and stop at this step (continue later with --resume)");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
@@ -21,6 +26,6 @@ int main(int argc, char** argv) {
     if (!xl::app::load_config(flags, config)) {
       return 0;
     }
-    return xl::train::run_training(config, resume);
+    return xl::train::run_training(config, resume, stop_at);
   });
 }

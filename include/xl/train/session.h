@@ -1,22 +1,35 @@
-// Entry points of the apps: a training run and an evaluation, from a resolved
-// config.
+// Entry points of the apps: a training run and an evaluation, from a resolved config.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include <torch/torch.h>
 
 #include "xl/config/schema.h"
 
 namespace xl::train {
 
-/// Trains as `config` says, in its run directory (created, or continued with
-/// `resume`). Returns the process exit status.
-int run_training(const config::Config& config, bool resume);
+/// "auto": CUDA when available, else the CPU; "cuda" without a GPU is a UserError.
+torch::Device pick_device(const std::string& device);
 
-/// Evaluates the `which` ("best" or "last") checkpoint of the run in `run_dir`
-/// on config.eval.split. Returns the process exit status.
-int run_evaluation(
+/// Trains as `config` says, in its run directory (created, or continued with `resume`);
+/// `stop_at` checkpoints and stops at that step. Returns the process exit status (128 + the
+/// signal when SIGINT/SIGTERM stopped it after checkpointing).
+int run_training(
     const config::Config& config,
-    const std::string& run_dir,
-    const std::string& which);
+    bool resume,
+    std::optional<int64_t> stop_at = std::nullopt);
+
+struct EvalRequest {
+  std::string run_dir;
+  std::string checkpoint = "best"; // or "last"
+  /// stop after this many segments (memory mode) or window batches (vanilla mode)
+  std::optional<int64_t> max_steps;
+};
+
+/// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the
+/// process exit status.
+int run_evaluation(const config::Config& config, const EvalRequest& request);
 
 } // namespace xl::train

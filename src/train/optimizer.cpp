@@ -1,0 +1,196 @@
+#include "xl/train/optimizer.h"
+
+#include <cmath>
+
+namespace xl::train {
+
+namespace {
+
+// Any LibTorch optimizer; the learning rate lives in its parameter group options.
+template <class Torch, class Options>
+class TorchOptimizer : public Optimizer {
+ public:
+  TorchOptimizer(std::vector<torch::Tensor> params, Options options)
+      : optimizer_(std::move(params), options) {}
+  void step() override {
+    optimizer_.step();
+  }
+  void zero_grad() override {
+    optimizer_.zero_grad();
+  }
+  void set_lr(double lr) override {
+    for (auto& group : optimizer_.param_groups()) {
+      static_cast<Options&>(group.options()).lr(lr);
+    }
+  }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    optimizer_.save(archive);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    optimizer_.load(archive);
+  }
+
+ private:
+  mutable Torch optimizer_;
+};
+
+} // namespace
+
+Lamb::Lamb(
+    std::vector<torch::Tensor> params,
+    double lr,
+    double beta1,
+    double beta2,
+    double eps,
+    double weight_decay)
+    : params_(std::move(params)),
+      lr_(lr),
+      beta1_(beta1),
+      beta2_(beta2),
+      eps_(eps),
+      weight_decay_(weight_decay) {
+  for (const auto& p : params_) {
+    exp_avg_.push_back(torch::zeros_like(p));
+    exp_avg_sq_.push_back(torch::zeros_like(p));
+  }
+}
+
+void Lamb::step() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i];
+    if (!p.grad().defined()) {
+      continue;
+    }
+    const auto g = p.grad();
+    exp_avg_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
+    exp_avg_sq_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
+    auto r = exp_avg_[i] / (exp_avg_sq_[i].sqrt() + eps_);
+    if (weight_decay_ != 0.0) {
+      r.add_(p, weight_decay_);
+    }
+    const double w_norm = std::min(p.norm().item<double>(), 10.0);
+    const double r_norm = r.norm().item<double>();
+    const double trust =
+        (w_norm == 0.0 || r_norm == 0.0) ? 1.0 : w_norm / (r_norm + eps_);
+    p.add_(r, -lr_ * trust);
+  }
+}
+
+void Lamb::zero_grad() {
+  for (auto& p : params_) {
+    if (p.grad().defined()) {
+      p.grad().zero_();
+    }
+  }
+}
+
+void Lamb::save(torch::serialize::OutputArchive& archive) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    archive.write("lamb.exp_avg." + std::to_string(i), exp_avg_[i]);
+    archive.write("lamb.exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
+  }
+}
+
+void Lamb::load(torch::serialize::InputArchive& archive) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    archive.read("lamb.exp_avg." + std::to_string(i), exp_avg_[i]);
+    archive.read("lamb.exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
+  }
+}
+
+std::unique_ptr<Optimizer> make_optimizer(
+    const config::TrainConfig& t,
+    std::vector<torch::Tensor> params) {
+  if (t.optim == "adam") {
+    return std::make_unique<
+        TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
+        std::move(params),
+        torch::optim::AdamOptions(t.lr)
+            .betas({t.beta1, t.beta2})
+            .eps(t.eps)
+            .weight_decay(t.weight_decay));
+  }
+  if (t.optim == "adamw") {
+    return std::make_unique<
+        TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
+        std::move(params),
+        torch::optim::AdamWOptions(t.lr)
+            .betas({t.beta1, t.beta2})
+            .eps(t.eps)
+            .weight_decay(t.weight_decay));
+  }
+  if (t.optim == "sgd") {
+    return std::make_unique<
+        TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
+        std::move(params),
+        torch::optim::SGDOptions(t.lr).momentum(t.mom).weight_decay(
+            t.weight_decay));
+  }
+  TORCH_CHECK(t.optim == "lamb", "unknown optimizer ", t.optim);
+  return std::make_unique<Lamb>(
+      std::move(params), t.lr, t.beta1, t.beta2, t.eps, t.weight_decay);
+}
+
+LRSchedule::LRSchedule(const config::TrainConfig& train) : train_(train) {}
+
+double LRSchedule::lr(int64_t step) const {
+  const double base = train_.lr;
+  const auto t = static_cast<double>(step);
+  const auto w = static_cast<double>(train_.warmup_step);
+  if (train_.scheduler == "inv_sqrt") {
+    if (train_.warmup_step == 0) {
+      return base / std::sqrt(std::max(t, 1.0));
+    }
+    return t <= w ? base * t / std::pow(w, 1.5) : base / std::sqrt(t);
+  }
+  if (train_.warmup_step > 0 && step <= train_.warmup_step) {
+    return base * t / w;
+  }
+  if (train_.scheduler == "cosine") {
+    const double span = static_cast<double>(train_.max_step) - w;
+    const double progress = span > 0 ? (t - w) / span : 1.0;
+    return train_.eta_min +
+        (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
+  }
+  if (train_.scheduler == "plateau") {
+    return std::max(base * factor_, train_.lr_min);
+  }
+  return base;
+}
+
+bool LRSchedule::observe(double valid_loss) {
+  if (train_.scheduler != "plateau") {
+    return false;
+  }
+  // ReduceLROnPlateau's default: an improvement must beat the best by a relative 1e-4.
+  if (valid_loss < best_ * (1.0 - 1e-4)) {
+    best_ = valid_loss;
+    bad_evals_ = 0;
+    return false;
+  }
+  if (++bad_evals_ > train_.patience) {
+    factor_ *= train_.decay_rate;
+    bad_evals_ = 0;
+    return true;
+  }
+  return false;
+}
+
+void LRSchedule::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("schedule.factor", c10::IValue(factor_));
+  archive.write("schedule.best", c10::IValue(best_));
+  archive.write("schedule.bad_evals", c10::IValue(bad_evals_));
+}
+
+void LRSchedule::load(torch::serialize::InputArchive& archive) {
+  c10::IValue v;
+  archive.read("schedule.factor", v);
+  factor_ = v.toDouble();
+  archive.read("schedule.best", v);
+  best_ = v.toDouble();
+  archive.read("schedule.bad_evals", v);
+  bad_evals_ = v.toInt();
+}
+
+} // namespace xl::train
