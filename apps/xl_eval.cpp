@@ -1,7 +1,9 @@
-// xl-eval: evaluates a trained run on a split, with the evaluation lengths of its config
-// (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length), overridable with --set.
+// xl-eval: evaluates a trained run on a split, with the evaluation lengths of
+// its config (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length),
+// overridable with --set.
 //   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint last]
-//   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's baseline evaluation)
+//   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's
+//   baseline evaluation)
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 

@@ -18,7 +18,8 @@ LMOrderedIterator::LMOrderedIterator(
       tgt_len_(tgt_len),
       ext_len_(ext_len),
       n_step_(tokens.size() / batch_size) {
-  TORCH_CHECK(batch_size > 0 && tgt_len > 0 && ext_len >= 0, "bad iterator sizes");
+  TORCH_CHECK(
+      batch_size > 0 && tgt_len > 0 && ext_len >= 0, "bad iterator sizes");
   if (n_step_ < 2) {
     throw UserError(fmt::format(
         "{} holds {} tokens: too few for {} streams of at least 2 tokens; lower the batch "
@@ -34,7 +35,8 @@ int64_t LMOrderedIterator::segments_per_epoch() const {
 }
 
 Segment LMOrderedIterator::next() {
-  TORCH_CHECK(has_next(), "the pass over ", tokens_.path().string(), " is done");
+  TORCH_CHECK(
+      has_next(), "the pass over ", tokens_.path().string(), " is done");
   const int64_t len = std::min(tgt_len_, n_step_ - 1 - row_);
   const int64_t begin = std::max<int64_t>(0, row_ - ext_len_);
   const int64_t in_len = row_ + len - begin;

@@ -86,7 +86,8 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
         }
       }
       if (found == nullptr) {
-        throw bad(fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
+        throw bad(
+            fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
       }
       auto tensor = torch::empty(shape, torch::dtype(found->type));
       const size_t nbytes = tensor.numel() * tensor.element_size();
@@ -101,7 +102,8 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
             offsets.size() > 1 ? offsets[1] : 0,
             data_size));
       }
-      std::memcpy(tensor.data_ptr(), bytes.data() + data_start + offsets[0], nbytes);
+      std::memcpy(
+          tensor.data_ptr(), bytes.data() + data_start + offsets[0], nbytes);
       out.tensors_.emplace(name, std::move(tensor));
     } catch (const nlohmann::json::exception& e) {
       throw bad(fmt::format("entry '{}': {}", name, e.what()));

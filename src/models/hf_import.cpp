@@ -40,7 +40,8 @@ class Importer {
     }
     used_.insert(name);
     const auto& source = weights_.at(name);
-    if (source.sizes() != value.sizes() || !torch::equal(source.to(value.dtype()), value)) {
+    if (source.sizes() != value.sizes() ||
+        !torch::equal(source.to(value.dtype()), value)) {
       problems_.push_back(
           name + ": the model ties it, but the file holds different values");
     }
@@ -100,7 +101,8 @@ void import_hf_transfo_xl(
     in.copy("transformer.r_r_bias", model.r_r_bias);
   }
   for (int64_t l = 0; l < o.n_layer(); ++l) {
-    const auto layer = model.layers->ptr<nn::DecoderLayerImpl>(static_cast<size_t>(l));
+    const auto layer =
+        model.layers->ptr<nn::DecoderLayerImpl>(static_cast<size_t>(l));
     const std::string hf = fmt::format("transformer.layers.{}.", l);
     if (o.untie_r()) {
       in.copy(hf + "dec_attn.r_w_bias", model.r_w_bias[l]);

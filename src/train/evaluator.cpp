@@ -14,7 +14,9 @@ namespace {
 class EvalScope {
  public:
   EvalScope(models::LanguageModelImpl& model, const models::Lengths& lengths)
-      : model_(model), lengths_(model.lengths()), training_(model.is_training()) {
+      : model_(model),
+        lengths_(model.lengths()),
+        training_(model.is_training()) {
     model_.set_lengths(lengths);
     model_.eval();
   }
@@ -77,7 +79,8 @@ EvalResult evaluate(
   data::LMOrderedIterator it(
       tokens, settings.batch_size, settings.tgt_len, settings.lengths.ext_len);
   EvalResult result;
-  torch::Tensor nll = torch::zeros({}, torch::dtype(torch::kDouble).device(device));
+  torch::Tensor nll =
+      torch::zeros({}, torch::dtype(torch::kDouble).device(device));
   nn::Memory mems;
   for (int64_t step = 0; it.has_next(); ++step) {
     if (settings.max_steps && step >= *settings.max_steps) {
@@ -112,8 +115,10 @@ EvalResult evaluate_vanilla(
   AutocastGuard autocast(device, bf16);
   const auto start = std::chrono::steady_clock::now();
   EvalResult result;
-  torch::Tensor nll = torch::zeros({}, torch::dtype(torch::kDouble).device(device));
-  // Position t (window - 1 <= t < size - 1) is scored from tokens [t - window + 1, t].
+  torch::Tensor nll =
+      torch::zeros({}, torch::dtype(torch::kDouble).device(device));
+  // Position t (window - 1 <= t < size - 1) is scored from tokens [t - window +
+  // 1, t].
   const int64_t first = window - 1;
   const int64_t last = tokens.size() - 1; // exclusive
   int64_t batches = 0;
@@ -125,9 +130,9 @@ EvalResult evaluate_vanilla(
     // One read spans every window of this batch plus the targets.
     const auto span = tokens.slice(t - window + 1, window + n);
     const auto input = span.unfold(0, window, 1).narrow(0, 0, n).t(); // [W, n]
-    const auto target = span.narrow(0, window, n).unsqueeze(0);        // [1, n]
-    const auto out = model.forward(
-        input.contiguous().to(device), target.to(device), {});
+    const auto target = span.narrow(0, window, n).unsqueeze(0);       // [1, n]
+    const auto out =
+        model.forward(input.contiguous().to(device), target.to(device), {});
     nll += out.nll_sum.to(torch::kDouble);
     result.count += out.count;
   }

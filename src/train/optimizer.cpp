@@ -6,7 +6,8 @@ namespace xl::train {
 
 namespace {
 
-// Any LibTorch optimizer; the learning rate lives in its parameter group options.
+// Any LibTorch optimizer; the learning rate lives in its parameter group
+// options.
 template <class Torch, class Options>
 class TorchOptimizer : public Optimizer {
  public:
@@ -163,7 +164,8 @@ bool LRSchedule::observe(double valid_loss) {
   if (train_.scheduler != "plateau") {
     return false;
   }
-  // ReduceLROnPlateau's default: an improvement must beat the best by a relative 1e-4.
+  // ReduceLROnPlateau's default: an improvement must beat the best by a
+  // relative 1e-4.
   if (valid_loss < best_ * (1.0 - 1e-4)) {
     best_ = valid_loss;
     bad_evals_ = 0;

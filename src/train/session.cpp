@@ -35,7 +35,10 @@ int run_training(
     std::optional<int64_t> stop_at) {
   const run::RunPaths paths = run::prepare_run_directory(config, resume);
   run::setup_logging(config.run.log_level, paths.log);
-  spdlog::info("run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
+  spdlog::info(
+      "run directory {} (resolved config: {})",
+      paths.dir.string(),
+      paths.config.string());
   if (config.train.threads > 0) {
     torch::set_num_threads(static_cast<int>(config.train.threads));
   }
@@ -73,8 +76,9 @@ int run_training(
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::run_paths(request.run_dir);
-  const auto checkpoint = request.checkpoint == "last" ? paths.last_checkpoint()
-                                                       : paths.best_checkpoint();
+  const auto checkpoint = request.checkpoint == "last"
+      ? paths.last_checkpoint()
+      : paths.best_checkpoint();
   if (config.train.threads > 0) {
     torch::set_num_threads(static_cast<int>(config.train.threads));
   }
@@ -99,9 +103,20 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
         "vanilla: window {}, last position scored, {} windows per batch",
         window,
         config.eval.batch_size);
-    spdlog::info("evaluating {} (step {}) on {}, {}", checkpoint.string(), info.step, config.eval.split, setting);
+    spdlog::info(
+        "evaluating {} (step {}) on {}, {}",
+        checkpoint.string(),
+        info.step,
+        config.eval.split,
+        setting);
     result = evaluate_vanilla(
-        *model, tokens, window, config.eval.batch_size, request.max_steps, device, config.train.bf16);
+        *model,
+        tokens,
+        window,
+        config.eval.batch_size,
+        request.max_steps,
+        device,
+        config.train.bf16);
   } else {
     auto settings = eval_settings(config, false);
     settings.max_steps = request.max_steps;
@@ -112,7 +127,12 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
         settings.lengths.clamp_len,
         settings.lengths.same_length,
         settings.batch_size);
-    spdlog::info("evaluating {} (step {}) on {}: {}", checkpoint.string(), info.step, config.eval.split, setting);
+    spdlog::info(
+        "evaluating {} (step {}) on {}: {}",
+        checkpoint.string(),
+        info.step,
+        config.eval.split,
+        setting);
     result = evaluate(*model, tokens, settings, device, config.train.bf16);
   }
   const auto m = metric(corpus.vocab().kind(), result.loss());
@@ -125,15 +145,16 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       result.count,
       run::format_count(result.tokens_per_second()));
   run::MetricsWriter(paths.metrics)
-      .write({{"step", info.step},
-              {"split", config.eval.split},
-              {"mode", config.eval.mode},
-              {"setting", setting},
-              {"checkpoint", request.checkpoint},
-              {"loss", result.loss()},
-              {m.name, m.value},
-              {"tokens", result.count},
-              {"tokens_per_s", result.tokens_per_second()}});
+      .write(
+          {{"step", info.step},
+           {"split", config.eval.split},
+           {"mode", config.eval.mode},
+           {"setting", setting},
+           {"checkpoint", request.checkpoint},
+           {"loss", result.loss()},
+           {m.name, m.value},
+           {"tokens", result.count},
+           {"tokens_per_s", result.tokens_per_second()}});
   return 0;
 }
 

@@ -91,13 +91,17 @@ std::vector<nn::Memory> read_memory(
   return mems;
 }
 
-int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key) {
+int64_t read_int(
+    torch::serialize::InputArchive& archive,
+    const std::string& key) {
   c10::IValue v;
   archive.read(key, v);
   return v.toInt();
 }
 
-double read_double(torch::serialize::InputArchive& archive, const std::string& key) {
+double read_double(
+    torch::serialize::InputArchive& archive,
+    const std::string& key) {
   c10::IValue v;
   archive.read(key, v);
   return v.toDouble();
@@ -135,7 +139,8 @@ void Trainer::save(const State& s, bool best) {
           at::globalContext().defaultGenerator(device_).get_state());
     }
   };
-  const run::CheckpointInfo info{run::kCheckpointFormat, s.step, config::dump(config_)};
+  const run::CheckpointInfo info{
+      run::kCheckpointFormat, s.step, config::dump(config_)};
   run::save_checkpoint(paths_.last_checkpoint(), info, fill);
   if (best) {
     run::save_checkpoint(paths_.best_checkpoint(), info, fill);
@@ -145,10 +150,13 @@ void Trainer::save(const State& s, bool best) {
 void Trainer::load(State& s) {
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(paths_.last_checkpoint(), archive);
-  // The model and its data must be those of the checkpoint; schedules, intervals and the like
-  // may change on resume.
+  // The model and its data must be those of the checkpoint; schedules,
+  // intervals and the like may change on resume.
   run::require_matching_config(
-      paths_.last_checkpoint(), info.config, config::dump(config_), {"model", "data"});
+      paths_.last_checkpoint(),
+      info.config,
+      config::dump(config_),
+      {"model", "data"});
   torch::serialize::InputArchive model_archive;
   archive.read("model", model_archive);
   model_->load(model_archive);
@@ -187,12 +195,13 @@ double Trainer::validate(int64_t step) {
       m.value,
       run::format_count(result.tokens_per_second()));
   run::MetricsWriter(paths_.metrics)
-      .write({{"step", step},
-              {"split", "valid"},
-              {"loss", result.loss()},
-              {m.name, m.value},
-              {"tokens", result.count},
-              {"tokens_per_s", result.tokens_per_second()}});
+      .write(
+          {{"step", step},
+           {"split", "valid"},
+           {"loss", result.loss()},
+           {m.name, m.value},
+           {"tokens", result.count},
+           {"tokens_per_s", result.tokens_per_second()}});
   return result.loss();
 }
 
@@ -251,7 +260,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
             target.narrow(1, c * chunk, chunk),
             s.mems[static_cast<size_t>(c)]);
       }
-      const auto loss = out.nll_sum / static_cast<double>(out.count * t.batch_chunk);
+      const auto loss =
+          out.nll_sum / static_cast<double>(out.count * t.batch_chunk);
       const double nll = out.nll_sum.item<double>();
       if (!std::isfinite(nll)) {
         finite = false;
@@ -267,7 +277,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
       // Skip the update and keep the memories from before this segment.
       s.optimizer->zero_grad();
       ++s.skipped;
-      metrics.write({{"step", step}, {"skipped", true}, {"reason", "non-finite loss"}});
+      metrics.write(
+          {{"step", step}, {"skipped", true}, {"reason", "non-finite loss"}});
       spdlog::warn(
           "step {}: non-finite loss, update skipped ({} in a row)",
           step,
@@ -304,13 +315,14 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
             loss,
             m.name,
             m.value);
-        metrics.write({{"step", step},
-                       {"split", "train"},
-                       {"loss", loss},
-                       {m.name, m.value},
-                       {"lr", lr},
-                       {"tokens_per_s", rate},
-                       {"epoch", s.data->epoch()}});
+        metrics.write(
+            {{"step", step},
+             {"split", "train"},
+             {"loss", loss},
+             {m.name, m.value},
+             {"lr", lr},
+             {"tokens_per_s", rate},
+             {"epoch", s.data->epoch()}});
         s.window_nll = 0.0;
         s.window_count = 0;
       }
@@ -321,7 +333,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
       if (!signalled) {
         const double valid = validate(step);
         if (s.schedule->observe(valid)) {
-          spdlog::info("validation loss stalled: learning rate x {}", t.decay_rate);
+          spdlog::info(
+              "validation loss stalled: learning rate x {}", t.decay_rate);
         }
         best = valid < s.best_valid;
         s.best_valid = std::min(s.best_valid, valid);
@@ -335,7 +348,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     }
     if (signalled) {
       result.signal = stop_signal().load();
-      spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
+      spdlog::warn(
+          "signal {}: checkpointed step {}, stopping", result.signal, step);
       break;
     }
   }

@@ -1,6 +1,7 @@
-// Parity with Hugging Face's TransfoXLLMHeadModel: the same weights and inputs through both,
-// three consecutive segments with memory; per-token log-probs and the new memories must agree
-// to 1e-5 in float32. The reference side is scripts/parity/transfo_xl.py.
+// Parity with Hugging Face's TransfoXLLMHeadModel: the same weights and inputs
+// through both, three consecutive segments with memory; per-token log-probs and
+// the new memories must agree to 1e-5 in float32. The reference side is
+// scripts/parity/transfo_xl.py.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -53,7 +54,8 @@ TEST_P(TransfoXLParity, LogProbsAndMemoriesMatchHuggingFace) {
         true);
     const auto& expected = data.at("logp_" + std::to_string(s));
     EXPECT_TRUE(torch::allclose(out.log_probs, expected, 0.0, 1e-5))
-        << "max |diff| " << (out.log_probs - expected).abs().max().item<double>();
+        << "max |diff| "
+        << (out.log_probs - expected).abs().max().item<double>();
     ASSERT_EQ(static_cast<int64_t>(out.mems.size()), config.model.n_layer);
     for (size_t l = 0; l < out.mems.size(); ++l) {
       const auto& m =

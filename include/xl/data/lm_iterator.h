@@ -1,9 +1,9 @@
-// The ordered language-model iterator of Transformer-XL: the token stream is cut into B
-// contiguous streams (stream b holds tokens [b * n_step, (b + 1) * n_step)), read as a
-// [n_step, B] matrix in segments of `tgt_len` rows. Segment k gives input rows
-// [i - ext_len, i + s) and target rows [i + 1, i + 1 + s), with i = k * tgt_len and
-// s = min(tgt_len, n_step - 1 - i), so consecutive segments continue each stream and the
-// model's memory carries across them.
+// The ordered language-model iterator of Transformer-XL: the token stream is
+// cut into B contiguous streams (stream b holds tokens [b * n_step, (b + 1) *
+// n_step)), read as a [n_step, B] matrix in segments of `tgt_len` rows. Segment
+// k gives input rows [i - ext_len, i + s) and target rows [i + 1, i + 1 + s),
+// with i = k * tgt_len and s = min(tgt_len, n_step - 1 - i), so consecutive
+// segments continue each stream and the model's memory carries across them.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,7 +19,8 @@ struct Segment {
 
 class LMOrderedIterator {
  public:
-  /// `tokens` must outlive the iterator. At least two tokens per stream are required.
+  /// `tokens` must outlive the iterator. At least two tokens per stream are
+  /// required.
   LMOrderedIterator(
       const TokenFile& tokens,
       int64_t batch_size,
@@ -43,7 +44,8 @@ class LMOrderedIterator {
   }
   /// The next segment of the current pass (has_next() must hold).
   Segment next();
-  /// The next segment, starting a new pass (epoch) when the current one is done.
+  /// The next segment, starting a new pass (epoch) when the current one is
+  /// done.
   Segment next_cycling();
 
   /// Position for checkpoints: passes completed and the next row.

@@ -1,7 +1,8 @@
-// Reading and writing safetensors files (https://huggingface.co/docs/safetensors): an 8-byte
-// little-endian header length, a JSON header mapping each name to dtype, shape and byte range,
-// then the raw little-endian data. No pickle: this is how weights travel between xl and the
-// Python ecosystem (parity tests, imported checkpoints).
+// Reading and writing safetensors files
+// (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
+// length, a JSON header mapping each name to dtype, shape and byte range, then
+// the raw little-endian data. No pickle: this is how weights travel between xl
+// and the Python ecosystem (parity tests, imported checkpoints).
 #pragma once
 
 #include <torch/torch.h>
@@ -16,7 +17,8 @@ namespace xl::io {
 /// All tensors of a safetensors file, on the CPU, in file order of names.
 class SafeTensors {
  public:
-  /// Reads `path`; a missing, truncated or malformed file is a UserError naming it.
+  /// Reads `path`; a missing, truncated or malformed file is a UserError naming
+  /// it.
   static SafeTensors load(const std::filesystem::path& path);
 
   bool contains(const std::string& name) const;
@@ -36,7 +38,8 @@ class SafeTensors {
   std::map<std::string, std::string> metadata_;
 };
 
-/// Writes `tensors` (any device; float32/64, bf16, f16, int64/32/16, uint8, bool) atomically.
+/// Writes `tensors` (any device; float32/64, bf16, f16, int64/32/16, uint8,
+/// bool) atomically.
 void save_safetensors(
     const std::filesystem::path& path,
     const std::map<std::string, torch::Tensor>& tensors,

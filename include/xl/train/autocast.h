@@ -1,4 +1,5 @@
-// bf16 autocast on CUDA for the scope of the guard (a no-op elsewhere or when disabled).
+// bf16 autocast on CUDA for the scope of the guard (a no-op elsewhere or when
+// disabled).
 #pragma once
 
 #include <torch/torch.h>

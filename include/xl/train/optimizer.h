@@ -21,7 +21,8 @@ class Optimizer {
   virtual void load(torch::serialize::InputArchive& archive) = 0;
 };
 
-/// LAMB as NVIDIA's Transformer-XL uses it (You et al. 2019, without bias correction):
+/// LAMB as NVIDIA's Transformer-XL uses it (You et al. 2019, without bias
+/// correction):
 ///   m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2,
 ///   r = m / (sqrt(v) + eps) + wd w,
 ///   trust = min(|w|, 10) / (|r| + eps)   (1 when |w| or |r| is 0),
@@ -57,20 +58,25 @@ std::unique_ptr<Optimizer> make_optimizer(
 
 /// The learning rate of each step, and the plateau state.
 ///
-/// For optimizer step t = 1, 2, ..., max_step with base rate lr and w = warmup_step:
+/// For optimizer step t = 1, 2, ..., max_step with base rate lr and w =
+/// warmup_step:
 ///   cosine, constant, plateau: t <= w gives lr t / w (linear warmup), then
-///     cosine:   eta_min + (lr - eta_min)(1 + cos(pi (t - w) / (max_step - w))) / 2
+///     cosine:   eta_min + (lr - eta_min)(1 + cos(pi (t - w) / (max_step - w)))
+///     / 2
 ///               (counted after the warmup, as NVIDIA does),
 ///     constant: lr,
-///     plateau:  lr decay_rate^k, at least lr_min, where k counts the validations after
-///               which the loss had not improved for more than `patience` validations;
+///     plateau:  lr decay_rate^k, at least lr_min, where k counts the
+///     validations after
+///               which the loss had not improved for more than `patience`
+///               validations;
 ///   inv_sqrt (kimiyoung's rule): lr t / w^1.5 for t <= w, else lr / sqrt(t).
 class LRSchedule {
  public:
   explicit LRSchedule(const config::TrainConfig& train);
 
   double lr(int64_t step) const;
-  /// Reports a validation loss (plateau only); returns whether the rate was just reduced.
+  /// Reports a validation loss (plateau only); returns whether the rate was
+  /// just reduced.
   bool observe(double valid_loss);
 
   void save(torch::serialize::OutputArchive& archive) const;

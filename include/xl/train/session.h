@@ -1,4 +1,5 @@
-// Entry points of the apps: a training run and an evaluation, from a resolved config.
+// Entry points of the apps: a training run and an evaluation, from a resolved
+// config.
 #pragma once
 
 #include <optional>
@@ -10,12 +11,14 @@
 
 namespace xl::train {
 
-/// "auto": CUDA when available, else the CPU; "cuda" without a GPU is a UserError.
+/// "auto": CUDA when available, else the CPU; "cuda" without a GPU is a
+/// UserError.
 torch::Device pick_device(const std::string& device);
 
-/// Trains as `config` says, in its run directory (created, or continued with `resume`);
-/// `stop_at` checkpoints and stops at that step. Returns the process exit status (128 + the
-/// signal when SIGINT/SIGTERM stopped it after checkpointing).
+/// Trains as `config` says, in its run directory (created, or continued with
+/// `resume`); `stop_at` checkpoints and stops at that step. Returns the process
+/// exit status (128 + the signal when SIGINT/SIGTERM stopped it after
+/// checkpointing).
 int run_training(
     const config::Config& config,
     bool resume,
@@ -24,12 +27,13 @@ int run_training(
 struct EvalRequest {
   std::string run_dir;
   std::string checkpoint = "best"; // or "last"
-  /// stop after this many segments (memory mode) or window batches (vanilla mode)
+  /// stop after this many segments (memory mode) or window batches (vanilla
+  /// mode)
   std::optional<int64_t> max_steps;
 };
 
-/// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the
-/// process exit status.
+/// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode.
+/// Returns the process exit status.
 int run_evaluation(const config::Config& config, const EvalRequest& request);
 
 } // namespace xl::train

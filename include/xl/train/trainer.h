@@ -1,6 +1,7 @@
-// The shared trainer: ordered segments with memory, gradient accumulation over batch chunks
-// (each with its own memory), global-norm clipping, scheduled learning rates, periodic
-// validation, and checkpoints from which --resume continues exactly where the run stopped.
+// The shared trainer: ordered segments with memory, gradient accumulation over
+// batch chunks (each with its own memory), global-norm clipping, scheduled
+// learning rates, periodic validation, and checkpoints from which --resume
+// continues exactly where the run stopped.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,7 +16,8 @@
 
 namespace xl::train {
 
-/// Signals that ask a run to checkpoint and stop (SIGINT, SIGTERM); 0 when none arrived.
+/// Signals that ask a run to checkpoint and stop (SIGINT, SIGTERM); 0 when none
+/// arrived.
 std::atomic<int>& stop_signal();
 /// Installs handlers that set stop_signal().
 void install_stop_handlers();
@@ -36,9 +38,10 @@ class Trainer {
       models::LanguageModel model,
       torch::Device device);
 
-  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
-  /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer
-  /// than train.max_bad_steps is a UserError; the last good checkpoint stays.
+  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and
+  /// stop early), continuing from the last checkpoint when `resume`. A run of
+  /// non-finite losses longer than train.max_bad_steps is a UserError; the last
+  /// good checkpoint stays.
   TrainResult run(bool resume, std::optional<int64_t> stop_at = std::nullopt);
 
  private:

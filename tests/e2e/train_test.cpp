@@ -1,0 +1,198 @@
+// Training runs as a user starts them: exact resume after a clean stop, after SIGKILL and after
+// SIGTERM; evaluation of the result.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "test_util.h"
+#include "xl/data/corpus.h"
+#include "xl/run/checkpoint.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small WikiText-2 corpus (valid split as training data), prepared once.
+const fs::path& corpus_dir() {
+  static const fs::path dir = [] {
+    const fs::path d = fs::temp_directory_path() /
+        ("xl-e2e-corpus-" + std::to_string(::getpid()));
+    data::PrepOptions options;
+    options.splits["train"] = testdata("wikitext-2/wiki.valid.tokens");
+    options.splits["valid"] = testdata("wikitext-2/wiki.test.tokens");
+    options.splits["test"] = testdata("wikitext-2/wiki.test.tokens");
+    options.out = d;
+    data::prepare_corpus(options);
+    return d;
+  }();
+  return dir;
+}
+
+std::string train_command(const fs::path& run, const std::string& extra = "") {
+  return std::string(kBinDir) + "/xl-train --config " + kSourceDir +
+      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      " --set run.dir=" + run.string() + " " + extra;
+}
+
+// step -> training loss, from the last record of each step (a killed run may have logged
+// steps that its resumed continuation logs again).
+std::map<int64_t, double> train_losses(const fs::path& run) {
+  std::map<int64_t, double> losses;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("split", "") == "train") {
+      losses[record["step"]] = record["loss"];
+    }
+  }
+  return losses;
+}
+
+int64_t checkpoint_step(const fs::path& run) {
+  torch::serialize::InputArchive archive;
+  return run::load_checkpoint(run / "checkpoints/last.pt", archive).step;
+}
+
+void expect_same_losses_after(
+    const std::map<int64_t, double>& reference,
+    const std::map<int64_t, double>& resumed,
+    int64_t from,
+    int64_t to) {
+  for (int64_t step = from + 1; step <= to; ++step) {
+    ASSERT_TRUE(reference.count(step) && resumed.count(step)) << "step " << step;
+    EXPECT_EQ(reference.at(step), resumed.at(step)) << "step " << step;
+  }
+}
+
+// Starts `command` in the background (its own process group) and returns its pid.
+pid_t spawn(const std::string& command, const fs::path& cwd) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    if (::chdir(cwd.c_str()) != 0) {
+      ::_exit(127);
+    }
+    const std::string quiet = "exec " + command + " >/dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", quiet.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits until the run has logged `step`, then sends `sig`; returns the exit status word.
+int signal_after_step(pid_t pid, const fs::path& run, int64_t step, int sig) {
+  for (int i = 0; i < 6000; ++i) {
+    std::error_code ec;
+    if (fs::exists(run / "metrics.jsonl", ec)) {
+      const auto losses = train_losses(run);
+      if (!losses.empty() && losses.rbegin()->first >= step) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, sig);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
+  TempDir dir;
+  const auto full = run_command(train_command(dir / "full"), dir.path());
+  ASSERT_EQ(full.status, 0) << full.output;
+  const auto first = run_command(train_command(dir / "split", "--stop-at-step 17"), dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_EQ(checkpoint_step(dir / "split"), 17);
+  const auto again = run_command(train_command(dir / "split"), dir.path());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints; pass --resume"));
+  const auto second = run_command(train_command(dir / "split", "--resume"), dir.path());
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("resumed"));
+  expect_same_losses_after(train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
+}
+
+// The killed and signalled runs use a constant learning rate, so that a run started with a
+// huge max_step (it never ends by itself) follows the same trajectory as the reference.
+constexpr const char* kConstant = "--set train.scheduler=constant";
+
+TEST(Training, SigkillMidRunLosesNothingBeforeTheLastCheckpoint) {
+  TempDir dir;
+  const auto reference =
+      run_command(train_command(dir / "ref", kConstant), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  const pid_t pid = spawn(
+      train_command(dir / "killed", std::string(kConstant) + " --set train.max_step=1000000"),
+      dir.path());
+  const int status = signal_after_step(pid, dir / "killed", 25, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const int64_t saved = checkpoint_step(dir / "killed");
+  EXPECT_GE(saved, 20);
+  EXPECT_EQ(saved % 10, 0); // only the periodic checkpoints were written
+  const auto resumed =
+      run_command(train_command(dir / "killed", std::string(kConstant) + " --resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "killed"), saved, 40);
+}
+
+TEST(Training, SigtermCheckpointsThenExits) {
+  TempDir dir;
+  const auto reference =
+      run_command(train_command(dir / "ref", kConstant), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  const pid_t pid = spawn(
+      train_command(dir / "stopped", std::string(kConstant) + " --set train.max_step=1000000"),
+      dir.path());
+  const int status = signal_after_step(pid, dir / "stopped", 13, SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  const int64_t saved = checkpoint_step(dir / "stopped");
+  EXPECT_GE(saved, 13);
+  EXPECT_LT(saved, 40);
+  const auto resumed = run_command(
+      train_command(dir / "stopped", std::string(kConstant) + " --resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "stopped"), saved, 40);
+}
+
+TEST(Training, ResumeRefusesAnotherModel) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path()).status, 0);
+  const auto r =
+      run_command(train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("was made with a different config"));
+  EXPECT_THAT(r.output, HasSubstr("model.d_inner: checkpoint 64, config 48"));
+}
+
+TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=20"), dir.path()).status, 0);
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
+  const auto memory = run_command(eval + " --max-steps 20", dir.path());
+  ASSERT_EQ(memory.status, 0) << memory.output;
+  EXPECT_THAT(memory.output, HasSubstr("tgt_len 16, mem_len 32"));
+  EXPECT_THAT(memory.output, HasSubstr("test | loss "));
+  EXPECT_THAT(memory.output, HasSubstr(" | ppl "));
+  const auto vanilla =
+      run_command(eval + " --set eval.mode=vanilla --max-steps 5 --checkpoint last", dir.path());
+  ASSERT_EQ(vanilla.status, 0) << vanilla.output;
+  EXPECT_THAT(vanilla.output, HasSubstr("vanilla: window 16"));
+  EXPECT_THAT(vanilla.output, HasSubstr("| 20 tokens |"));
+  const auto missing = run_command(
+      std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(), dir.path());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.output, HasSubstr("config file not found"));
+}
+
+} // namespace
+} // namespace xl::test

@@ -1,0 +1,100 @@
+#include "xl/train/optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace xl::train {
+namespace {
+
+config::TrainConfig schedule(const std::string& kind, int64_t warmup) {
+  config::TrainConfig t;
+  t.scheduler = kind;
+  t.lr = 1.0;
+  t.warmup_step = warmup;
+  t.max_step = 110;
+  t.eta_min = 0.1;
+  return t;
+}
+
+TEST(LRSchedule, CosineWarmsUpLinearlyThenDecaysToEtaMin) {
+  const LRSchedule s(schedule("cosine", 10));
+  EXPECT_DOUBLE_EQ(s.lr(1), 0.1);
+  EXPECT_DOUBLE_EQ(s.lr(5), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr(10), 1.0);
+  EXPECT_NEAR(s.lr(60), 0.1 + 0.9 * 0.5, 1e-12); // half way through the decay
+  EXPECT_NEAR(s.lr(110), 0.1, 1e-12);
+}
+
+TEST(LRSchedule, InverseSquareRootFollowsKimiyoung) {
+  const LRSchedule s(schedule("inv_sqrt", 16));
+  EXPECT_DOUBLE_EQ(s.lr(4), 4.0 / 64.0);
+  EXPECT_DOUBLE_EQ(s.lr(16), 0.25); // continuous: 16 / 16^1.5 == 1 / sqrt(16)
+  EXPECT_DOUBLE_EQ(s.lr(100), 0.1);
+  const LRSchedule none(schedule("inv_sqrt", 0));
+  EXPECT_DOUBLE_EQ(none.lr(1), 1.0);
+  EXPECT_DOUBLE_EQ(none.lr(4), 0.5);
+}
+
+TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
+  auto t = schedule("plateau", 0);
+  t.patience = 1;
+  t.decay_rate = 0.5;
+  t.lr_min = 0.2;
+  LRSchedule s(t);
+  EXPECT_FALSE(s.observe(3.0));
+  EXPECT_FALSE(s.observe(3.0)); // first bad evaluation: within patience
+  EXPECT_TRUE(s.observe(3.1));  // second: decay
+  EXPECT_DOUBLE_EQ(s.lr(50), 0.5);
+  EXPECT_FALSE(s.observe(2.0));
+  torch::serialize::OutputArchive out;
+  s.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  std::istringstream in_bytes(bytes.str());
+  torch::serialize::InputArchive in;
+  in.load_from(in_bytes);
+  LRSchedule restored(t);
+  restored.load(in);
+  EXPECT_DOUBLE_EQ(restored.lr(50), 0.5);
+  EXPECT_FALSE(restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
+  EXPECT_TRUE(restored.observe(2.0));
+  EXPECT_DOUBLE_EQ(restored.lr(50), 0.25);
+  EXPECT_FALSE(restored.observe(2.0));
+  EXPECT_TRUE(restored.observe(2.0));
+  EXPECT_DOUBLE_EQ(restored.lr(50), 0.2); // 0.125 floored at lr_min
+}
+
+TEST(Lamb, OneStepMatchesTheFormula) {
+  auto w = torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
+  w.mutable_grad() = torch::tensor({1.0, -2.0}, torch::kDouble);
+  Lamb lamb({w}, 0.1, 0.9, 0.999, 1e-6, 0.01);
+  lamb.step();
+  // m = 0.1 g, v = 0.001 g^2 -> r = m / (sqrt(v) + eps) + wd w
+  const auto g = torch::tensor({1.0, -2.0}, torch::kDouble);
+  const auto w0 = torch::tensor({3.0, 4.0}, torch::kDouble);
+  const auto r = 0.1 * g / ((0.001 * g * g).sqrt() + 1e-6) + 0.01 * w0;
+  const double trust = 5.0 / (r.norm().item<double>() + 1e-6);
+  EXPECT_TRUE(torch::allclose(w.detach(), w0 - 0.1 * trust * r, 1e-12, 1e-12));
+}
+
+TEST(Optimizers, EveryKindStepsAndSetsItsRate) {
+  for (const std::string kind : {"adam", "adamw", "sgd", "lamb"}) {
+    config::TrainConfig t;
+    t.optim = kind;
+    t.lr = 0.1;
+    t.mom = 0.9;
+    auto w = torch::ones({3}, torch::requires_grad());
+    auto optimizer = make_optimizer(t, {w});
+    optimizer->zero_grad();
+    (w * torch::tensor({1.0f, 2.0f, 3.0f})).sum().backward();
+    optimizer->set_lr(0.01);
+    optimizer->step();
+    EXPECT_TRUE((w.detach() < 1.0).all().item<bool>()) << kind;
+    EXPECT_LT(w.detach()[0].item<double>(), 1.0) << kind;
+    EXPECT_GT(w.detach()[0].item<double>(), 0.9) << kind << ": the new rate was used";
+  }
+}
+
+} // namespace
+} // namespace xl::train
