@@ -303,6 +303,13 @@ TEST(ConfigSchema, ReferenceListsEveryKeyWithItsDefault) {
       HasSubstr("| `eval.mem_len` | integer or null, >= 0 | `null` |"));
 }
 
+TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
+  const std::string docs =
+      test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
+  EXPECT_THAT(docs, HasSubstr(schema_reference()))
+      << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
+}
+
 TEST(ClosestKey, UsesEditDistance) {
   EXPECT_EQ(closest_key("dropot", {"dropout", "dropatt"}), "dropout");
   EXPECT_EQ(closest_key("qqqqqq", {"dropout", "dropatt"}), "");

@@ -35,7 +35,9 @@ TEST(LMOrderedIterator, StreamsAreContiguousAndTargetsShiftByOne) {
   const auto s0 = it.next();
   ASSERT_EQ(s0.input.sizes(), (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(s0.input[0][0].item<int64_t>(), c.tokens->at(0));
-  EXPECT_EQ(s0.input[0][1].item<int64_t>(), c.tokens->at(11)); // stream 1 starts at 11
+  EXPECT_EQ(
+      s0.input[0][1].item<int64_t>(),
+      c.tokens->at(11)); // stream 1 starts at 11
   EXPECT_EQ(s0.target[3][1].item<int64_t>(), c.tokens->at(15));
   it.next();
   const auto s2 = it.next();

@@ -1,5 +1,5 @@
-// Training runs as a user starts them: exact resume after a clean stop, after SIGKILL and after
-// SIGTERM; evaluation of the result.
+// Training runs as a user starts them: exact resume after a clean stop, after
+// SIGKILL and after SIGTERM; evaluation of the result.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -41,8 +41,8 @@ std::string train_command(const fs::path& run, const std::string& extra = "") {
       " --set run.dir=" + run.string() + " " + extra;
 }
 
-// step -> training loss, from the last record of each step (a killed run may have logged
-// steps that its resumed continuation logs again).
+// step -> training loss, from the last record of each step (a killed run may
+// have logged steps that its resumed continuation logs again).
 std::map<int64_t, double> train_losses(const fs::path& run) {
   std::map<int64_t, double> losses;
   std::istringstream lines(read_text(run / "metrics.jsonl"));
@@ -67,12 +67,14 @@ void expect_same_losses_after(
     int64_t from,
     int64_t to) {
   for (int64_t step = from + 1; step <= to; ++step) {
-    ASSERT_TRUE(reference.count(step) && resumed.count(step)) << "step " << step;
+    ASSERT_TRUE(reference.count(step) && resumed.count(step))
+        << "step " << step;
     EXPECT_EQ(reference.at(step), resumed.at(step)) << "step " << step;
   }
 }
 
-// Starts `command` in the background (its own process group) and returns its pid.
+// Starts `command` in the background (its own process group) and returns its
+// pid.
 pid_t spawn(const std::string& command, const fs::path& cwd) {
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -87,7 +89,8 @@ pid_t spawn(const std::string& command, const fs::path& cwd) {
   return pid;
 }
 
-// Waits until the run has logged `step`, then sends `sig`; returns the exit status word.
+// Waits until the run has logged `step`, then sends `sig`; returns the exit
+// status word.
 int signal_after_step(pid_t pid, const fs::path& run, int64_t step, int sig) {
   for (int i = 0; i < 6000; ++i) {
     std::error_code ec;
@@ -109,20 +112,25 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   TempDir dir;
   const auto full = run_command(train_command(dir / "full"), dir.path());
   ASSERT_EQ(full.status, 0) << full.output;
-  const auto first = run_command(train_command(dir / "split", "--stop-at-step 17"), dir.path());
+  const auto first = run_command(
+      train_command(dir / "split", "--stop-at-step 17"), dir.path());
   ASSERT_EQ(first.status, 0) << first.output;
   EXPECT_EQ(checkpoint_step(dir / "split"), 17);
   const auto again = run_command(train_command(dir / "split"), dir.path());
   EXPECT_EQ(again.status, 2);
-  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints; pass --resume"));
-  const auto second = run_command(train_command(dir / "split", "--resume"), dir.path());
+  EXPECT_THAT(
+      again.output, HasSubstr("already holds checkpoints; pass --resume"));
+  const auto second =
+      run_command(train_command(dir / "split", "--resume"), dir.path());
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("resumed"));
-  expect_same_losses_after(train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
+  expect_same_losses_after(
+      train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
 
-// The killed and signalled runs use a constant learning rate, so that a run started with a
-// huge max_step (it never ends by itself) follows the same trajectory as the reference.
+// The killed and signalled runs use a constant learning rate, so that a run
+// started with a huge max_step (it never ends by itself) follows the same
+// trajectory as the reference.
 constexpr const char* kConstant = "--set train.scheduler=constant";
 
 TEST(Training, SigkillMidRunLosesNothingBeforeTheLastCheckpoint) {
@@ -131,17 +139,21 @@ TEST(Training, SigkillMidRunLosesNothingBeforeTheLastCheckpoint) {
       run_command(train_command(dir / "ref", kConstant), dir.path());
   ASSERT_EQ(reference.status, 0) << reference.output;
   const pid_t pid = spawn(
-      train_command(dir / "killed", std::string(kConstant) + " --set train.max_step=1000000"),
+      train_command(
+          dir / "killed",
+          std::string(kConstant) + " --set train.max_step=1000000"),
       dir.path());
   const int status = signal_after_step(pid, dir / "killed", 25, SIGKILL);
   ASSERT_TRUE(WIFSIGNALED(status));
   const int64_t saved = checkpoint_step(dir / "killed");
   EXPECT_GE(saved, 20);
   EXPECT_EQ(saved % 10, 0); // only the periodic checkpoints were written
-  const auto resumed =
-      run_command(train_command(dir / "killed", std::string(kConstant) + " --resume"), dir.path());
+  const auto resumed = run_command(
+      train_command(dir / "killed", std::string(kConstant) + " --resume"),
+      dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
-  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "killed"), saved, 40);
+  expect_same_losses_after(
+      train_losses(dir / "ref"), train_losses(dir / "killed"), saved, 40);
 }
 
 TEST(Training, SigtermCheckpointsThenExits) {
@@ -150,7 +162,9 @@ TEST(Training, SigtermCheckpointsThenExits) {
       run_command(train_command(dir / "ref", kConstant), dir.path());
   ASSERT_EQ(reference.status, 0) << reference.output;
   const pid_t pid = spawn(
-      train_command(dir / "stopped", std::string(kConstant) + " --set train.max_step=1000000"),
+      train_command(
+          dir / "stopped",
+          std::string(kConstant) + " --set train.max_step=1000000"),
       dir.path());
   const int status = signal_after_step(pid, dir / "stopped", 13, SIGTERM);
   ASSERT_TRUE(WIFEXITED(status));
@@ -159,16 +173,21 @@ TEST(Training, SigtermCheckpointsThenExits) {
   EXPECT_GE(saved, 13);
   EXPECT_LT(saved, 40);
   const auto resumed = run_command(
-      train_command(dir / "stopped", std::string(kConstant) + " --resume"), dir.path());
+      train_command(dir / "stopped", std::string(kConstant) + " --resume"),
+      dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
-  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "stopped"), saved, 40);
+  expect_same_losses_after(
+      train_losses(dir / "ref"), train_losses(dir / "stopped"), saved, 40);
 }
 
 TEST(Training, ResumeRefusesAnotherModel) {
   TempDir dir;
-  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path()).status, 0);
-  const auto r =
-      run_command(train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
+  ASSERT_EQ(
+      run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path())
+          .status,
+      0);
+  const auto r = run_command(
+      train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("was made with a different config"));
   EXPECT_THAT(r.output, HasSubstr("model.d_inner: checkpoint 64, config 48"));
@@ -176,20 +195,27 @@ TEST(Training, ResumeRefusesAnotherModel) {
 
 TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
   TempDir dir;
-  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=20"), dir.path()).status, 0);
-  const std::string eval = std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
+  ASSERT_EQ(
+      run_command(
+          train_command(dir / "r", "--set train.max_step=20"), dir.path())
+          .status,
+      0);
+  const std::string eval =
+      std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
   const auto memory = run_command(eval + " --max-steps 20", dir.path());
   ASSERT_EQ(memory.status, 0) << memory.output;
   EXPECT_THAT(memory.output, HasSubstr("tgt_len 16, mem_len 32"));
   EXPECT_THAT(memory.output, HasSubstr("test | loss "));
   EXPECT_THAT(memory.output, HasSubstr(" | ppl "));
-  const auto vanilla =
-      run_command(eval + " --set eval.mode=vanilla --max-steps 5 --checkpoint last", dir.path());
+  const auto vanilla = run_command(
+      eval + " --set eval.mode=vanilla --max-steps 5 --checkpoint last",
+      dir.path());
   ASSERT_EQ(vanilla.status, 0) << vanilla.output;
   EXPECT_THAT(vanilla.output, HasSubstr("vanilla: window 16"));
   EXPECT_THAT(vanilla.output, HasSubstr("| 20 tokens |"));
   const auto missing = run_command(
-      std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(), dir.path());
+      std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(),
+      dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found"));
 }

@@ -57,7 +57,8 @@ TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
   LRSchedule restored(t);
   restored.load(in);
   EXPECT_DOUBLE_EQ(restored.lr(50), 0.5);
-  EXPECT_FALSE(restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
+  EXPECT_FALSE(
+      restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
   EXPECT_TRUE(restored.observe(2.0));
   EXPECT_DOUBLE_EQ(restored.lr(50), 0.25);
   EXPECT_FALSE(restored.observe(2.0));
@@ -66,7 +67,8 @@ TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
 }
 
 TEST(Lamb, OneStepMatchesTheFormula) {
-  auto w = torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
+  auto w =
+      torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
   w.mutable_grad() = torch::tensor({1.0, -2.0}, torch::kDouble);
   Lamb lamb({w}, 0.1, 0.9, 0.999, 1e-6, 0.01);
   lamb.step();
@@ -92,7 +94,8 @@ TEST(Optimizers, EveryKindStepsAndSetsItsRate) {
     optimizer->step();
     EXPECT_TRUE((w.detach() < 1.0).all().item<bool>()) << kind;
     EXPECT_LT(w.detach()[0].item<double>(), 1.0) << kind;
-    EXPECT_GT(w.detach()[0].item<double>(), 0.9) << kind << ": the new rate was used";
+    EXPECT_GT(w.detach()[0].item<double>(), 0.9)
+        << kind << ": the new rate was used";
   }
 }
 

@@ -1,5 +1,5 @@
-// Trainer behaviour with controlled models: the non-finite-loss guard, batch chunks, and the
-// evaluator's exact sums.
+// Trainer behaviour with controlled models: the non-finite-loss guard, batch
+// chunks, and the evaluator's exact sums.
 #include "xl/train/trainer.h"
 
 #include <gmock/gmock.h>
@@ -54,7 +54,8 @@ class FlakyModel : public models::TransformerXLImpl {
       const torch::Tensor& target,
       const nn::Memory& mems,
       bool return_log_probs) override {
-    auto out = TransformerXLImpl::forward(input, target, mems, return_log_probs);
+    auto out =
+        TransformerXLImpl::forward(input, target, mems, return_log_probs);
     if (is_training() && bad_.count(++calls_) > 0) {
       out.nll_sum = out.nll_sum * std::numeric_limits<float>::quiet_NaN();
     }
@@ -72,33 +73,45 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   c.train.max_step = 12;
   c.train.max_bad_steps = 3;
   data::Corpus data(c.data);
-  const auto options = models::transformer_xl_options(c.model, data.vocab().size());
+  const auto options =
+      models::transformer_xl_options(c.model, data.vocab().size());
   {
     auto model = std::make_shared<FlakyModel>(options, std::set<int>{3, 4});
-    Trainer trainer(c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+    Trainer trainer(
+        c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
     const auto result = trainer.run(false);
     EXPECT_EQ(result.step, 12);
     for (const auto& p : model->parameters()) {
       EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
     }
-    const std::string metrics = test::read_text(corpus.dir / "run/metrics.jsonl");
-    EXPECT_THAT(metrics, HasSubstr("{\"reason\":\"non-finite loss\",\"skipped\":true,\"step\":3}"));
+    const std::string metrics =
+        test::read_text(corpus.dir / "run/metrics.jsonl");
+    EXPECT_THAT(
+        metrics,
+        HasSubstr(
+            "{\"reason\":\"non-finite loss\",\"skipped\":true,\"step\":3}"));
     EXPECT_THAT(metrics, HasSubstr("\"skipped\":true,\"step\":4}"));
   }
   std::filesystem::remove_all(corpus.dir / "run");
   c.train.max_step = 20;
   auto model = std::make_shared<FlakyModel>(options, std::set<int>{11, 12, 13});
-  Trainer trainer(c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+  Trainer trainer(
+      c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
   try {
     trainer.run(false);
     FAIL() << "expected the run to stop";
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("training stopped at step 13: 3 consecutive non-finite"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("training stopped at step 13: 3 consecutive non-finite"));
     EXPECT_THAT(e.what(), HasSubstr("checkpoints/last.pt"));
   }
   // The checkpoint of step 10 (the last good one) is intact.
   torch::serialize::InputArchive archive;
-  EXPECT_EQ(run::load_checkpoint(corpus.dir / "run/checkpoints/last.pt", archive).step, 10);
+  EXPECT_EQ(
+      run::load_checkpoint(corpus.dir / "run/checkpoints/last.pt", archive)
+          .step,
+      10);
 }
 
 TEST(Trainer, BatchChunksGiveTheSameStepsAsWholeBatches) {
@@ -108,23 +121,24 @@ TEST(Trainer, BatchChunksGiveTheSameStepsAsWholeBatches) {
     auto& c = corpus.config;
     c.train.max_step = 5;
     c.train.batch_chunk = chunks;
-    // plain SGD without clipping: any error in scaling the chunk losses shows in the weights
+    // plain SGD without clipping: any error in scaling the chunk losses shows
+    // in the weights
     c.train.optim = "sgd";
     c.train.clip = 0.0;
     c.train.lr = 0.5;
     data::Corpus data(c.data);
     torch::manual_seed(1);
     auto model = models::build_model(c.model, data.vocab().size());
-    Trainer trainer(c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+    Trainer trainer(
+        c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
     trainer.run(false);
-    finals.push_back(torch::cat(
-        [&] {
-          std::vector<torch::Tensor> flat;
-          for (const auto& p : model->parameters()) {
-            flat.push_back(p.detach().flatten());
-          }
-          return flat;
-        }()));
+    finals.push_back(torch::cat([&] {
+      std::vector<torch::Tensor> flat;
+      for (const auto& p : model->parameters()) {
+        flat.push_back(p.detach().flatten());
+      }
+      return flat;
+    }()));
   }
   EXPECT_TRUE(torch::allclose(finals[0], finals[1], 1e-4, 1e-5));
 }
@@ -156,7 +170,8 @@ TEST(Evaluator, MetricIsPerplexityOrBitsPerCharacter) {
   EXPECT_EQ(metric(data::VocabKind::kWord, std::log(20.0)).name, "ppl");
   EXPECT_NEAR(metric(data::VocabKind::kWord, std::log(20.0)).value, 20.0, 1e-9);
   EXPECT_EQ(metric(data::VocabKind::kByte, std::log(2.0)).name, "bpc");
-  EXPECT_NEAR(metric(data::VocabKind::kByte, std::log(2.0) * 1.5).value, 1.5, 1e-12);
+  EXPECT_NEAR(
+      metric(data::VocabKind::kByte, std::log(2.0) * 1.5).value, 1.5, 1e-12);
 }
 
 } // namespace

@@ -1,0 +1,42 @@
+// xl-bench: training and evaluation speed and peak memory of a config's model.
+//   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
+//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json]
+#include <fstream>
+#include <iostream>
+
+#include "xl/app/cli.h"
+#include "xl/bench/benchmark.h"
+#include "xl/run/logging.h"
+
+int main(int argc, char** argv) {
+  return xl::app::run_main([&] {
+    CLI::App app{"xl-bench: tokens/s and peak memory of training and evaluation"};
+    xl::app::ConfigFlags flags;
+    xl::bench::BenchOptions options;
+    std::string json_path;
+    xl::app::add_config_flags(app, flags);
+    app.add_option(
+        "--n-token",
+        options.n_token,
+        "vocabulary size (default: that of the config's prepared data)");
+    app.add_option("--warmup", options.warmup, "untimed iterations");
+    app.add_option("--steps", options.steps, "timed iterations");
+    app.add_option("--modes", options.modes, "comma-separated: train, eval, vanilla");
+    app.add_option("--json", json_path, "also write the results to this file");
+    if (const int status = xl::app::parse_command_line(app, argc, argv);
+        status >= 0) {
+      return status;
+    }
+    xl::config::Config config;
+    if (!xl::app::load_config(flags, config)) {
+      return 0;
+    }
+    xl::run::setup_logging(config.run.log_level);
+    const auto results = xl::bench::run_benchmark(config, options);
+    if (!json_path.empty()) {
+      std::ofstream(json_path) << results.dump(2) << '\n';
+    }
+    std::cout << results.dump() << std::endl;
+    return 0;
+  });
+}

@@ -1,0 +1,69 @@
+#include "xl/io/safetensors.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xl/models/hf_import.h"
+#include "xl/util/error.h"
+
+namespace xl::io {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SafeTensors, RoundTripsDtypesShapesAndMetadata) {
+  test::TempDir dir;
+  const std::map<std::string, torch::Tensor> tensors{
+      {"a", torch::randn({2, 3})},
+      {"b", torch::arange(5, torch::kLong)},
+      {"c", torch::randn({4}).to(torch::kBFloat16)},
+      {"scalar", torch::tensor(3.5)}};
+  save_safetensors(dir / "t.safetensors", tensors, {{"format", "pt"}});
+  const auto loaded = SafeTensors::load(dir / "t.safetensors");
+  EXPECT_EQ(loaded.names().size(), 4u);
+  for (const auto& [name, t] : tensors) {
+    EXPECT_TRUE(torch::equal(loaded.at(name), t)) << name;
+    EXPECT_EQ(loaded.at(name).scalar_type(), t.scalar_type()) << name;
+  }
+  EXPECT_EQ(loaded.metadata().at("format"), "pt");
+  EXPECT_THROW(loaded.at("missing"), UserError);
+}
+
+TEST(SafeTensors, RefusesTruncatedAndForeignFiles) {
+  test::TempDir dir;
+  save_safetensors(dir / "t.safetensors", {{"a", torch::randn({64})}});
+  const auto path = dir / "t.safetensors";
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 8);
+  try {
+    SafeTensors::load(path);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor 'a' (F32 64) has byte range"));
+  }
+  test::write_file(dir / "junk", "\xff\xff\xff\xff\xff\xff\xff\x7f{}");
+  EXPECT_THROW(SafeTensors::load(dir / "junk"), UserError);
+}
+
+TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
+  test::TempDir dir;
+  models::TransformerXLImpl model(
+      models::TransformerXLOptions(30, 1, 2, 8, 4, 16).cutoffs({10}).tie_projs({false, true}));
+  std::map<std::string, torch::Tensor> weights{
+      {"transformer.word_emb.emb_layers.0.weight", torch::zeros({30, 8})},
+      {"transformer.r_w_bias", torch::zeros({3, 4})},
+      {"transformer.bogus", torch::zeros({1})}};
+  save_safetensors(dir / "w.safetensors", weights);
+  try {
+    models::import_hf_transfo_xl(model, SafeTensors::load(dir / "w.safetensors"));
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("transformer.r_w_bias: shape [3, 4] in the file, [2, 4] in the model"));
+    EXPECT_THAT(e.what(), HasSubstr("transformer.bogus: in the file but not in the model"));
+    EXPECT_THAT(e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
+    EXPECT_THAT(e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
+  }
+}
+
+} // namespace
+} // namespace xl::io
