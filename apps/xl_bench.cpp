@@ -1,6 +1,7 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
-//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json]
+//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json
+//            out.json]
 #include <fstream>
 #include <iostream>
 
@@ -10,7 +11,8 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
-    CLI::App app{"xl-bench: tokens/s and peak memory of training and evaluation"};
+    CLI::App app{
+        "xl-bench: tokens/s and peak memory of training and evaluation"};
     xl::app::ConfigFlags flags;
     xl::bench::BenchOptions options;
     std::string json_path;
@@ -21,15 +23,13 @@ int main(int argc, char** argv) {
         "vocabulary size (default: that of the config's prepared data)");
     app.add_option("--warmup", options.warmup, "untimed iterations");
     app.add_option("--steps", options.steps, "timed iterations");
-    app.add_option("--modes", options.modes, "comma-separated: train, eval, vanilla");
+    app.add_option(
+        "--modes", options.modes, "comma-separated: train, eval, vanilla");
     app.add_option("--json", json_path, "also write the results to this file");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
-      return status;
-    }
     xl::config::Config config;
-    if (!xl::app::load_config(flags, config)) {
-      return 0;
+    if (const auto status =
+            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+      return *status;
     }
     xl::run::setup_logging(config.run.log_level);
     const auto results = xl::bench::run_benchmark(config, options);

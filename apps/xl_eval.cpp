@@ -25,16 +25,15 @@ int main(int argc, char** argv) {
         "--max-steps",
         request.max_steps,
         "score only this many segments (memory mode) or window batches (vanilla)");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
-      return status;
-    }
-    if (flags.path.empty()) {
-      flags.path = request.run_dir + "/config.yaml";
-    }
+    app.final_callback([&] {
+      if (flags.path.empty()) {
+        flags.path = request.run_dir + "/config.yaml";
+      }
+    });
     xl::config::Config config;
-    if (!xl::app::load_config(flags, config)) {
-      return 0;
+    if (const auto status =
+            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+      return *status;
     }
     return xl::train::run_evaluation(config, request);
   });

@@ -18,13 +18,10 @@ int main(int argc, char** argv) {
         "--stop-at-step",
         stop_at,
         "checkpoint and stop at this step (continue later with --resume)");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
-      return status;
-    }
     xl::config::Config config;
-    if (!xl::app::load_config(flags, config)) {
-      return 0;
+    if (const auto status =
+            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+      return *status;
     }
     return xl::train::run_training(config, resume, stop_at);
   });

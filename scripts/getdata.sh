@@ -15,6 +15,17 @@ fetch() { # url file
   [ -f "$2" ] || { echo "downloading $1"; curl -fL --retry 3 -o "$2.part" "$1" && mv "$2.part" "$2"; }
 }
 
+# The standard character-level split of a 100M file: 90M train, 5M valid, 5M test; then a
+# byte vocabulary over all three splits (as kimiyoung's code counts them).
+split_and_prep() { # name
+  local f=$raw/$1
+  head -c 90000000 "$f" >"$f.train"
+  head -c 95000000 "$f" | tail -c 5000000 >"$f.valid"
+  tail -c 5000000 "$f" >"$f.test"
+  "$bin/xl-prep" --format byte --vocab-from all --train "$f.train" --valid "$f.valid" \
+    --test "$f.test" --out "data/prepared/$1"
+}
+
 if [ "$what" = wt103 ] || [ "$what" = all ]; then
   fetch https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip"
   (cd "$raw" && unzip -qo wikitext-103-v1.zip)
@@ -26,23 +37,13 @@ fi
 if [ "$what" = enwik8 ] || [ "$what" = all ]; then
   fetch http://mattmahoney.net/dc/enwik8.zip "$raw/enwik8.zip"
   (cd "$raw" && unzip -qo enwik8.zip)
-  # The standard split: first 90M bytes train, next 5M valid, last 5M test.
-  head -c 90000000 "$raw/enwik8" >"$raw/enwik8.train"
-  head -c 95000000 "$raw/enwik8" | tail -c 5000000 >"$raw/enwik8.valid"
-  tail -c 5000000 "$raw/enwik8" >"$raw/enwik8.test"
-  "$bin/xl-prep" --format byte --vocab-from all --train "$raw/enwik8.train" \
-    --valid "$raw/enwik8.valid" --test "$raw/enwik8.test" --out data/prepared/enwik8
+  split_and_prep enwik8
 fi
 
 if [ "$what" = text8 ] || [ "$what" = all ]; then
   fetch http://mattmahoney.net/dc/text8.zip "$raw/text8.zip"
   (cd "$raw" && unzip -qo text8.zip)
-  # The standard split: 90M / 5M / 5M characters.
-  head -c 90000000 "$raw/text8" >"$raw/text8.train"
-  head -c 95000000 "$raw/text8" | tail -c 5000000 >"$raw/text8.valid"
-  tail -c 5000000 "$raw/text8" >"$raw/text8.test"
-  "$bin/xl-prep" --format byte --vocab-from all --train "$raw/text8.train" \
-    --valid "$raw/text8.valid" --test "$raw/text8.test" --out data/prepared/text8
+  split_and_prep text8
 fi
 
 if [ "$what" = nsmc ] || [ "$what" = all ]; then

@@ -57,6 +57,21 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
+std::optional<int> parse_and_load(
+    CLI::App& app,
+    int argc,
+    char** argv,
+    const ConfigFlags& flags,
+    config::Config& out) {
+  if (const int status = parse_command_line(app, argc, argv); status >= 0) {
+    return status;
+  }
+  if (!load_config(flags, out)) {
+    return 0;
+  }
+  return std::nullopt;
+}
+
 int run_main(const std::function<int()>& body) {
   try {
     return body();

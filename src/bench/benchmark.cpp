@@ -27,11 +27,13 @@ void synchronize(const torch::Device& device) {
 
 void reset_peak(const torch::Device& device) {
   if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+    c10::cuda::CUDACachingAllocator::resetPeakStats(
+        device.index() < 0 ? 0 : device.index());
   }
 }
 
-// Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak RSS.
+// Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak
+// RSS.
 double peak_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
@@ -43,7 +45,8 @@ double peak_bytes(const torch::Device& device) {
   return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
 
-// Times `iteration` (returning the tokens it processed) over warmup + steps calls.
+// Times `iteration` (returning the tokens it processed) over warmup + steps
+// calls.
 template <class F>
 nlohmann::json measure(
     const std::string& mode,
@@ -62,11 +65,13 @@ nlohmann::json measure(
   }
   synchronize(device);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   nlohmann::json record = {
       {"mode", mode},
       {"tokens_per_s", static_cast<double>(tokens) / seconds},
-      {"ms_per_iteration", 1000.0 * seconds / static_cast<double>(options.steps)},
+      {"ms_per_iteration",
+       1000.0 * seconds / static_cast<double>(options.steps)},
       {"peak_memory_mib", peak_bytes(device) / (1024.0 * 1024.0)},
       {"iterations", options.steps}};
   spdlog::info(
@@ -79,15 +84,20 @@ nlohmann::json measure(
 }
 
 bool wants(const BenchOptions& options, const std::string& mode) {
-  return ("," + options.modes + ",").find("," + mode + ",") != std::string::npos;
+  return ("," + options.modes + ",").find("," + mode + ",") !=
+      std::string::npos;
 }
 
 } // namespace
 
-nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& options) {
+nlohmann::json run_benchmark(
+    const config::Config& c,
+    const BenchOptions& options) {
   int64_t n_token = options.n_token;
   if (n_token <= 0) {
-    n_token = data::Vocab::load(std::filesystem::path(c.data.dir) / c.data.vocab).size();
+    n_token =
+        data::Vocab::load(std::filesystem::path(c.data.dir) / c.data.vocab)
+            .size();
   }
   if (c.train.threads > 0) {
     torch::set_num_threads(static_cast<int>(c.train.threads));
@@ -97,7 +107,8 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   auto model = models::build_model(c.model, n_token);
   model->to(device);
   const auto random_tokens = [&](int64_t len, int64_t batch) {
-    return torch::randint(n_token, {len, batch}, torch::dtype(torch::kLong).device(device));
+    return torch::randint(
+        n_token, {len, batch}, torch::dtype(torch::kLong).device(device));
   };
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
@@ -125,7 +136,8 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
               random_tokens(c.train.tgt_len, chunk),
               mems[static_cast<size_t>(k)]);
         }
-        (out.nll_sum / static_cast<double>(out.count * c.train.batch_chunk)).backward();
+        (out.nll_sum / static_cast<double>(out.count * c.train.batch_chunk))
+            .backward();
         mems[static_cast<size_t>(k)] = std::move(out.mems);
       }
       if (c.train.clip > 0) {
@@ -151,7 +163,12 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
     {
       train::AutocastGuard autocast(device, c.train.bf16);
       const int64_t fill = std::max<int64_t>(settings.lengths.mem_len, 1);
-      mems = model->forward(random_tokens(fill, settings.batch_size), random_tokens(1, settings.batch_size), {}).mems;
+      mems = model
+                 ->forward(
+                     random_tokens(fill, settings.batch_size),
+                     random_tokens(1, settings.batch_size),
+                     {})
+                 .mems;
     }
     auto record = measure("eval", options, device, [&] {
       train::AutocastGuard autocast(device, c.train.bf16);

@@ -103,6 +103,28 @@ torch::Tensor finish(
   return o.pre_lnorm() ? h + out : layer_norm(h + out);
 }
 
+// The sub-modules both attention variants have: q/k/v and output projections
+// (no biases), LayerNorm, output dropout and attention dropout.
+template <class Impl>
+void register_common(Impl& m) {
+  const AttentionOptions& o = m.options;
+  const int64_t inner = o.n_head() * o.d_head();
+  m.qkv_net = m.register_module(
+      "qkv_net",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(o.d_model(), 3 * inner).bias(false)));
+  m.o_net = m.register_module(
+      "o_net",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(inner, o.d_model()).bias(false)));
+  m.layer_norm = m.register_module(
+      "layer_norm",
+      torch::nn::LayerNorm(
+          torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
+  m.drop = m.register_module("drop", torch::nn::Dropout(o.dropout()));
+  m.dropatt = m.register_module("dropatt", torch::nn::Dropout(o.dropatt()));
+}
+
 } // namespace
 
 torch::Tensor rel_shift(const torch::Tensor& x) {
@@ -123,25 +145,13 @@ RelPartialAttentionImpl::RelPartialAttentionImpl(
 }
 
 void RelPartialAttentionImpl::reset() {
-  const int64_t inner = options.n_head() * options.d_head();
-  qkv_net = register_module(
-      "qkv_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(options.d_model(), 3 * inner).bias(false)));
+  register_common(*this);
   r_net = register_module(
       "r_net",
       torch::nn::Linear(
-          torch::nn::LinearOptions(options.d_model(), inner).bias(false)));
-  o_net = register_module(
-      "o_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(inner, options.d_model()).bias(false)));
-  layer_norm = register_module(
-      "layer_norm",
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})
-                               .eps(options.layer_norm_eps())));
-  drop = register_module("drop", torch::nn::Dropout(options.dropout()));
-  dropatt = register_module("dropatt", torch::nn::Dropout(options.dropatt()));
+          torch::nn::LinearOptions(
+              options.d_model(), options.n_head() * options.d_head())
+              .bias(false)));
 }
 
 torch::Tensor RelPartialAttentionImpl::forward(
@@ -183,21 +193,7 @@ VanillaAttentionImpl::VanillaAttentionImpl(const AttentionOptions& options_)
 }
 
 void VanillaAttentionImpl::reset() {
-  const int64_t inner = options.n_head() * options.d_head();
-  qkv_net = register_module(
-      "qkv_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(options.d_model(), 3 * inner).bias(false)));
-  o_net = register_module(
-      "o_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(inner, options.d_model()).bias(false)));
-  layer_norm = register_module(
-      "layer_norm",
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})
-                               .eps(options.layer_norm_eps())));
-  drop = register_module("drop", torch::nn::Dropout(options.dropout()));
-  dropatt = register_module("dropatt", torch::nn::Dropout(options.dropatt()));
+  register_common(*this);
 }
 
 torch::Tensor VanillaAttentionImpl::forward(

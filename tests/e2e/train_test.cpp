@@ -128,56 +128,51 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
       train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
 
-// The killed and signalled runs use a constant learning rate, so that a run
-// started with a huge max_step (it never ends by itself) follows the same
-// trajectory as the reference.
-constexpr const char* kConstant = "--set train.scheduler=constant";
+// An interrupted run, resumed, continues the reference run's loss sequence
+// exactly from its last checkpoint. Both use a constant learning rate, so that
+// the interrupted run can be started with a huge max_step (it never ends by
+// itself) and still follow the reference. Returns the checkpointed step the
+// resumed run started from.
+int64_t interrupt_and_resume(
+    const TempDir& dir,
+    int sig,
+    int64_t after_step,
+    int* status) {
+  const std::string constant = "--set train.scheduler=constant";
+  const auto reference =
+      run_command(train_command(dir / "ref", constant), dir.path());
+  EXPECT_EQ(reference.status, 0) << reference.output;
+  const pid_t pid = spawn(
+      train_command(dir / "cut", constant + " --set train.max_step=1000000"),
+      dir.path());
+  *status = signal_after_step(pid, dir / "cut", after_step, sig);
+  const int64_t saved = checkpoint_step(dir / "cut");
+  const auto resumed = run_command(
+      train_command(dir / "cut", constant + " --resume"), dir.path());
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  expect_same_losses_after(
+      train_losses(dir / "ref"), train_losses(dir / "cut"), saved, 40);
+  return saved;
+}
 
 TEST(Training, SigkillMidRunLosesNothingBeforeTheLastCheckpoint) {
   TempDir dir;
-  const auto reference =
-      run_command(train_command(dir / "ref", kConstant), dir.path());
-  ASSERT_EQ(reference.status, 0) << reference.output;
-  const pid_t pid = spawn(
-      train_command(
-          dir / "killed",
-          std::string(kConstant) + " --set train.max_step=1000000"),
-      dir.path());
-  const int status = signal_after_step(pid, dir / "killed", 25, SIGKILL);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  const int64_t saved = checkpoint_step(dir / "killed");
+  int status = 0;
+  const int64_t saved = interrupt_and_resume(dir, SIGKILL, 25, &status);
+  EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_GE(saved, 20);
   EXPECT_EQ(saved % 10, 0); // only the periodic checkpoints were written
-  const auto resumed = run_command(
-      train_command(dir / "killed", std::string(kConstant) + " --resume"),
-      dir.path());
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  expect_same_losses_after(
-      train_losses(dir / "ref"), train_losses(dir / "killed"), saved, 40);
 }
 
 TEST(Training, SigtermCheckpointsThenExits) {
   TempDir dir;
-  const auto reference =
-      run_command(train_command(dir / "ref", kConstant), dir.path());
-  ASSERT_EQ(reference.status, 0) << reference.output;
-  const pid_t pid = spawn(
-      train_command(
-          dir / "stopped",
-          std::string(kConstant) + " --set train.max_step=1000000"),
-      dir.path());
-  const int status = signal_after_step(pid, dir / "stopped", 13, SIGTERM);
+  int status = 0;
+  const int64_t saved = interrupt_and_resume(dir, SIGTERM, 13, &status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-  const int64_t saved = checkpoint_step(dir / "stopped");
-  EXPECT_GE(saved, 13);
+  EXPECT_GE(
+      saved, 13); // the step the signal arrived in, not an earlier periodic one
   EXPECT_LT(saved, 40);
-  const auto resumed = run_command(
-      train_command(dir / "stopped", std::string(kConstant) + " --resume"),
-      dir.path());
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  expect_same_losses_after(
-      train_losses(dir / "ref"), train_losses(dir / "stopped"), saved, 40);
 }
 
 TEST(Training, ResumeRefusesAnotherModel) {

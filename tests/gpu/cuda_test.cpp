@@ -1,5 +1,6 @@
-// CUDA twins: the model on the GPU agrees with the CPU, a bf16-autocast training step is
-// finite and the memory-mode evaluation runs. Skipped without a CUDA device.
+// CUDA twins: the model on the GPU agrees with the CPU, a bf16-autocast
+// training step is finite and the memory-mode evaluation runs. Skipped without
+// a CUDA device.
 #include <gtest/gtest.h>
 
 #include "xl/models/transformer_xl.h"
@@ -52,8 +53,10 @@ TEST_F(Cuda, ForwardWithMemoryMatchesTheCpu) {
     const auto target = torch::randint(500, {9, 4});
     auto a = cpu->forward(input, target, cpu_mems, true);
     auto b = gpu->forward(input.cuda(), target.cuda(), gpu_mems, true);
-    // TF32 may be on for CUDA matmuls: compare at a looser tolerance than CPU parity.
-    EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs.cpu(), 1e-3, 2e-3)) << "segment " << s;
+    // TF32 may be on for CUDA matmuls: compare at a looser tolerance than CPU
+    // parity.
+    EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs.cpu(), 1e-3, 2e-3))
+        << "segment " << s;
     cpu_mems = a.mems;
     gpu_mems = b.mems;
   }
@@ -71,7 +74,9 @@ TEST_F(Cuda, Bf16AutocastTrainingStepIsFinite) {
     {
       train::AutocastGuard autocast(torch::kCUDA, true);
       out = model->forward(
-          torch::randint(500, {16, 4}).cuda(), torch::randint(500, {16, 4}).cuda(), mems);
+          torch::randint(500, {16, 4}).cuda(),
+          torch::randint(500, {16, 4}).cuda(),
+          mems);
     }
     ASSERT_TRUE(std::isfinite(out.nll_sum.item<double>()));
     optimizer->zero_grad();

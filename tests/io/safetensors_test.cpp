@@ -48,20 +48,30 @@ TEST(SafeTensors, RefusesTruncatedAndForeignFiles) {
 TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
   test::TempDir dir;
   models::TransformerXLImpl model(
-      models::TransformerXLOptions(30, 1, 2, 8, 4, 16).cutoffs({10}).tie_projs({false, true}));
+      models::TransformerXLOptions(30, 1, 2, 8, 4, 16)
+          .cutoffs({10})
+          .tie_projs({false, true}));
   std::map<std::string, torch::Tensor> weights{
       {"transformer.word_emb.emb_layers.0.weight", torch::zeros({30, 8})},
       {"transformer.r_w_bias", torch::zeros({3, 4})},
       {"transformer.bogus", torch::zeros({1})}};
   save_safetensors(dir / "w.safetensors", weights);
   try {
-    models::import_hf_transfo_xl(model, SafeTensors::load(dir / "w.safetensors"));
+    models::import_hf_transfo_xl(
+        model, SafeTensors::load(dir / "w.safetensors"));
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("transformer.r_w_bias: shape [3, 4] in the file, [2, 4] in the model"));
-    EXPECT_THAT(e.what(), HasSubstr("transformer.bogus: in the file but not in the model"));
-    EXPECT_THAT(e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
-    EXPECT_THAT(e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "transformer.r_w_bias: shape [3, 4] in the file, [2, 4] in the model"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("transformer.bogus: in the file but not in the model"));
+    EXPECT_THAT(
+        e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
+    EXPECT_THAT(
+        e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ bool load_config(const ConfigFlags& flags, config::Config& out);
 /// exit status (0 after --help, 2 for a usage error, with CLI11's message
 /// printed).
 int parse_command_line(CLI::App& app, int argc, char** argv);
+
+/// parse_command_line() then load_config(): returns the exit status when the
+/// app should stop there (help, usage error, --dump-config, --print-schema),
+/// nothing when it should go on.
+std::optional<int> parse_and_load(
+    CLI::App& app,
+    int argc,
+    char** argv,
+    const ConfigFlags& flags,
+    config::Config& out);
 
 /// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11
 /// does, UserError (and ConfigError) to one "error: ..." line and status 2,

@@ -1,5 +1,6 @@
-// Speed and memory of a config's model: training steps, memory-mode evaluation segments and
-// vanilla (sliding-window) evaluation, on random tokens so that no prepared data is needed.
+// Speed and memory of a config's model: training steps, memory-mode evaluation
+// segments and vanilla (sliding-window) evaluation, on random tokens so that no
+// prepared data is needed.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,14 +12,17 @@
 namespace xl::bench {
 
 struct BenchOptions {
-  int64_t n_token = 0;  // 0: the vocabulary size of the config's prepared data
-  int64_t warmup = 3;   // untimed iterations first
-  int64_t steps = 10;   // timed iterations
+  int64_t n_token = 0; // 0: the vocabulary size of the config's prepared data
+  int64_t warmup = 3;  // untimed iterations first
+  int64_t steps = 10;  // timed iterations
   std::string modes = "train,eval,vanilla";
 };
 
-/// Runs the benchmarks and returns one record per mode: tokens/s, milliseconds per
-/// iteration and peak memory (CUDA: allocator peak; CPU: peak resident set of the process).
-nlohmann::json run_benchmark(const config::Config& config, const BenchOptions& options);
+/// Runs the benchmarks and returns one record per mode: tokens/s, milliseconds
+/// per iteration and peak memory (CUDA: allocator peak; CPU: peak resident set
+/// of the process).
+nlohmann::json run_benchmark(
+    const config::Config& config,
+    const BenchOptions& options);
 
 } // namespace xl::bench
