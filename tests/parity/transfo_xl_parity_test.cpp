@@ -40,6 +40,21 @@ TEST_P(TransfoXLParity, LogProbsAndMemoriesMatchHuggingFace) {
       *model, io::SafeTensors::load(dir / "ref/weights.safetensors"));
   model->eval();
   torch::NoGradGuard no_grad;
+  if (model->crit->cluster_weight.defined()) {
+    // Weights in kimiyoung's cluster order come in reversed.
+    auto reversed = std::make_shared<models::TransformerXLImpl>(
+        models::transformer_xl_options(config.model, n_token));
+    models::HFImportOptions kimiyoung;
+    kimiyoung.reverse_clusters = true;
+    models::import_hf_transfo_xl(
+        *reversed,
+        io::SafeTensors::load(dir / "ref/weights.safetensors"),
+        kimiyoung);
+    EXPECT_TRUE(torch::equal(
+        reversed->crit->cluster_weight, model->crit->cluster_weight.flip(0)));
+    EXPECT_TRUE(torch::equal(
+        reversed->crit->cluster_bias, model->crit->cluster_bias.flip(0)));
+  }
 
   const auto data = io::SafeTensors::load(dir / "ref/data.safetensors");
   const auto input = data.at("input");
