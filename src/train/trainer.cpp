@@ -236,6 +236,11 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
       t.tgt_len,
       s.data->segments_per_epoch());
   run::MetricsWriter metrics(paths_.metrics);
+  if (resume) {
+    // Records after this line supersede those of the same steps before it (a
+    // killed run may have logged steps beyond its last checkpoint).
+    metrics.write({{"event", "resumed"}, {"step", s.step}});
+  }
   run::Progress progress(t.max_step, s.step);
   const auto kind = corpus_.vocab().kind();
   TrainResult result;

@@ -124,6 +124,9 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
       run_command(train_command(dir / "split", "--resume"), dir.path());
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("resumed"));
+  EXPECT_THAT(
+      read_text(dir / "split/metrics.jsonl"),
+      HasSubstr("{\"event\":\"resumed\",\"step\":17}"));
   expect_same_losses_after(
       train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
