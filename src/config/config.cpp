@@ -528,7 +528,7 @@ void validate(const Config& c) {
             m.div_val,
             m.cutoffs.size()));
   }
-  if (m.d_model % 2 != 0 && m.attn_type == "relative") {
+  if (m.d_model % 2 != 0) { // both attention types use sinusoid positions
     fail_rule(
         c,
         "model.d_model",
