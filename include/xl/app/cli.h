@@ -45,6 +45,10 @@ std::optional<int> parse_and_load(
     const ConfigFlags& flags,
     config::Config& out);
 
+/// Makes glibc keep freed memory for reuse instead of returning it to the OS
+/// after every large tensor (run_main calls it).
+void tune_allocator();
+
 /// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11
 /// does, UserError (and ConfigError) to one "error: ..." line and status 2,
 /// anything else to "internal error" and 1.
