@@ -33,11 +33,6 @@ class LMOrderedIterator {
   }
   /// Segments per pass over the data.
   int64_t segments_per_epoch() const;
-  /// Target tokens per pass (n_step - 1 per stream).
-  int64_t tokens_per_epoch() const {
-    return (n_step_ - 1) * batch_size_;
-  }
-
   /// Whether the current pass has segments left.
   bool has_next() const {
     return row_ < n_step_ - 1;
