@@ -4,7 +4,9 @@
 
 #include "xl/config/config.h"
 #include "xl/data/corpus.h"
+#include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
+#include "xl/models/hf_import.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
 #include "xl/run/metrics.h"
@@ -155,6 +157,37 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
            {m.name, m.value},
            {"tokens", result.count},
            {"tokens_per_s", result.tokens_per_second()}});
+  return 0;
+}
+
+int run_import(const config::Config& config, const ImportRequest& request) {
+  run::setup_logging(config.run.log_level);
+  data::Corpus corpus(config.data);
+  auto model = models::build_model(config.model, corpus.vocab().size());
+  auto* txl = dynamic_cast<models::TransformerXLImpl*>(model.get());
+  if (txl == nullptr) {
+    throw ConfigError(
+        "model.type: only transformer_xl weights can be imported");
+  }
+  models::HFImportOptions options;
+  options.reverse_clusters = request.reverse_clusters;
+  models::import_hf_transfo_xl(
+      *txl, io::SafeTensors::load(request.weights), options);
+  const run::RunPaths paths = run::prepare_run_directory(config, false);
+  run::save_checkpoint(
+      paths.best_checkpoint(),
+      run::CheckpointInfo{run::kCheckpointFormat, 0, config::dump(config)},
+      [&](torch::serialize::OutputArchive& archive) {
+        torch::serialize::OutputArchive model_archive;
+        model->save(model_archive);
+        archive.write("model", model_archive);
+      });
+  spdlog::info(
+      "imported {} ({} parameters) into {}; evaluate with xl-eval --run {}",
+      request.weights,
+      models::count_parameters(*model),
+      paths.best_checkpoint().string(),
+      paths.dir.string());
   return 0;
 }
 

@@ -36,4 +36,16 @@ struct EvalRequest {
 /// Returns the process exit status.
 int run_evaluation(const config::Config& config, const EvalRequest& request);
 
+struct ImportRequest {
+  /// safetensors with Hugging Face TransfoXLLMHeadModel names
+  std::string weights;
+  /// the file orders adaptive-softmax clusters like kimiyoung's PyTorch code
+  bool reverse_clusters = false;
+};
+
+/// Creates a run directory (config.yaml and checkpoints/best.pt) from imported
+/// weights, so that xl-eval evaluates them like a trained run. The vocabulary
+/// of config.data must be the model's. Returns the process exit status.
+int run_import(const config::Config& config, const ImportRequest& request);
+
 } // namespace xl::train

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Converts a Hugging Face TransfoXLLMHeadModel directory into files xl reads without pickle.
+
+  scripts/convert/hf_transfo_xl.py --model DIR --out OUT [--data-dir data/prepared/wikitext-103]
+
+DIR is a local `save_pretrained` folder (config.json + pytorch_model.bin or safetensors),
+e.g. a downloaded copy of transfo-xl/transfo-xl-wt103. Writes
+
+  OUT/weights.safetensors  the state dict under HF names
+  OUT/config.yaml          an xl config whose model section reproduces the HF model
+
+Then: build/bin/xl-import --config OUT/config.yaml --weights OUT/weights.safetensors \\
+          --run runs/imported && build/bin/xl-eval --run runs/imported
+(the data folder must hold a vocabulary of the model's size in the model's order).
+"""
+import argparse
+import os
+import warnings
+
+import yaml
+from safetensors.torch import save_file
+
+warnings.filterwarnings("ignore")
+from transformers import TransfoXLLMHeadModel  # noqa: E402
+
+
+def xl_config(hf, data_dir):
+    cutoffs = [int(c) for c in hf.cutoffs]
+    tie_projs = [bool(t) for t in hf.tie_projs] or [False] * (len(cutoffs) + 1)
+    return {
+        "model": {
+            "type": "transformer_xl",
+            "n_layer": hf.n_layer,
+            "n_head": hf.n_head,
+            "d_model": hf.d_model,
+            "d_head": hf.d_head,
+            "d_inner": hf.d_inner,
+            "d_embed": hf.d_embed,
+            "dropout": float(hf.dropout),
+            "dropatt": float(hf.dropatt),
+            "attn_type": "relative",
+            "pre_lnorm": bool(hf.pre_lnorm),
+            "untie_r": bool(hf.untie_r),
+            "mem_len": hf.mem_len,
+            "same_length": bool(hf.same_length),
+            "clamp_len": hf.clamp_len if hf.clamp_len > 0 else -1,
+            "cutoffs": cutoffs,
+            "div_val": hf.div_val,
+            "tie_weight": bool(hf.tie_word_embeddings),
+            "tie_projs": tie_projs,
+            "layer_norm_eps": float(hf.layer_norm_epsilon),
+        },
+        "data": {"dir": data_dir},
+        # HF keeps only evaluation lengths (memory, clamp, same_length); 128 tokens per segment
+        # is the published setting for the pretrained models.
+        "train": {"tgt_len": 128},
+        "eval": {
+            "tgt_len": 128,
+            "mem_len": hf.mem_len,
+            "clamp_len": hf.clamp_len if hf.clamp_len > 0 else -1,
+            "same_length": bool(hf.same_length),
+        },
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", required=True, help="save_pretrained folder")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--data-dir", default="data/prepared/wikitext-103")
+    args = parser.parse_args()
+    model = TransfoXLLMHeadModel.from_pretrained(args.model)
+    os.makedirs(args.out, exist_ok=True)
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, os.path.join(args.out, "weights.safetensors"))
+    with open(os.path.join(args.out, "config.yaml"), "w") as f:
+        yaml.safe_dump(xl_config(model.config, args.data_dir), f, sort_keys=False)
+    print(f"wrote {args.out}/weights.safetensors and {args.out}/config.yaml "
+          f"(vocabulary size {model.config.vocab_size})")
+
+
+if __name__ == "__main__":
+    main()
