@@ -1,17 +1,21 @@
-// xl-import: turns Transformer-XL weights stored under Hugging Face names (safetensors, e.g.
-// from scripts/convert/hf_transfo_xl.py) into an xl run that xl-eval can evaluate.
-//   xl-import --config converted/config.yaml --weights converted/weights.safetensors
+// xl-import: turns Transformer-XL weights stored under Hugging Face names
+// (safetensors, e.g. from scripts/convert/hf_transfo_xl.py) into an xl run that
+// xl-eval can evaluate.
+//   xl-import --config converted/config.yaml --weights
+//   converted/weights.safetensors
 //             --set run.dir=runs/imported
 #include "xl/app/cli.h"
 #include "xl/train/session.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
-    CLI::App app{"xl-import: make an xl run from Hugging Face TransfoXL weights"};
+    CLI::App app{
+        "xl-import: make an xl run from Hugging Face TransfoXL weights"};
     xl::app::ConfigFlags flags;
     xl::train::ImportRequest request;
     xl::app::add_config_flags(app, flags);
-    app.add_option("--weights", request.weights, "safetensors file with HF names")
+    app.add_option(
+           "--weights", request.weights, "safetensors file with HF names")
         ->required();
     app.add_flag(
         "--reverse-clusters",

@@ -3,7 +3,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' '*.h.in')
+# Tracked and new (untracked, not ignored) files alike.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.h' '*.cpp' '*.cu' '*.cuh' '*.h.in')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
 else

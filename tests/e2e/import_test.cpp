@@ -1,5 +1,5 @@
-// Importing a Hugging Face TransfoXL: save_pretrained folder -> scripts/convert ->
-// xl-import -> xl-eval, with the evaluation checked against HF's own loss.
+// Importing a Hugging Face TransfoXL: save_pretrained folder -> scripts/convert
+// -> xl-import -> xl-eval, with the evaluation checked against HF's own loss.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,8 +29,9 @@ with torch.no_grad():
 model.save_pretrained(sys.argv[1])
 )PY";
 
-// HF's mean NLL under xl-eval's procedure: 10 contiguous streams of the test tokens, segments
-// of 128 with the model's memory (starting empty), the first `segments` segments.
+// HF's mean NLL under xl-eval's procedure: 10 contiguous streams of the test
+// tokens, segments of 128 with the model's memory (starting empty), the first
+// `segments` segments.
 constexpr const char* kReferenceLoss = R"PY(
 import sys, warnings
 warnings.filterwarnings("ignore")
@@ -61,7 +62,8 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   auto r = run_command(std::string(kPython) + " make_model.py hf", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
 
-  // A corpus whose vocabulary has the model's 1000 entries: <eos> and w0 .. w998.
+  // A corpus whose vocabulary has the model's 1000 entries: <eos> and w0 ..
+  // w998.
   std::string text;
   for (int line = 0; line < 40; ++line) {
     for (int w = 0; w < 999; w += 1 + line % 7) {
@@ -74,7 +76,8 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   }
   write_file(dir / "corpus.txt", text);
   r = run_command(
-      std::string(kBinDir) + "/xl-prep --train corpus.txt --valid corpus.txt --test " +
+      std::string(kBinDir) +
+          "/xl-prep --train corpus.txt --valid corpus.txt --test " +
           "corpus.txt --out data",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -86,7 +89,8 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
-      std::string(kBinDir) + "/xl-import --config converted/config.yaml --weights " +
+      std::string(kBinDir) +
+          "/xl-import --config converted/config.yaml --weights " +
           "converted/weights.safetensors --set run.dir=runs/imported",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -95,7 +99,9 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
       std::string(kBinDir) + "/xl-eval --run runs/imported --max-steps 4",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("tgt_len 128, mem_len 24, clamp_len 20, same_length true"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("tgt_len 128, mem_len 24, clamp_len 20, same_length true"));
   const auto at = r.output.find("test | loss ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const double xl_loss = std::stod(r.output.substr(at + 12));
@@ -103,22 +109,28 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   const auto hf = run_command(
       std::string(kPython) + " reference.py hf data/test.bin 4", dir.path());
   ASSERT_EQ(hf.status, 0) << hf.output;
-  const double hf_loss = std::stod(hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  const double hf_loss = std::stod(
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
   EXPECT_NEAR(xl_loss, hf_loss, 1e-4); // xl-eval prints 4 decimals
 
-  // A vocabulary of another size is refused, naming the tensors that do not fit.
+  // A vocabulary of another size is refused, naming the tensors that do not
+  // fit.
   write_file(dir / "small.txt", "a b c\n");
   ASSERT_EQ(
-      run_command(std::string(kBinDir) + "/xl-prep --train small.txt --out small", dir.path())
+      run_command(
+          std::string(kBinDir) + "/xl-prep --train small.txt --out small",
+          dir.path())
           .status,
       0);
   r = run_command(
-      std::string(kBinDir) + "/xl-import --config converted/config.yaml --weights " +
+      std::string(kBinDir) +
+          "/xl-import --config converted/config.yaml --weights " +
           "converted/weights.safetensors --set data.dir=small --set model.cutoffs=[1,2] " +
           "--set run.dir=runs/bad",
       dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("cannot import converted/weights.safetensors"));
+  EXPECT_THAT(
+      r.output, HasSubstr("cannot import converted/weights.safetensors"));
 }
 
 } // namespace
