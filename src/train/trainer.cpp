@@ -18,6 +18,7 @@
 #include "xl/train/evaluator.h"
 #include "xl/train/optimizer.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::train {
 
@@ -143,7 +144,11 @@ void Trainer::save(const State& s, bool best) {
       run::kCheckpointFormat, s.step, config::dump(config_)};
   run::save_checkpoint(paths_.last_checkpoint(), info, fill);
   if (best) {
-    run::save_checkpoint(paths_.best_checkpoint(), info, fill);
+    // The same bytes: copy the finished file rather than serialize everything
+    // again.
+    atomic_write(
+        paths_.best_checkpoint(),
+        read_file(paths_.last_checkpoint(), "checkpoint"));
   }
 }
 
