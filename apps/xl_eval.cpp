@@ -5,14 +5,14 @@
 //   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's
 //   baseline evaluation)
 #include "xl/app/cli.h"
-#include "xl/train/session.h"
+#include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
     CLI::App app{
         "xl-eval: evaluate a trained run (perplexity or bits per character)"};
     xl::app::ConfigFlags flags;
-    xl::train::EvalRequest request;
+    xl::app::EvalRequest request;
     xl::app::add_config_flags(app, flags);
     app.add_option(
            "--run",
@@ -35,6 +35,6 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
-    return xl::train::run_evaluation(config, request);
+    return xl::app::run_evaluation(config, request);
   });
 }

@@ -5,14 +5,14 @@
 //   converted/weights.safetensors
 //             --set run.dir=runs/imported
 #include "xl/app/cli.h"
-#include "xl/train/session.h"
+#include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
     CLI::App app{
         "xl-import: make an xl run from Hugging Face TransfoXL weights"};
     xl::app::ConfigFlags flags;
-    xl::train::ImportRequest request;
+    xl::app::ImportRequest request;
     xl::app::add_config_flags(app, flags);
     app.add_option(
            "--weights", request.weights, "safetensors file with HF names")
@@ -26,6 +26,6 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
-    return xl::train::run_import(config, request);
+    return xl::app::run_import(config, request);
   });
 }

@@ -2,7 +2,7 @@
 //   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
 //            [--resume] [--stop-at-step N]
 #include "xl/app/cli.h"
-#include "xl/train/session.h"
+#include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
@@ -23,6 +23,6 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
-    return xl::train::run_training(config, resume, stop_at);
+    return xl::app::run_training(config, resume, stop_at);
   });
 }

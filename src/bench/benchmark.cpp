@@ -7,13 +7,15 @@
 
 #include <chrono>
 
+#include "xl/data/sources.h"
+#include "xl/data/tokens.h"
 #include "xl/data/vocab.h"
+#include "xl/eval/evaluator.h"
+#include "xl/eval/setup.h"
 #include "xl/models/factory.h"
-#include "xl/train/autocast.h"
-#include "xl/train/evaluator.h"
+#include "xl/run/device.h"
 #include "xl/train/optimizer.h"
-#include "xl/train/session.h"
-#include "xl/util/error.h"
+#include "xl/train/step.h"
 
 namespace xl::bench {
 
@@ -32,8 +34,7 @@ void reset_peak(const torch::Device& device) {
   }
 }
 
-// Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak
-// RSS.
+// Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak RSS.
 double peak_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
@@ -45,15 +46,15 @@ double peak_bytes(const torch::Device& device) {
   return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
 
-// Times `iteration` (returning the tokens it processed) over warmup + steps
-// calls.
+// Times `iteration` (returning the tokens it processed) over warmup + steps calls.
 template <class F>
 nlohmann::json measure(
     const std::string& mode,
     const BenchOptions& options,
+    int64_t warmup,
     const torch::Device& device,
     F iteration) {
-  for (int64_t i = 0; i < options.warmup; ++i) {
+  for (int64_t i = 0; i < warmup; ++i) {
     iteration();
   }
   synchronize(device);
@@ -88,6 +89,70 @@ bool wants(const BenchOptions& options, const std::string& mode) {
       std::string::npos;
 }
 
+// Everything a mode needs: the config, the model and random tokens to read batches from.
+struct Bench {
+  const config::Config& config;
+  const BenchOptions& options;
+  models::LanguageModel model;
+  torch::Device device;
+  data::TokenTensor tokens;
+};
+
+// Training steps exactly as xl-train runs them: its batch source and the shared step.
+nlohmann::json bench_train(Bench& b) {
+  const auto& t = b.config.train;
+  b.model->train();
+  auto source = data::make_train_source(
+      t, b.tokens, models::training_span(b.config.model).ext_len.value_or(0));
+  auto optimizer = train::make_optimizer(t, b.model->parameters());
+  std::vector<nn::Memory> mems(static_cast<size_t>(t.batch_chunk));
+  train::StepOptions step_options;
+  step_options.chunks = t.batch_chunk;
+  step_options.clip = t.clip;
+  step_options.bf16 = t.bf16;
+  step_options.device = b.device;
+  int64_t step = 0;
+  auto record = measure("train", b.options, b.options.warmup, b.device, [&] {
+    const auto batch = data::next_cycling(*source);
+    return train::train_step(
+               *b.model,
+               *optimizer,
+               batch,
+               source->continues_streams(),
+               mems,
+               t.lr,
+               ++step,
+               step_options)
+        .targets;
+  });
+  record["batch_size"] = t.batch_size;
+  record["tgt_len"] = t.tgt_len;
+  record["setting"] = source->describe();
+  return record;
+}
+
+// Evaluation batches as xl-eval runs them in `mode`, through the shared evaluator. Memory mode
+// warms up until the memory is full, as in the middle of an evaluation.
+nlohmann::json bench_eval(Bench& b, config::EvalMode mode, const char* name) {
+  config::Config c = b.config;
+  c.eval.mode = mode;
+  auto setup = eval::eval_setup(c, b.tokens, false, b.device);
+  eval::Evaluator evaluator(*b.model, setup.options);
+  int64_t warmup = b.options.warmup;
+  const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
+  if (setup.source->continues_streams()) {
+    warmup += (setup.options.span.mem_len.value_or(0) + tgt_len - 1) / tgt_len;
+  }
+  auto record = measure(name, b.options, warmup, b.device, [&] {
+    const auto batch = data::next_cycling(*setup.source);
+    evaluator.consume(batch, setup.source->continues_streams());
+    return batch.n_targets;
+  });
+  record["batch_size"] = c.eval.batch_size;
+  record["setting"] = setup.setting;
+  return record;
+}
+
 } // namespace
 
 nlohmann::json run_benchmark(
@@ -99,17 +164,21 @@ nlohmann::json run_benchmark(
         data::Vocab::load(std::filesystem::path(c.data.dir) / c.data.vocab)
             .size();
   }
-  if (c.train.threads > 0) {
-    torch::set_num_threads(static_cast<int>(c.train.threads));
-  }
-  torch::manual_seed(static_cast<uint64_t>(c.train.seed));
-  const torch::Device device = train::pick_device(c.train.device);
+  run::setup_runtime(c.train);
+  const torch::Device device = run::pick_device(c.train.device);
   auto model = models::build_model(c.model, n_token);
   model->to(device);
-  const auto random_tokens = [&](int64_t len, int64_t batch) {
-    return torch::randint(
-        n_token, {len, batch}, torch::dtype(torch::kLong).device(device));
-  };
+  // Enough random tokens for every batch the modes read.
+  const int64_t needed = (options.warmup + options.steps + 64) *
+      std::max(c.train.batch_size * c.train.tgt_len,
+               c.eval.batch_size * c.train.tgt_len);
+  Bench b{
+      c,
+      options,
+      model,
+      device,
+      data::TokenTensor(
+          torch::randint(n_token, {needed}, torch::kLong), "random tokens")};
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
       "{} parameters, vocabulary {}, {} threads, device {}{}",
@@ -119,93 +188,14 @@ nlohmann::json run_benchmark(
       device.str(),
       c.train.bf16 ? ", bf16 autocast" : "");
   spdlog::info("{}", header);
-
   if (wants(options, "train")) {
-    model->train();
-    auto optimizer = train::make_optimizer(c.train, model->parameters());
-    const int64_t chunk = c.train.batch_size / c.train.batch_chunk;
-    std::vector<nn::Memory> mems(static_cast<size_t>(c.train.batch_chunk));
-    auto record = measure("train", options, device, [&] {
-      optimizer->zero_grad();
-      for (int64_t k = 0; k < c.train.batch_chunk; ++k) {
-        models::LMOutput out;
-        {
-          train::AutocastGuard autocast(device, c.train.bf16);
-          out = model->forward(
-              random_tokens(c.train.tgt_len, chunk),
-              random_tokens(c.train.tgt_len, chunk),
-              mems[static_cast<size_t>(k)]);
-        }
-        (out.nll_sum / static_cast<double>(out.count * c.train.batch_chunk))
-            .backward();
-        mems[static_cast<size_t>(k)] = std::move(out.mems);
-      }
-      if (c.train.clip > 0) {
-        torch::nn::utils::clip_grad_norm_(model->parameters(), c.train.clip);
-      }
-      optimizer->step();
-      return c.train.tgt_len * c.train.batch_size;
-    });
-    record["batch_size"] = c.train.batch_size;
-    record["tgt_len"] = c.train.tgt_len;
-    record["mem_len"] = c.model.mem_len;
-    results.push_back(record);
+    results.push_back(bench_train(b));
   }
-
-  const auto settings = train::eval_settings(c, false);
   if (wants(options, "eval")) {
-    const auto saved = model->lengths();
-    model->set_lengths(settings.lengths);
-    model->eval();
-    torch::NoGradGuard no_grad;
-    // Start from a full memory, as in the middle of an evaluation.
-    nn::Memory mems;
-    {
-      train::AutocastGuard autocast(device, c.train.bf16);
-      const int64_t fill = std::max<int64_t>(settings.lengths.mem_len, 1);
-      mems = model
-                 ->forward(
-                     random_tokens(fill, settings.batch_size),
-                     random_tokens(1, settings.batch_size),
-                     {})
-                 .mems;
-    }
-    auto record = measure("eval", options, device, [&] {
-      train::AutocastGuard autocast(device, c.train.bf16);
-      auto out = model->forward(
-          random_tokens(settings.tgt_len, settings.batch_size),
-          random_tokens(settings.tgt_len, settings.batch_size),
-          mems);
-      mems = std::move(out.mems);
-      return settings.tgt_len * settings.batch_size;
-    });
-    record["batch_size"] = settings.batch_size;
-    record["tgt_len"] = settings.tgt_len;
-    record["mem_len"] = settings.lengths.mem_len;
-    record["clamp_len"] = settings.lengths.clamp_len;
-    results.push_back(record);
-    model->set_lengths(saved);
+    results.push_back(bench_eval(b, config::EvalMode::kMemory, "eval"));
   }
-
   if (wants(options, "vanilla")) {
-    auto lengths = model->lengths();
-    lengths.mem_len = 0;
-    lengths.same_length = false;
-    model->set_lengths(lengths);
-    model->eval();
-    torch::NoGradGuard no_grad;
-    const int64_t window = c.train.tgt_len;
-    auto record = measure("vanilla", options, device, [&] {
-      train::AutocastGuard autocast(device, c.train.bf16);
-      model->forward(
-          random_tokens(window, settings.batch_size),
-          random_tokens(1, settings.batch_size),
-          {});
-      return settings.batch_size; // one scored token per window
-    });
-    record["batch_size"] = settings.batch_size;
-    record["window"] = window;
-    results.push_back(record);
+    results.push_back(bench_eval(b, config::EvalMode::kVanilla, "vanilla"));
   }
   return nlohmann::json{{"setup", header}, {"results", results}};
 }

@@ -9,50 +9,90 @@ namespace xl::models {
 TransformerXLOptions transformer_xl_options(
     const config::ModelConfig& m,
     int64_t n_token) {
-  if (!m.cutoffs.empty() && m.cutoffs.back() >= n_token) {
+  const config::TransformerXLConfig& x = m.transformer_xl;
+  if (!x.cutoffs.empty() && x.cutoffs.back() >= n_token) {
     throw ConfigError(fmt::format(
-        "model.cutoffs: the last cutoff {} must be below the vocabulary size {}",
-        m.cutoffs.back(),
+        "model.transformer_xl.cutoffs: the last cutoff {} must be below the vocabulary size {}",
+        x.cutoffs.back(),
         n_token));
   }
-  std::vector<bool> tie_projs = m.tie_projs;
+  std::vector<bool> tie_projs = x.tie_projs;
   if (tie_projs.empty()) {
-    // kimiyoung's default for adaptive softmax: every projection but the head's
-    // is shared.
-    tie_projs.assign(m.cutoffs.size() + 1, true);
+    // kimiyoung's default for adaptive softmax: every projection but the head's is shared.
+    tie_projs.assign(x.cutoffs.size() + 1, true);
     tie_projs[0] = false;
   }
-  Lengths lengths;
-  lengths.mem_len = m.mem_len;
-  lengths.ext_len = m.ext_len;
-  lengths.clamp_len = m.clamp_len;
-  lengths.same_length = m.same_length;
+  const auto attention = nn::AttentionOptions(m.d_model, m.n_head, m.d_head)
+                             .dropout(m.dropout)
+                             .dropatt(m.dropatt)
+                             .pre_lnorm(m.pre_lnorm)
+                             .layer_norm_eps(m.layer_norm_eps);
+  const auto adaptive =
+      nn::AdaptiveOptions(n_token, x.d_embed.value_or(m.d_model), m.d_model)
+          .cutoffs(x.cutoffs)
+          .div_val(x.div_val);
+  TransformerXLLengths lengths;
+  lengths.mem_len = x.mem_len;
+  lengths.ext_len = x.ext_len;
+  lengths.clamp_len = x.clamp_len;
+  lengths.same_length = x.same_length;
   return TransformerXLOptions(
-             n_token, m.n_layer, m.n_head, m.d_model, m.d_head, m.d_inner)
-      .d_embed(m.d_embed.value_or(m.d_model))
-      .dropout(m.dropout)
-      .dropatt(m.dropatt)
-      .pre_lnorm(m.pre_lnorm)
-      .untie_r(m.untie_r)
-      .relative(m.attn_type == "relative")
+             m.n_layer,
+             nn::DecoderLayerOptions(attention, m.d_inner),
+             nn::AdaptiveSoftmaxOptions(adaptive)
+                 .tie_weight(x.tie_weight)
+                 .tie_projs(tie_projs))
+      .untie_r(x.untie_r)
+      .relative(x.attn_type == config::AttnType::kRelative)
       .lengths(lengths)
-      .cutoffs(m.cutoffs)
-      .div_val(m.div_val)
-      .tie_weight(m.tie_weight)
-      .tie_projs(tie_projs)
-      .uniform_init(m.init == "uniform")
-      .init_range(m.init_range)
-      .init_std(m.init_std)
-      .proj_init_std(m.proj_init_std)
-      .layer_norm_eps(m.layer_norm_eps);
+      .init(nn::InitOptions()
+                .uniform(m.init == config::Init::kUniform)
+                .range(m.init_range)
+                .normal_std(m.init_std)
+                .proj_std(x.proj_init_std));
 }
 
 LanguageModel build_model(const config::ModelConfig& model, int64_t n_token) {
-  if (model.type == "transformer_xl") {
-    return std::make_shared<TransformerXLImpl>(
-        transformer_xl_options(model, n_token));
+  switch (model.type) {
+    case config::ModelType::kTransformerXL:
+      return std::make_shared<TransformerXLImpl>(
+          transformer_xl_options(model, n_token));
   }
-  throw ConfigError("model.type: unknown model family '" + model.type + "'");
+  TORCH_CHECK(false, "unhandled model.type");
+}
+
+Span training_span(const config::ModelConfig& model) {
+  Span span;
+  switch (model.type) {
+    case config::ModelType::kTransformerXL:
+      span.mem_len = model.transformer_xl.mem_len;
+      span.ext_len = model.transformer_xl.ext_len;
+      break;
+  }
+  return span;
+}
+
+Span eval_span(const config::Config& c, bool validation) {
+  Span span;
+  switch (c.model.type) {
+    case config::ModelType::kTransformerXL: {
+      const config::TransformerXLConfig& x = c.model.transformer_xl;
+      const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
+      const int64_t kept_span = x.mem_len + c.train.tgt_len - tgt_len;
+      span.ext_len = x.ext_len;
+      if (validation) {
+        span.mem_len = kept_span;
+        span.clamp_len = x.clamp_len;
+        span.same_length = x.same_length;
+      } else {
+        span.mem_len = c.eval.mem_len.value_or(kept_span);
+        span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
+        span.same_length = c.eval.same_length.value_or(x.same_length);
+      }
+      break;
+    }
+  }
+  return span;
 }
 
 } // namespace xl::models

@@ -1,62 +1,86 @@
 #include "xl/models/transformer_xl.h"
 
-#include <set>
-
 #include "xl/nn/masks.h"
+#include "xl/nn/rel_decoder_layer.h"
+#include "xl/nn/vanilla_decoder_layer.h"
 
 namespace xl::models {
 
-int64_t count_parameters(torch::nn::Module& module) {
-  std::set<const void*> seen;
-  int64_t total = 0;
-  for (const auto& p : module.parameters()) {
-    if (seen.insert(p.unsafeGetTensorImpl()).second) {
-      total += p.numel();
-    }
-  }
-  return total;
+TransformerXLLengths TransformerXLLengths::with(const Span& span) const {
+  TransformerXLLengths out = *this;
+  out.mem_len = span.mem_len.value_or(mem_len);
+  out.ext_len = span.ext_len.value_or(ext_len);
+  out.clamp_len = span.clamp_len.value_or(clamp_len);
+  out.same_length = span.same_length.value_or(same_length);
+  return out;
 }
 
-TransformerXLImpl::TransformerXLImpl(TransformerXLOptions options_)
-    : options(std::move(options_)) {
+TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& options_)
+    : options(options_) {
+  reset();
+}
+
+void TransformerXLImpl::reset() {
   const auto& o = options;
+  const auto& attention = o.layer().attention();
+  const auto& adaptive = o.output().adaptive();
   TORCH_CHECK(
-      o.n_layer() >= 1 && o.n_head() >= 1 && o.d_head() >= 1,
-      "Transformer-XL needs at least one layer and head");
-  const auto adaptive =
-      nn::AdaptiveOptions(o.n_token(), o.d_embed(), o.d_model())
-          .cutoffs(o.cutoffs())
-          .div_val(o.div_val());
+      o.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1,
+      "Transformer-XL needs at least one layer and head, got ",
+      o.n_layer(),
+      " layers of ",
+      attention.n_head(),
+      " heads of ",
+      attention.d_head());
+  TORCH_CHECK(
+      adaptive.d_proj() == attention.d_model(),
+      "the adaptive input and softmax must project to d_model ",
+      attention.d_model(),
+      ", got ",
+      adaptive.d_proj());
   word_emb = register_module("word_emb", nn::AdaptiveEmbedding(adaptive));
   pos_emb = register_module(
       "pos_emb",
-      nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(o.d_model())));
-  drop = register_module("drop", torch::nn::Dropout(o.dropout()));
+      nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));
+  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   if (o.relative()) {
     const std::vector<int64_t> shape = o.untie_r()
-        ? std::vector<int64_t>{o.n_layer(), o.n_head(), o.d_head()}
-        : std::vector<int64_t>{o.n_head(), o.d_head()};
+        ? std::vector<
+              int64_t>{o.n_layer(), attention.n_head(), attention.d_head()}
+        : std::vector<int64_t>{attention.n_head(), attention.d_head()};
     r_w_bias = register_parameter("r_w_bias", torch::empty(shape));
     r_r_bias = register_parameter("r_r_bias", torch::empty(shape));
   }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
-    layers->push_back(
-        nn::DecoderLayer(nn::DecoderLayerOptions(
-                             o.d_model(), o.n_head(), o.d_head(), o.d_inner())
-                             .dropout(o.dropout())
-                             .dropatt(o.dropatt())
-                             .pre_lnorm(o.pre_lnorm())
-                             .layer_norm_eps(o.layer_norm_eps())
-                             .relative(o.relative())));
+    if (o.relative()) {
+      layers->push_back(nn::RelDecoderLayer(o.layer()));
+    } else {
+      layers->push_back(nn::VanillaDecoderLayer(o.layer()));
+    }
   }
-  crit = register_module(
-      "crit",
-      nn::AdaptiveLogSoftmax(nn::AdaptiveSoftmaxOptions(adaptive)
-                                 .tie_weight(o.tie_weight())
-                                 .tie_projs(o.tie_projs())));
+  crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
   crit->tie_to(*word_emb);
-  init_weights();
+  reset_parameters();
+}
+
+void TransformerXLImpl::reset_parameters() {
+  // Module by module in registration order, parameters first (as named_parameters() lists them),
+  // so that a seed gives the weights kimiyoung's name-based rules give.
+  const nn::InitOptions& init = options.init();
+  if (r_w_bias.defined()) {
+    init.weight(r_w_bias);
+    init.weight(r_r_bias);
+  }
+  word_emb->reset_parameters(init);
+  for (const auto& layer : *layers) {
+    if (auto* rel = layer->as<nn::RelDecoderLayerImpl>()) {
+      rel->reset_parameters(init);
+    } else {
+      layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
+    }
+  }
+  crit->reset_parameters(init);
 }
 
 torch::Tensor TransformerXLImpl::u(int64_t layer) const {
@@ -67,111 +91,98 @@ torch::Tensor TransformerXLImpl::v(int64_t layer) const {
   return options.untie_r() ? r_r_bias[layer] : r_r_bias;
 }
 
-void TransformerXLImpl::init_weights() {
-  torch::NoGradGuard no_grad;
-  const auto& o = options;
-  const auto init = [&](torch::Tensor& t) {
-    if (o.uniform_init()) {
-      t.uniform_(-o.init_range(), o.init_range());
-    } else {
-      t.normal_(0.0, o.init_std());
-    }
-  };
-  const auto ends_with = [](const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() &&
-        s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  // The kimiyoung/Hugging Face rules: LayerNorm gain ~ N(1, init_std);
-  // projections ~ N(0, proj_init_std); biases 0 (u and v are not biases in that
-  // sense); the rest init().
-  for (auto& item : named_parameters()) {
-    const std::string& name = item.key();
-    auto& p = item.value();
-    if (name.find("layer_norm") != std::string::npos) {
-      if (ends_with(name, "weight")) {
-        p.normal_(1.0, o.init_std());
-      } else {
-        p.zero_();
-      }
-    } else if (name == "r_w_bias" || name == "r_r_bias") {
-      init(p);
-    } else if (
-        ends_with(name, "bias") ||
-        name.find("out_bias_") != std::string::npos) {
-      p.zero_();
-    } else if (name.find("proj") != std::string::npos) {
-      p.normal_(0.0, o.proj_init_std());
-    } else {
-      init(p);
-    }
+std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
+    const torch::Tensor& tokens,
+    int64_t mlen,
+    const TransformerXLLengths& lengths) {
+  const int64_t qlen = tokens.size(0);
+  const auto embedded = word_emb(tokens); // [L, B, D]
+  const auto float_options =
+      torch::dtype(torch::kFloat).device(tokens.device());
+  if (options.relative()) {
+    const auto positions =
+        nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
+    // Positions first: the reference draws their dropout mask before the words'.
+    auto r = drop(pos_emb(positions));
+    return {drop(embedded), std::move(r)};
   }
+  const auto positions = torch::arange(qlen, float_options);
+  return {drop(embedded + pos_emb(positions).unsqueeze(1)), torch::Tensor()};
 }
 
-LMOutput TransformerXLImpl::forward(
-    const torch::Tensor& input,
-    const torch::Tensor& target,
+torch::Tensor TransformerXLImpl::run_layers(
+    torch::Tensor core,
+    const torch::Tensor& r,
+    const torch::Tensor& mask,
     const nn::Memory& mems,
-    bool return_log_probs) {
-  const auto& o = options;
-  const Lengths& len = o.lengths();
+    std::vector<torch::Tensor>& hiddens) {
+  hiddens.reserve(static_cast<size_t>(options.n_layer()));
+  for (int64_t i = 0; i < options.n_layer(); ++i) {
+    const auto index = static_cast<size_t>(i);
+    hiddens.push_back(core);
+    const auto mem = mems.empty() ? torch::Tensor() : mems[index];
+    if (options.relative()) {
+      core = layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
+          core, {r, u(i), v(i)}, mask, mem);
+    } else {
+      core = layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+          core, mask, mem);
+    }
+  }
+  return drop(core);
+}
+
+torch::Tensor TransformerXLImpl::score(
+    const torch::Tensor& core,
+    const torch::Tensor& targets) {
+  const int64_t tgt_len = targets.size(0);
+  const auto pred = core.narrow(0, core.size(0) - tgt_len, tgt_len)
+                        .reshape({-1, core.size(2)});
+  return crit(pred, targets.reshape({-1})).view({tgt_len, targets.size(1)});
+}
+
+ModelOutput TransformerXLImpl::forward(
+    const data::Batch& batch,
+    const nn::Memory& mems,
+    const ForwardArgs& args) {
+  const auto& tokens = batch.tokens;
+  const auto& targets = batch.targets;
   TORCH_CHECK(
-      input.dim() == 2 && target.dim() == 2 &&
-          target.size(1) == input.size(1) && target.size(0) <= input.size(0),
-      "expected input [L, B] and target [T <= L, B], got ",
-      input.sizes(),
+      tokens.defined() && targets.defined() && tokens.dim() == 2 &&
+          targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
+          targets.size(0) <= tokens.size(0),
+      "Transformer-XL expects tokens [L, B] and targets [T <= L, B], got ",
+      tokens.sizes(),
       " and ",
-      target.sizes());
+      targets.sizes());
   TORCH_CHECK(
-      mems.empty() || static_cast<int64_t>(mems.size()) == o.n_layer(),
+      mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
       "expected ",
-      o.n_layer(),
+      options.n_layer(),
       " memory tensors, got ",
       mems.size());
-  const int64_t qlen = input.size(0);
-  const int64_t bsz = input.size(1);
+  const auto lengths = options.lengths().with(args.span);
+  const int64_t qlen = tokens.size(0);
   const int64_t mlen = mems.empty() ? 0 : mems[0].size(0);
-  const int64_t klen = mlen + qlen;
-  const auto embedded = word_emb(input); // [L, B, D]
-  const auto mask =
-      nn::causal_mask(qlen, mlen, len.same_length, len.mem_len, input.device());
-
-  torch::Tensor core;
-  torch::Tensor r;
-  if (o.relative()) {
-    const auto positions = nn::relative_positions(
-        klen,
-        len.clamp_len,
-        torch::dtype(torch::kFloat).device(input.device()));
-    r = drop(pos_emb(positions));
-    core = drop(embedded);
-  } else {
-    const auto positions =
-        torch::arange(qlen, torch::dtype(torch::kFloat).device(input.device()));
-    core = drop(embedded + pos_emb(positions).unsqueeze(1));
-  }
+  const auto mask = nn::causal_mask(
+      qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
+  auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
-  hiddens.reserve(static_cast<size_t>(o.n_layer()));
-  for (int64_t i = 0; i < o.n_layer(); ++i) {
-    hiddens.push_back(core);
-    const auto mem =
-        mems.empty() ? torch::Tensor() : mems[static_cast<size_t>(i)];
-    const auto layer =
-        layers->ptr<nn::DecoderLayerImpl>(static_cast<size_t>(i));
-    core = o.relative() ? layer->forward(core, mask, mem, r, u(i), v(i))
-                        : layer->forward(core, mask, mem, r, {}, {});
-  }
-  core = drop(core);
+  core = run_layers(core, r, mask, mems, hiddens);
+  const auto log_probs = score(core, targets); // [T, B]
 
-  LMOutput out;
-  out.mems = nn::update_memory(mems, hiddens, len.mem_len, len.ext_len);
-  const int64_t tgt_len = target.size(0);
-  const auto pred =
-      core.narrow(0, qlen - tgt_len, tgt_len).reshape({-1, o.d_model()});
-  const auto log_probs = crit(pred, target.reshape({-1}));
-  out.nll_sum = -log_probs.sum();
-  out.count = tgt_len * bsz;
-  if (return_log_probs) {
-    out.log_probs = log_probs.view({tgt_len, bsz});
+  ModelOutput out;
+  out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
+  LossTerm lm{"lm", {}, targets.numel(), 1.0, TermKind::kTokenNll};
+  if (batch.target_mask.defined()) {
+    lm.sum = -torch::where(batch.target_mask, log_probs, 0.0).sum();
+    lm.count = batch.n_targets;
+  } else {
+    lm.sum = -log_probs.sum();
+  }
+  out.terms.push_back(std::move(lm));
+  if (args.log_probs) {
+    out.log_probs = log_probs;
   }
   return out;
 }

@@ -78,6 +78,15 @@ void AdaptiveEmbeddingImpl::reset() {
   }
 }
 
+void AdaptiveEmbeddingImpl::reset_parameters(const InitOptions& init) {
+  for (size_t i = 0; i < emb_layers->size(); ++i) {
+    init.weight(weight(i));
+  }
+  for (const auto& p : emb_projs->parameters()) {
+    init.projection(p);
+  }
+}
+
 const torch::Tensor& AdaptiveEmbeddingImpl::weight(size_t i) const {
   return emb_layers->ptr<torch::nn::EmbeddingImpl>(i)->weight;
 }
@@ -199,6 +208,27 @@ void AdaptiveLogSoftmaxImpl::tie_to(const AdaptiveEmbeddingImpl& embedding) {
     if (proj_tied(i)) {
       out_projs[i] = embedding.proj(a.div_val() == 1 ? 0 : i);
     }
+  }
+}
+
+void AdaptiveLogSoftmaxImpl::reset_parameters(const InitOptions& init) {
+  // Registration order (weight and bias per table, then projections, then clusters), so that
+  // the random draws follow named_parameters().
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < out_weights.size(); ++i) {
+    if (!weight_tied(i)) {
+      init.weight(out_weights[i]);
+    }
+    out_biases[i].zero_();
+  }
+  for (size_t i = 0; i < out_projs.size(); ++i) {
+    if (out_projs[i].defined() && !proj_tied(i)) {
+      init.projection(out_projs[i]);
+    }
+  }
+  if (cluster_weight.defined()) {
+    init.weight(cluster_weight);
+    cluster_bias.zero_();
   }
 }
 

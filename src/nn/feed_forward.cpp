@@ -19,6 +19,12 @@ void FeedForwardImpl::reset() {
   drop = register_module("drop", torch::nn::Dropout(options.dropout()));
 }
 
+void FeedForwardImpl::reset_parameters(const InitOptions& init) {
+  init.linear(fc1);
+  init.linear(fc2);
+  init.layer_norm(layer_norm);
+}
+
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(
       x.size(-1) == options.d_model(),

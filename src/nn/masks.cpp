@@ -8,6 +8,9 @@ torch::Tensor causal_mask(
     bool same_length,
     int64_t mem_len,
     const torch::Device& device) {
+  TORCH_CHECK(
+      !same_length || mem_len > 0,
+      "same_length needs a memory (mem_len > 0): without one no query would see any key");
   const int64_t klen = mlen + qlen;
   const auto ones =
       torch::ones({qlen, klen}, torch::dtype(torch::kBool).device(device));

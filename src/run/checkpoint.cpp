@@ -75,9 +75,18 @@ CheckpointInfo load_checkpoint(
   c10::IValue value;
   archive.read("xl.format", value);
   info.format = value.toInt();
+  if (info.format == 1) {
+    throw UserError(fmt::format(
+        "{}: checkpoint format 1, written by xl 0.1 before its model interface changed "
+        "(family config sections, batch-source state); this xl reads format {}. Evaluate or "
+        "resume it with the xl of commit eec7ad5 (git worktree add old eec7ad5), or train "
+        "again",
+        path.string(),
+        kCheckpointFormat));
+  }
   if (info.format != kCheckpointFormat) {
     throw UserError(fmt::format(
-        "{}: checkpoint format {}, this xl reads format {}",
+        "{}: checkpoint format {}, this xl reads format {}; use the xl that wrote it",
         path.string(),
         info.format,
         kCheckpointFormat));

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "xl/io/archive.h"
+
 namespace xl::train {
 
 namespace {
@@ -103,34 +105,34 @@ void Lamb::load(torch::serialize::InputArchive& archive) {
 std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& t,
     std::vector<torch::Tensor> params) {
-  if (t.optim == "adam") {
-    return std::make_unique<
-        TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
-        std::move(params),
-        torch::optim::AdamOptions(t.lr)
-            .betas({t.beta1, t.beta2})
-            .eps(t.eps)
-            .weight_decay(t.weight_decay));
+  switch (t.optim) {
+    case config::Optim::kAdam:
+      return std::make_unique<
+          TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
+          std::move(params),
+          torch::optim::AdamOptions(t.lr)
+              .betas({t.beta1, t.beta2})
+              .eps(t.eps)
+              .weight_decay(t.weight_decay));
+    case config::Optim::kAdamW:
+      return std::make_unique<
+          TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
+          std::move(params),
+          torch::optim::AdamWOptions(t.lr)
+              .betas({t.beta1, t.beta2})
+              .eps(t.eps)
+              .weight_decay(t.weight_decay));
+    case config::Optim::kSgd:
+      return std::make_unique<
+          TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
+          std::move(params),
+          torch::optim::SGDOptions(t.lr).momentum(t.mom).weight_decay(
+              t.weight_decay));
+    case config::Optim::kLamb:
+      return std::make_unique<Lamb>(
+          std::move(params), t.lr, t.beta1, t.beta2, t.eps, t.weight_decay);
   }
-  if (t.optim == "adamw") {
-    return std::make_unique<
-        TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
-        std::move(params),
-        torch::optim::AdamWOptions(t.lr)
-            .betas({t.beta1, t.beta2})
-            .eps(t.eps)
-            .weight_decay(t.weight_decay));
-  }
-  if (t.optim == "sgd") {
-    return std::make_unique<
-        TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
-        std::move(params),
-        torch::optim::SGDOptions(t.lr).momentum(t.mom).weight_decay(
-            t.weight_decay));
-  }
-  TORCH_CHECK(t.optim == "lamb", "unknown optimizer ", t.optim);
-  return std::make_unique<Lamb>(
-      std::move(params), t.lr, t.beta1, t.beta2, t.eps, t.weight_decay);
+  TORCH_CHECK(false, "unhandled train.optim");
 }
 
 LRSchedule::LRSchedule(const config::TrainConfig& train) : train_(train) {}
@@ -139,7 +141,7 @@ double LRSchedule::lr(int64_t step) const {
   const double base = train_.lr;
   const auto t = static_cast<double>(step);
   const auto w = static_cast<double>(train_.warmup_step);
-  if (train_.scheduler == "inv_sqrt") {
+  if (train_.scheduler == config::Scheduler::kInvSqrt) {
     if (train_.warmup_step == 0) {
       return base / std::sqrt(std::max(t, 1.0));
     }
@@ -148,20 +150,20 @@ double LRSchedule::lr(int64_t step) const {
   if (train_.warmup_step > 0 && step <= train_.warmup_step) {
     return base * t / w;
   }
-  if (train_.scheduler == "cosine") {
+  if (train_.scheduler == config::Scheduler::kCosine) {
     const double span = static_cast<double>(train_.max_step) - w;
     const double progress = span > 0 ? (t - w) / span : 1.0;
     return train_.eta_min +
         (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
   }
-  if (train_.scheduler == "plateau") {
+  if (train_.scheduler == config::Scheduler::kPlateau) {
     return std::max(base * factor_, train_.lr_min);
   }
   return base;
 }
 
 bool LRSchedule::observe(double valid_loss) {
-  if (train_.scheduler != "plateau") {
+  if (train_.scheduler != config::Scheduler::kPlateau) {
     return false;
   }
   // ReduceLROnPlateau's default: an improvement must beat the best by a
@@ -180,19 +182,15 @@ bool LRSchedule::observe(double valid_loss) {
 }
 
 void LRSchedule::save(torch::serialize::OutputArchive& archive) const {
-  archive.write("schedule.factor", c10::IValue(factor_));
-  archive.write("schedule.best", c10::IValue(best_));
-  archive.write("schedule.bad_evals", c10::IValue(bad_evals_));
+  io::write_double(archive, "schedule.factor", factor_);
+  io::write_double(archive, "schedule.best", best_);
+  io::write_int(archive, "schedule.bad_evals", bad_evals_);
 }
 
 void LRSchedule::load(torch::serialize::InputArchive& archive) {
-  c10::IValue v;
-  archive.read("schedule.factor", v);
-  factor_ = v.toDouble();
-  archive.read("schedule.best", v);
-  best_ = v.toDouble();
-  archive.read("schedule.bad_evals", v);
-  bad_evals_ = v.toInt();
+  factor_ = io::read_double(archive, "schedule.factor");
+  best_ = io::read_double(archive, "schedule.best");
+  bad_evals_ = io::read_int(archive, "schedule.bad_evals");
 }
 
 } // namespace xl::train

@@ -6,10 +6,58 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "xl/config/visitors.h"
 #include "xl/util/error.h"
 
 namespace xl::config {
+
+// A schema with two families, to test the family sections beyond the one model family of today.
+enum class Pet { kCat, kDog };
+template <>
+struct Choices<Pet> {
+  static constexpr std::array<Choice<Pet>, 2> all{
+      {{Pet::kCat, "cat"}, {Pet::kDog, "dog"}}};
+};
+
 namespace {
+
+struct CatConfig {
+  int64_t whiskers = 8;
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    v("whiskers", s.whiskers, "whiskers", at_least(0));
+  }
+};
+
+struct DogConfig {
+  int64_t barks = 1;
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    v("barks", s.barks, "barks per minute", at_least(0));
+  }
+};
+
+struct PetConfig {
+  Pet type = Pet::kCat;
+  CatConfig cat;
+  DogConfig dog;
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    v("type", s.type, "which pet");
+    v.family("cat", s.cat, Pet::kCat, s.type);
+    v.family("dog", s.dog, Pet::kDog, s.type);
+  }
+};
+
+PetConfig read_pet(const std::string& yaml) {
+  const Tree tree = tree_from_yaml(YAML::Load(yaml), Source{"pets.yaml", 0});
+  std::map<std::string, Source> sources;
+  PetConfig pet;
+  Reader reader(tree, "pet", sources);
+  PetConfig::fields(pet, reader);
+  reader.reject_unknown();
+  return pet;
+}
 
 using test::TempDir;
 using test::write_file;
@@ -43,7 +91,7 @@ TEST(ConfigInheritance, MergesBaseChainWithNearestFileWinning) {
   EXPECT_DOUBLE_EQ(c.train.lr, 0.002); // middle
   EXPECT_EQ(c.train.max_step, 100);    // base
   EXPECT_EQ(c.data.dir, "data/base");  // base
-  EXPECT_EQ(c.model.cutoffs, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(c.model.transformer_xl.cutoffs, (std::vector<int64_t>{10, 20}));
   EXPECT_EQ(c.run.name, "child"); // the loaded file's stem
   EXPECT_THAT(c.where("model.n_head"), HasSubstr("base.yaml:4"));
   EXPECT_THAT(c.where("model.d_model"), HasSubstr("child.yaml:3"));
@@ -83,15 +131,16 @@ TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
       {"model.n_layer=9",
        "train.lr=3e-4",
        "model.n_layer=11",
-       "model.cutoffs=[5, 50, 500]",
-       "model.same_length=true",
-       "model.d_embed=null",
+       "model.transformer_xl.cutoffs=[5, 50, 500]",
+       "model.transformer_xl.mem_len=8",
+       "model.transformer_xl.same_length=true",
+       "model.transformer_xl.d_embed=null",
        "run.name=ablation"});
   EXPECT_EQ(c.model.n_layer, 11);
   EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
-  EXPECT_EQ(c.model.cutoffs, (std::vector<int64_t>{5, 50, 500}));
-  EXPECT_TRUE(c.model.same_length);
-  EXPECT_FALSE(c.model.d_embed.has_value());
+  EXPECT_EQ(c.model.transformer_xl.cutoffs, (std::vector<int64_t>{5, 50, 500}));
+  EXPECT_TRUE(c.model.transformer_xl.same_length);
+  EXPECT_FALSE(c.model.transformer_xl.d_embed.has_value());
   EXPECT_EQ(c.run.name, "ablation");
   EXPECT_EQ(c.where("model.n_layer"), "--set model.n_layer=11");
 }
@@ -160,14 +209,20 @@ TEST(ConfigErrors, WrongTypes) {
       error_of(write_config(dir, "model:\n  n_layer: \"4\"\n")),
       HasSubstr("found the string \"4\""));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  same_length: yes\n")),
-      HasSubstr("model.same_length: expected a boolean, found 'yes'"));
+      error_of(write_config(
+          dir, "model:\n  transformer_xl:\n    same_length: yes\n")),
+      HasSubstr(
+          "model.transformer_xl.same_length: expected a boolean, found 'yes'"));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  cutoffs: 5\n")),
-      HasSubstr("model.cutoffs: expected a list of integer >= 1, found '5'"));
+      error_of(
+          write_config(dir, "model:\n  transformer_xl:\n    cutoffs: 5\n")),
+      HasSubstr(
+          "model.transformer_xl.cutoffs: expected a list of integer >= 1, found '5'"));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  cutoffs: [5, x]\n")),
-      HasSubstr("model.cutoffs[1]: expected an integer >= 1, found 'x'"));
+      error_of(write_config(
+          dir, "model:\n  transformer_xl:\n    cutoffs: [5, x]\n")),
+      HasSubstr(
+          "model.transformer_xl.cutoffs[1]: expected an integer >= 1, found 'x'"));
   EXPECT_THAT(
       error_of(write_config(dir, "model: 3\n")),
       HasSubstr("model: expected a mapping of keys, found '3'"));
@@ -182,8 +237,10 @@ TEST(ConfigErrors, OutOfRangeAndBadChoice) {
       error_of(write_config(dir, "model:\n  dropout: 1.5\n")),
       HasSubstr("model.dropout: expected a number in [0, 1), found 1.5"));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  mem_len: -1\n")),
-      HasSubstr("model.mem_len: expected an integer >= 0, found -1"));
+      error_of(
+          write_config(dir, "model:\n  transformer_xl:\n    mem_len: -1\n")),
+      HasSubstr(
+          "model.transformer_xl.mem_len: expected an integer >= 0, found -1"));
   EXPECT_THAT(
       error_of(write_config(dir, "eval:\n  tgt_len: 0\n")),
       HasSubstr("eval.tgt_len: expected an integer > 0, found 0"));
@@ -191,22 +248,27 @@ TEST(ConfigErrors, OutOfRangeAndBadChoice) {
       error_of(write_config(dir, "train:\n  optim: adagrad\n")),
       HasSubstr(
           "train.optim: expected a string (one of: adam, adamw, sgd, lamb), found "
-          "adagrad"));
+          "'adagrad'"));
 }
 
 TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
   TempDir dir;
   EXPECT_THAT(
       error_of(write_config(
-          dir, "model:\n  cutoffs: [10, 20]\n  tie_projs: [true]\n")),
-      HasSubstr("config.yaml:5: model.tie_projs: expected 3 entries"));
-  EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  cutoffs: [20, 10]\n")),
+          dir,
+          "model:\n  transformer_xl:\n    cutoffs: [10, 20]\n    tie_projs: [true]\n")),
       HasSubstr(
-          "model.cutoffs: expected strictly increasing values, found 10 after 20"));
+          "config.yaml:6: model.transformer_xl.tie_projs: expected 3 entries"));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  div_val: 4\n")),
-      HasSubstr("model.div_val: div_val 4 needs adaptive clusters"));
+      error_of(write_config(
+          dir, "model:\n  transformer_xl:\n    cutoffs: [20, 10]\n")),
+      HasSubstr(
+          "model.transformer_xl.cutoffs: expected strictly increasing values, found 10 after 20"));
+  EXPECT_THAT(
+      error_of(
+          write_config(dir, "model:\n  transformer_xl:\n    div_val: 4\n")),
+      HasSubstr(
+          "model.transformer_xl.div_val: div_val 4 needs adaptive clusters"));
   EXPECT_THAT(
       error_of(
           write_config(dir, "train:\n  batch_size: 10\n  batch_chunk: 3\n")),
@@ -216,13 +278,13 @@ TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
       error_of(write_config(dir, "train:\n  device: cpu\n  bf16: true\n")),
       HasSubstr("train.bf16"));
   EXPECT_THAT(
-      error_of(write_config(dir, "model:\n  d_model: 33\n  mem_len: 0\n")),
+      error_of(write_config(dir, "model:\n  d_model: 33\n")),
       HasSubstr(
           "model.d_model: the sinusoidal position embedding needs an even d_model"));
   EXPECT_THAT(
       error_of(write_config(
           dir,
-          "model:\n  mem_len: 0\ntrain:\n  tgt_len: 10\n"
+          "model:\n  transformer_xl:\n    mem_len: 0\ntrain:\n  tgt_len: 10\n"
           "eval:\n  tgt_len: 20\n")),
       HasSubstr(
           "eval.tgt_len: with eval.mem_len null the evaluation memory is"));
@@ -252,17 +314,17 @@ TEST(ConfigDump, ReloadsIdentically) {
   TempDir dir;
   const Config original = load(
       files("nested/child.yaml"),
-      {"model.d_embed=96",
+      {"model.transformer_xl.d_embed=96",
        "eval.same_length=false",
        "train.lr=0.000123456789",
        "run.dir=/tmp/x y",
-       "model.tie_projs=[false, true, true]",
+       "model.transformer_xl.tie_projs=[false, true, true]",
        "data.dir=\"a: b\""});
   const std::string text = dump(original);
   const auto path = write_file(dir / "dumped.yaml", text);
   const Config reloaded = load(path.string());
   EXPECT_EQ(dump(reloaded), text);
-  EXPECT_EQ(reloaded.model.d_embed, 96);
+  EXPECT_EQ(reloaded.model.transformer_xl.d_embed, 96);
   EXPECT_EQ(reloaded.eval.same_length, false);
   EXPECT_DOUBLE_EQ(reloaded.train.lr, 0.000123456789);
   EXPECT_EQ(reloaded.run.dir, "/tmp/x y");
@@ -296,7 +358,12 @@ TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {
 TEST(ConfigSchema, ReferenceListsEveryKeyWithItsDefault) {
   const std::string reference = schema_reference();
   EXPECT_THAT(
-      reference, HasSubstr("| `model.mem_len` | integer, >= 0 | `0` |"));
+      reference,
+      HasSubstr("| `model.transformer_xl.mem_len` | integer, >= 0 | `0` |"));
+  EXPECT_THAT(
+      reference,
+      HasSubstr(
+          "| `train.optim` | string, (one of: adam, adamw, sgd, lamb) | `adam` |"));
   EXPECT_THAT(reference, HasSubstr("| `train.lr` | number, > 0 | `0.00025` |"));
   EXPECT_THAT(
       reference,
@@ -308,6 +375,86 @@ TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
       test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
   EXPECT_THAT(docs, HasSubstr(schema_reference()))
       << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
+}
+
+TEST(ConfigErrors, SameLengthNeedsAMemory) {
+  TempDir dir;
+  EXPECT_THAT(
+      error_of(write_config(
+          dir, "model:\n  transformer_xl:\n    same_length: true\n")),
+      HasSubstr(
+          "model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
+  const std::string with_memory =
+      "model:\n  transformer_xl:\n    same_length: true\n    mem_len: 8\n";
+  const auto path = write_config(dir, with_memory);
+  EXPECT_EQ(error_of(path), "");
+  // The evaluation's memory, not only the model's: no query may be left without keys.
+  EXPECT_THAT(
+      error_of(path, {"eval.mem_len=0"}),
+      HasSubstr(
+          "eval.mem_len: the evaluation memory is 0 and same_length is on"));
+  EXPECT_EQ(error_of(path, {"eval.mem_len=0", "eval.same_length=false"}), "");
+  EXPECT_EQ(error_of(path, {"eval.mem_len=0", "eval.mode=vanilla"}), "");
+  EXPECT_THAT(
+      error_of(path, {"eval.tgt_len=78"}), // 8 + 70 - 78 = 0 during validation
+      HasSubstr(
+          "eval.tgt_len: validation during training keeps the training attention span"));
+}
+
+TEST(ConfigErrors, VanillaStrideFitsTheWindow) {
+  TempDir dir;
+  const auto path = write_config(dir, "train:\n  tgt_len: 16\n");
+  EXPECT_THAT(
+      error_of(path, {"eval.mode=vanilla", "eval.stride=17"}),
+      HasSubstr(
+          "eval.stride: the vanilla windows are train.tgt_len = 16 tokens"));
+  EXPECT_EQ(error_of(path, {"eval.mode=vanilla", "eval.stride=16"}), "");
+}
+
+TEST(FamilySections, AFamilysKeyAtTheTopLevelPointsToItsSection) {
+  TempDir dir;
+  EXPECT_THAT(
+      error_of(write_config(dir, "model:\n  mem_len: 4\n")),
+      HasSubstr(
+          "config.yaml:4: unknown key 'model.mem_len': it belongs to the family section: "
+          "write model.transformer_xl.mem_len"));
+  EXPECT_THAT(
+      error_of(
+          write_config(dir, "model:\n  transformer_xl:\n    mem_lenn: 4\n")),
+      HasSubstr("unknown key 'model.transformer_xl.mem_lenn' (did you mean "
+                "'model.transformer_xl.mem_len'?)"));
+}
+
+TEST(FamilySections, OnlyTheActiveFamilyMaySetItsSection) {
+  EXPECT_EQ(read_pet("type: dog\ndog:\n  barks: 3\n").dog.barks, 3);
+  EXPECT_EQ(read_pet("type: cat\ncat:\n  whiskers: 12\n").cat.whiskers, 12);
+  try {
+    read_pet("type: cat\ndog:\n  barks: 3\n");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "pets.yaml: pet.dog: these keys are for pet.type dog, but pet.type is cat"));
+  }
+  // The dump holds the active family's section only.
+  const PetConfig dog = read_pet("type: dog\n");
+  std::string out;
+  Writer writer(out, "  ");
+  PetConfig::fields(dog, writer);
+  EXPECT_EQ(out, "  type: dog\n  dog:\n    barks: 1\n");
+}
+
+TEST(ConfigChoices, ParseIntoEnumsAndDumpByName) {
+  const Config c = load(
+      files("base.yaml"),
+      {"train.optim=sgd", "train.scheduler=inv_sqrt", "eval.mode=vanilla"});
+  EXPECT_EQ(c.train.optim, Optim::kSgd);
+  EXPECT_EQ(c.train.scheduler, Scheduler::kInvSqrt);
+  EXPECT_EQ(c.eval.mode, EvalMode::kVanilla);
+  const std::string text = dump(c);
+  EXPECT_THAT(text, HasSubstr("  optim: sgd\n"));
+  EXPECT_THAT(text, HasSubstr("  scheduler: inv_sqrt\n"));
 }
 
 TEST(ClosestKey, UsesEditDistance) {

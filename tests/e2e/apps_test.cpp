@@ -101,10 +101,34 @@ TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
   EXPECT_EQ(usage.status, 2);
 }
 
+// With no memory, same_length hides every key (NaN where Hugging Face masks with -1e30 and
+// leaks future tokens): refused up front, by training and by the parity check alike.
+TEST(XlTrain, SameLengthWithoutMemoryIsRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  const std::string flags = " --config " +
+      config_file("configs/txl/tiny.yaml") +
+      " --set model.transformer_xl.same_length=true --set model.transformer_xl.mem_len=0";
+  const auto train = run_command(app("xl-train") + flags, dir.path());
+  EXPECT_EQ(train.status, 2);
+  EXPECT_THAT(
+      train.output,
+      HasSubstr(
+          "model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+  const auto parity = run_command(
+      "XL_BIN=" + std::string(kBinDir) + " XL_PYTHON=" + kPython + " " +
+          kSourceDir + "/scripts/parity/check.sh" +
+          flags.substr(std::string(" --config").size()),
+      dir.path());
+  EXPECT_EQ(parity.status, 2);
+  EXPECT_THAT(
+      parity.output, HasSubstr("needs model.transformer_xl.mem_len > 0"));
+}
+
 TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
   const auto r = run_command(app("xl-train") + " --print-schema");
   ASSERT_EQ(r.status, 0);
-  EXPECT_THAT(r.output, HasSubstr("| `model.mem_len` |"));
+  EXPECT_THAT(r.output, HasSubstr("| `model.transformer_xl.mem_len` |"));
   EXPECT_THAT(r.output, HasSubstr("| `eval.same_length` |"));
 }
 

@@ -125,7 +125,7 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   r = run_command(
       std::string(kBinDir) +
           "/xl-import --config converted/config.yaml --weights " +
-          "converted/weights.safetensors --set data.dir=small --set model.cutoffs=[1,2] " +
+          "converted/weights.safetensors --set data.dir=small --set model.transformer_xl.cutoffs=[1,2] " +
           "--set run.dir=runs/bad",
       dir.path());
   EXPECT_EQ(r.status, 2);

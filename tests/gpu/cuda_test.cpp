@@ -1,25 +1,36 @@
-// CUDA twins: the model on the GPU agrees with the CPU, a bf16-autocast
-// training step is finite and the memory-mode evaluation runs. Skipped without
-// a CUDA device.
+// CUDA twins: the model on the GPU agrees with the CPU, a bf16-autocast training step through the
+// shared step is finite, and the evaluator runs. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
+#include "xl/config/schema.h"
 #include "xl/models/transformer_xl.h"
-#include "xl/train/autocast.h"
+#include "xl/run/device.h"
 #include "xl/train/optimizer.h"
+#include "xl/train/step.h"
 
 namespace xl::models {
 namespace {
 
 TransformerXLOptions options() {
-  Lengths lengths;
+  TransformerXLLengths lengths;
   lengths.mem_len = 12;
   lengths.same_length = true;
   lengths.clamp_len = 10;
-  return TransformerXLOptions(500, 3, 4, 64, 16, 128)
-      .cutoffs({50, 200})
-      .div_val(2)
-      .tie_projs({false, true, true})
+  return TransformerXLOptions(
+             3,
+             nn::DecoderLayerOptions(nn::AttentionOptions(64, 4, 16), 128),
+             nn::AdaptiveSoftmaxOptions(
+                 nn::AdaptiveOptions(500, 64, 64).cutoffs({50, 200}).div_val(2))
+                 .tie_projs({false, true, true}))
       .lengths(lengths);
+}
+
+data::Batch random_batch(int64_t len, int64_t rows) {
+  data::Batch batch;
+  batch.tokens = torch::randint(500, {len, rows});
+  batch.targets = torch::randint(500, {len, rows});
+  batch.n_targets = batch.targets.numel();
+  return batch;
 }
 
 class Cuda : public ::testing::Test {
@@ -47,14 +58,14 @@ TEST_F(Cuda, ForwardWithMemoryMatchesTheCpu) {
   cpu->eval();
   gpu->eval();
   torch::NoGradGuard no_grad;
+  ForwardArgs args;
+  args.log_probs = true;
   nn::Memory cpu_mems, gpu_mems;
   for (int s = 0; s < 3; ++s) {
-    const auto input = torch::randint(500, {9, 4});
-    const auto target = torch::randint(500, {9, 4});
-    auto a = cpu->forward(input, target, cpu_mems, true);
-    auto b = gpu->forward(input.cuda(), target.cuda(), gpu_mems, true);
-    // TF32 may be on for CUDA matmuls: compare at a looser tolerance than CPU
-    // parity.
+    const auto batch = random_batch(9, 4);
+    auto a = cpu->forward(batch, cpu_mems, args);
+    auto b = gpu->forward(batch.to(torch::kCUDA), gpu_mems, args);
+    // TF32 may be on for CUDA matmuls: compare at a looser tolerance than CPU parity.
     EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs.cpu(), 1e-3, 2e-3))
         << "segment " << s;
     cpu_mems = a.mems;
@@ -68,21 +79,22 @@ TEST_F(Cuda, Bf16AutocastTrainingStepIsFinite) {
   model->to(torch::kCUDA);
   config::TrainConfig t;
   auto optimizer = train::make_optimizer(t, model->parameters());
-  nn::Memory mems;
-  for (int step = 0; step < 3; ++step) {
-    LMOutput out;
-    {
-      train::AutocastGuard autocast(torch::kCUDA, true);
-      out = model->forward(
-          torch::randint(500, {16, 4}).cuda(),
-          torch::randint(500, {16, 4}).cuda(),
-          mems);
-    }
-    ASSERT_TRUE(std::isfinite(out.nll_sum.item<double>()));
-    optimizer->zero_grad();
-    (out.nll_sum / out.count).backward();
-    optimizer->step();
-    mems = out.mems;
+  train::StepOptions step_options;
+  step_options.chunks = 2;
+  step_options.bf16 = true;
+  step_options.device = torch::kCUDA;
+  std::vector<nn::Memory> mems(2);
+  for (int step = 1; step <= 3; ++step) {
+    const auto result = train::train_step(
+        *model,
+        *optimizer,
+        random_batch(16, 4),
+        true,
+        mems,
+        1e-3,
+        step,
+        step_options);
+    ASSERT_TRUE(result.finite);
   }
   for (const auto& p : model->parameters()) {
     EXPECT_TRUE(torch::isfinite(p).all().item<bool>());

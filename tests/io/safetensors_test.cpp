@@ -47,10 +47,11 @@ TEST(SafeTensors, RefusesTruncatedAndForeignFiles) {
 
 TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
   test::TempDir dir;
-  models::TransformerXLImpl model(
-      models::TransformerXLOptions(30, 1, 2, 8, 4, 16)
-          .cutoffs({10})
-          .tie_projs({false, true}));
+  models::TransformerXLImpl model(models::TransformerXLOptions(
+      1,
+      nn::DecoderLayerOptions(nn::AttentionOptions(8, 2, 4), 16),
+      nn::AdaptiveSoftmaxOptions(nn::AdaptiveOptions(30, 8, 8).cutoffs({10}))
+          .tie_projs({false, true})));
   std::map<std::string, torch::Tensor> weights{
       {"transformer.word_emb.emb_layers.0.weight", torch::zeros({30, 8})},
       {"transformer.r_w_bias", torch::zeros({3, 4})},

@@ -1,5 +1,5 @@
-// Transformer-XL: published parameter counts and the properties the math
-// guarantees.
+// Transformer-XL: published parameter counts, per-module initialisation, and the properties the
+// math guarantees.
 #include "xl/models/transformer_xl.h"
 
 #include <gtest/gtest.h>
@@ -29,15 +29,32 @@ TEST(TransformerXLParameters, Wt103LargeMatchesPublishedCount) {
   EXPECT_EQ(count_parameters(*model), 285170506);
 }
 
-TransformerXLOptions tiny(bool relative = true) {
-  Lengths lengths;
-  lengths.mem_len = 6;
-  return TransformerXLOptions(40, 2, 2, 16, 8, 32)
-      .d_embed(16)
-      .cutoffs({10, 20})
-      .div_val(2)
+TransformerXLOptions tiny(bool relative = true, int64_t mem_len = 6) {
+  TransformerXLLengths lengths;
+  lengths.mem_len = mem_len;
+  return TransformerXLOptions(
+             2,
+             nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 32),
+             nn::AdaptiveSoftmaxOptions(
+                 nn::AdaptiveOptions(40, 16, 16).cutoffs({10, 20}).div_val(2)))
       .relative(relative)
       .lengths(lengths);
+}
+
+data::Batch lm_batch(
+    const torch::Tensor& tokens,
+    const torch::Tensor& targets) {
+  data::Batch batch;
+  batch.tokens = tokens;
+  batch.targets = targets;
+  batch.n_targets = targets.numel();
+  return batch;
+}
+
+ForwardArgs with_log_probs() {
+  ForwardArgs args;
+  args.log_probs = true;
+  return args;
 }
 
 TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
@@ -47,11 +64,15 @@ TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
     model->eval();
     const auto input = torch::randint(40, {8, 2});
     const auto target = torch::randint(40, {8, 2});
-    const auto memory = model->forward(input, target, {}).mems;
-    const auto base = model->forward(input, target, memory, true).log_probs;
+    const auto memory = model->forward(lm_batch(input, target), {}).mems;
+    const auto base =
+        model->forward(lm_batch(input, target), memory, with_log_probs())
+            .log_probs;
     auto changed = input.clone();
     changed[5][0] = (changed[5][0].item<int64_t>() + 1) % 40;
-    const auto after = model->forward(changed, target, memory, true).log_probs;
+    const auto after =
+        model->forward(lm_batch(changed, target), memory, with_log_probs())
+            .log_probs;
     EXPECT_TRUE(torch::equal(base.narrow(0, 0, 5), after.narrow(0, 0, 5)));
     EXPECT_FALSE(torch::equal(base[5], after[5]));
   }
@@ -59,18 +80,20 @@ TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
 
 TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
   torch::manual_seed(4);
-  auto options = tiny();
-  Lengths lengths;
-  lengths.mem_len = 12; // holds the whole first segment
-  auto model = std::make_shared<TransformerXLImpl>(options.lengths(lengths));
+  auto model = std::make_shared<TransformerXLImpl>(tiny(true, 12));
   model->eval();
   const auto input = torch::randint(40, {10, 3});
   const auto target = torch::randint(40, {10, 3});
-  const auto whole = model->forward(input, target, {}, true).log_probs;
-  const auto first =
-      model->forward(input.narrow(0, 0, 4), target.narrow(0, 0, 4), {}, true);
+  const auto whole =
+      model->forward(lm_batch(input, target), {}, with_log_probs()).log_probs;
+  const auto first = model->forward(
+      lm_batch(input.narrow(0, 0, 4), target.narrow(0, 0, 4)),
+      {},
+      with_log_probs());
   const auto second = model->forward(
-      input.narrow(0, 4, 6), target.narrow(0, 4, 6), first.mems, true);
+      lm_batch(input.narrow(0, 4, 6), target.narrow(0, 4, 6)),
+      first.mems,
+      with_log_probs());
   EXPECT_TRUE(
       torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
   EXPECT_TRUE(
@@ -79,29 +102,108 @@ TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
   EXPECT_EQ(second.mems[0].size(0), 10);
 }
 
-TEST(TransformerXL, LossIsTheSumOfTokenLogProbs) {
+TEST(TransformerXL, LossIsOneTermSummingTheTokenLogProbs) {
   torch::manual_seed(5);
   auto model = std::make_shared<TransformerXLImpl>(tiny());
   model->eval();
   const auto input = torch::randint(40, {5, 2});
   const auto target = torch::randint(40, {3, 2});
-  const auto out = model->forward(input, target, {}, true);
-  EXPECT_EQ(out.count, 6);
+  const auto out =
+      model->forward(lm_batch(input, target), {}, with_log_probs());
+  ASSERT_EQ(out.terms.size(), 1u);
+  EXPECT_EQ(out.terms[0].name, "lm");
+  EXPECT_EQ(out.terms[0].kind, TermKind::kTokenNll);
+  EXPECT_EQ(out.terms[0].count, 6);
   EXPECT_EQ(out.log_probs.sizes(), (std::vector<int64_t>{3, 2}));
   EXPECT_NEAR(
-      out.nll_sum.item<double>(), -out.log_probs.sum().item<double>(), 1e-5);
+      out.terms[0].sum.item<double>(),
+      -out.log_probs.sum().item<double>(),
+      1e-5);
+}
+
+TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
+  torch::manual_seed(6);
+  auto model = std::make_shared<TransformerXLImpl>(tiny());
+  model->eval();
+  auto batch = lm_batch(torch::randint(40, {4, 2}), torch::randint(40, {4, 2}));
+  batch.target_mask = torch::tensor(
+      {{true, false}, {true, true}, {false, true}, {true, false}});
+  batch.n_targets = data::count_targets(batch);
+  const auto out = model->forward(batch, {}, with_log_probs());
+  EXPECT_EQ(out.terms[0].count, 5);
+  EXPECT_NEAR(
+      out.terms[0].sum.item<double>(),
+      -out.log_probs.masked_select(batch.target_mask).sum().item<double>(),
+      1e-5);
+}
+
+TEST(TransformerXL, SpanOverridesTheModelsLengthsForOneCall) {
+  torch::manual_seed(7);
+  auto model = std::make_shared<TransformerXLImpl>(tiny(true, 6));
+  model->eval();
+  const auto batch =
+      lm_batch(torch::randint(40, {5, 2}), torch::randint(40, {5, 2}));
+  ForwardArgs no_memory;
+  no_memory.span.mem_len = 0;
+  EXPECT_TRUE(model->forward(batch, {}, no_memory).mems.empty());
+  ForwardArgs longer;
+  longer.span.mem_len = 9;
+  const auto first = model->forward(batch, {}, longer);
+  EXPECT_EQ(model->forward(batch, first.mems, longer).mems[0].size(0), 9);
+  EXPECT_EQ(model->forward(batch, first.mems).mems[0].size(0), 6);
+}
+
+TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
+  torch::manual_seed(8);
+  auto options = tiny();
+  options.init(nn::InitOptions().normal_std(0.5).proj_std(0.01));
+  auto model = std::make_shared<TransformerXLImpl>(options);
+  for (const auto& p : model->named_parameters()) {
+    const std::string& name = p.key();
+    const auto& t = p.value();
+    const double mean = t.mean().item<double>();
+    const double std = t.numel() > 1 ? t.std().item<double>() : 0.0;
+    if (name.find("layer_norm.weight") != std::string::npos) {
+      EXPECT_NEAR(mean, 1.0, 0.5) << name; // normal(1, 0.5) gains
+      EXPECT_GT(std, 0.2) << name;
+    } else if (
+        name.find(".bias") != std::string::npos ||
+        name.find("out_bias_") != std::string::npos ||
+        name == "crit.cluster_bias") {
+      EXPECT_EQ(t.abs().max().item<double>(), 0.0) << name;
+    } else if (name.find("proj") != std::string::npos) {
+      EXPECT_LT(std, 0.02) << name; // normal(0, 0.01)
+      EXPECT_GT(std, 0.005) << name;
+    } else {
+      EXPECT_GT(std, 0.3) << name; // normal(0, 0.5): weights, u, v, clusters
+      EXPECT_LT(std, 0.7) << name;
+    }
+  }
+  // Uniform weights stay within the range; a fresh draw replaces every value.
+  options.init(nn::InitOptions().uniform(true).range(0.05));
+  auto uniform = std::make_shared<TransformerXLImpl>(options);
+  EXPECT_LE(
+      uniform->layers[0]
+          ->named_parameters()["rel_attn.qkv_net.weight"]
+          .abs()
+          .max()
+          .item<double>(),
+      0.05);
+  const auto before = uniform->r_w_bias.clone();
+  uniform->reset_parameters();
+  EXPECT_FALSE(torch::equal(before, uniform->r_w_bias));
 }
 
 TEST(TransformerXL, GradientsReachEveryParameter) {
-  torch::manual_seed(6);
+  torch::manual_seed(9);
   auto model = std::make_shared<TransformerXLImpl>(tiny());
   // inputs and targets in every bin, so that every table and cluster takes part
   const auto input =
       torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
   const auto target =
       torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
-  auto out = model->forward(input, target, {});
-  out.nll_sum.backward();
+  auto out = model->forward(lm_batch(input, target), {});
+  out.terms[0].sum.backward();
   for (const auto& p : model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << "no gradient for " << p.key();
     EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();

@@ -2,9 +2,9 @@
 // masks, positions.
 #include <gtest/gtest.h>
 
-#include "xl/nn/attention.h"
 #include "xl/nn/masks.h"
 #include "xl/nn/positional.h"
+#include "xl/nn/rel_partial_attention.h"
 
 namespace xl::nn {
 namespace {
@@ -52,6 +52,18 @@ TEST(CausalMask, SameLengthGivesEveryQueryMemLenKeys) {
       torch::equal(causal_mask(2, 1, true, 5), causal_mask(2, 1, false, 5)));
 }
 
+TEST(CausalMask, SameLengthWithoutMemoryIsRefused) {
+  // Every key of every query would be hidden: softmax over nothing is NaN.
+  try {
+    causal_mask(4, 0, true, 0);
+    FAIL();
+  } catch (const c10::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("same_length needs a memory"),
+        std::string::npos);
+  }
+}
+
 TEST(Positions, ReverseOrderWithClamp) {
   const auto p = relative_positions(6, 3, torch::kFloat);
   EXPECT_TRUE(torch::equal(p, torch::tensor({3.f, 3.f, 3.f, 2.f, 1.f, 0.f})));
@@ -76,11 +88,9 @@ TEST(RelPartialAttention, ChecksShapesWithActualSizes) {
   RelPartialAttention attn(AttentionOptions(8, 2, 4));
   const auto h = torch::randn({3, 2, 8});
   try {
-    attn(
+    attn->forward(
         h,
-        torch::randn({4, 8}),
-        torch::zeros({2, 4}),
-        torch::zeros({2, 4}),
+        {torch::randn({4, 8}), torch::zeros({2, 4}), torch::zeros({2, 4})},
         causal_mask(3, 0, false, 0));
     FAIL();
   } catch (const c10::Error& e) {

@@ -147,7 +147,21 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(
-        e.what(), HasSubstr("checkpoint format 2, this xl reads format 1"));
+        e.what(), HasSubstr("checkpoint format 3, this xl reads format 2"));
+  }
+  // Checkpoints of xl before the model interface say what to do.
+  save_checkpoint(
+      dir / "old.pt",
+      CheckpointInfo{1, 5, ""},
+      [](torch::serialize::OutputArchive&) {});
+  try {
+    torch::serialize::InputArchive a;
+    load_checkpoint(dir / "old.pt", a);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("old.pt: checkpoint format 1"));
+    EXPECT_THAT(e.what(), HasSubstr("this xl reads format 2"));
+    EXPECT_THAT(e.what(), HasSubstr("commit eec7ad5"));
   }
 }
 

@@ -7,7 +7,7 @@
 namespace xl::train {
 namespace {
 
-config::TrainConfig schedule(const std::string& kind, int64_t warmup) {
+config::TrainConfig schedule(config::Scheduler kind, int64_t warmup) {
   config::TrainConfig t;
   t.scheduler = kind;
   t.lr = 1.0;
@@ -18,7 +18,7 @@ config::TrainConfig schedule(const std::string& kind, int64_t warmup) {
 }
 
 TEST(LRSchedule, CosineWarmsUpLinearlyThenDecaysToEtaMin) {
-  const LRSchedule s(schedule("cosine", 10));
+  const LRSchedule s(schedule(config::Scheduler::kCosine, 10));
   EXPECT_DOUBLE_EQ(s.lr(1), 0.1);
   EXPECT_DOUBLE_EQ(s.lr(5), 0.5);
   EXPECT_DOUBLE_EQ(s.lr(10), 1.0);
@@ -27,17 +27,17 @@ TEST(LRSchedule, CosineWarmsUpLinearlyThenDecaysToEtaMin) {
 }
 
 TEST(LRSchedule, InverseSquareRootFollowsKimiyoung) {
-  const LRSchedule s(schedule("inv_sqrt", 16));
+  const LRSchedule s(schedule(config::Scheduler::kInvSqrt, 16));
   EXPECT_DOUBLE_EQ(s.lr(4), 4.0 / 64.0);
   EXPECT_DOUBLE_EQ(s.lr(16), 0.25); // continuous: 16 / 16^1.5 == 1 / sqrt(16)
   EXPECT_DOUBLE_EQ(s.lr(100), 0.1);
-  const LRSchedule none(schedule("inv_sqrt", 0));
+  const LRSchedule none(schedule(config::Scheduler::kInvSqrt, 0));
   EXPECT_DOUBLE_EQ(none.lr(1), 1.0);
   EXPECT_DOUBLE_EQ(none.lr(4), 0.5);
 }
 
 TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
-  auto t = schedule("plateau", 0);
+  auto t = schedule(config::Scheduler::kPlateau, 0);
   t.patience = 1;
   t.decay_rate = 0.5;
   t.lr_min = 0.2;
@@ -81,7 +81,7 @@ TEST(Lamb, OneStepMatchesTheFormula) {
 }
 
 TEST(Optimizers, EveryKindStepsAndSetsItsRate) {
-  for (const std::string kind : {"adam", "adamw", "sgd", "lamb"}) {
+  for (const auto& [kind, name] : config::Choices<config::Optim>::all) {
     config::TrainConfig t;
     t.optim = kind;
     t.lr = 0.1;
@@ -92,10 +92,10 @@ TEST(Optimizers, EveryKindStepsAndSetsItsRate) {
     (w * torch::tensor({1.0f, 2.0f, 3.0f})).sum().backward();
     optimizer->set_lr(0.01);
     optimizer->step();
-    EXPECT_TRUE((w.detach() < 1.0).all().item<bool>()) << kind;
-    EXPECT_LT(w.detach()[0].item<double>(), 1.0) << kind;
+    EXPECT_TRUE((w.detach() < 1.0).all().item<bool>()) << name;
+    EXPECT_LT(w.detach()[0].item<double>(), 1.0) << name;
     EXPECT_GT(w.detach()[0].item<double>(), 0.9)
-        << kind << ": the new rate was used";
+        << name << ": the new rate was used";
   }
 }
 

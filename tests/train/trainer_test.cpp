@@ -1,25 +1,108 @@
-// Trainer behaviour with controlled models: the non-finite-loss guard, batch
-// chunks, and the evaluator's exact sums.
+// The shared trainer, training step and evaluator, tested with a model of the test's own (not a
+// Transformer-XL): the weighted objective, exact normalisation across batch chunks, per-term
+// logging, the non-finite-loss guard, exact resume for every batch source, exact evaluation sums.
 #include "xl/train/trainer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 #include "xl/config/config.h"
-#include "xl/data/lm_iterator.h"
+#include "xl/data/ordered_segments.h"
+#include "xl/data/windows.h"
+#include "xl/eval/evaluator.h"
+#include "xl/eval/report.h"
 #include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/run_dir.h"
-#include "xl/train/evaluator.h"
+#include "xl/train/step.h"
 #include "xl/util/error.h"
 
 namespace xl::train {
 namespace {
 
+using models::TermKind;
 using ::testing::HasSubstr;
 
-// A corpus of the digits 0..9 repeated, in a fresh folder.
+// Embedding -> linear head over the vocabulary, plus a classification head. Terms: "lm" (token
+// NLL of the counted targets), "even" (token NLL of the even target rows, weight `even_weight`),
+// "correct" (accuracy count, weight 0). The memory is the mean of the last batch's embeddings.
+// Forward calls numbered in `nan_at` (counted in training mode) return a NaN "lm".
+class FakeModel : public models::LanguageModelImpl {
+ public:
+  FakeModel(int64_t vocab, double even_weight, std::set<int> nan_at = {})
+      : even_weight_(even_weight), nan_at_(std::move(nan_at)) {
+    emb = register_module("emb", torch::nn::Embedding(vocab, 8));
+    head = register_module("head", torch::nn::Linear(8, vocab));
+    cls = register_module("cls", torch::nn::Linear(8, 3));
+  }
+  void reset_parameters() override {
+    for (auto& p : parameters()) {
+      torch::NoGradGuard no_grad;
+      p.normal_(0.0, 0.3);
+    }
+  }
+  models::ModelOutput forward(
+      const data::Batch& batch,
+      const nn::Memory& mems,
+      const models::ForwardArgs& /*args*/) override {
+    auto h = emb(batch.tokens); // [L, B, 8]
+    if (!mems.empty()) {
+      h = h + mems[0];
+    }
+    const int64_t t = batch.targets.size(0);
+    const auto logp =
+        torch::log_softmax(head(h.narrow(0, h.size(0) - t, t)), -1);
+    auto token =
+        logp.gather(2, batch.targets.unsqueeze(2)).squeeze(2); // [T, B]
+    auto counted = batch.target_mask.defined()
+        ? batch.target_mask
+        : torch::ones_like(batch.targets, torch::kBool);
+    const auto even = counted.slice(0, 0, t, 2);
+    models::ModelOutput out;
+    out.terms.push_back(
+        {"lm",
+         -token.masked_select(counted).sum(),
+         batch.n_targets,
+         1.0,
+         TermKind::kTokenNll});
+    out.terms.push_back(
+        {"even",
+         -token.slice(0, 0, t, 2).masked_select(even).sum(),
+         even.sum().item<int64_t>(),
+         even_weight_,
+         TermKind::kTokenNll});
+    out.terms.push_back(
+        {"correct",
+         (logp.argmax(-1) == batch.targets)
+             .masked_select(counted)
+             .sum()
+             .to(torch::kFloat),
+         batch.n_targets,
+         0.0,
+         TermKind::kAccuracy});
+    out.logits = cls(h.mean(0));
+    out.mems = {h.mean(0, true).detach()};
+    if (is_training() && nan_at_.count(++calls_) > 0) {
+      out.terms[0].sum =
+          out.terms[0].sum * std::numeric_limits<float>::quiet_NaN();
+    }
+    return out;
+  }
+
+  torch::nn::Embedding emb{nullptr};
+  torch::nn::Linear head{nullptr};
+  torch::nn::Linear cls{nullptr};
+
+ private:
+  double even_weight_;
+  std::set<int> nan_at_;
+  int calls_ = 0;
+};
+
+// A corpus of the digits 0..9 repeated, in a fresh folder, with the tiny config over it.
 struct DigitsCorpus {
   test::TempDir dir;
   config::Config config;
@@ -37,35 +120,199 @@ struct DigitsCorpus {
         std::string(test::kSourceDir) + "/configs/txl/tiny.yaml",
         {"data.dir=" + (dir / "data").string(),
          "run.dir=" + (dir / "run").string(),
-         "model.cutoffs=[]",
-         "model.div_val=1",
+         "model.transformer_xl.cutoffs=[]",
+         "model.transformer_xl.div_val=1",
          "model.dropout=0.0",
          "model.dropatt=0.0"});
   }
 };
 
-// Transformer-XL whose loss turns NaN on chosen forward calls.
-class FlakyModel : public models::TransformerXLImpl {
- public:
-  FlakyModel(models::TransformerXLOptions model_options, std::set<int> bad)
-      : TransformerXLImpl(std::move(model_options)), bad_(std::move(bad)) {}
-  models::LMOutput forward(
-      const torch::Tensor& input,
-      const torch::Tensor& target,
-      const nn::Memory& mems,
-      bool return_log_probs) override {
-    auto out =
-        TransformerXLImpl::forward(input, target, mems, return_log_probs);
-    if (is_training() && bad_.count(++calls_) > 0) {
-      out.nll_sum = out.nll_sum * std::numeric_limits<float>::quiet_NaN();
-    }
-    return out;
-  }
+std::shared_ptr<FakeModel> fake_model(
+    int64_t vocab,
+    double even_weight,
+    uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  auto model = std::make_shared<FakeModel>(vocab, even_weight);
+  model->reset_parameters();
+  return model;
+}
 
- private:
-  std::set<int> bad_;
-  int calls_ = 0;
-};
+torch::Tensor flat_parameters(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : model.parameters()) {
+    flat.push_back(p.detach().flatten().clone());
+  }
+  return torch::cat(flat);
+}
+
+data::Batch digits_batch(int64_t rows, int64_t len) {
+  data::Batch batch;
+  batch.tokens = torch::randint(11, {len, rows});
+  batch.targets = torch::randint(11, {len, rows});
+  batch.n_targets = batch.targets.numel();
+  return batch;
+}
+
+StepResult sgd_step(
+    FakeModel& model,
+    const data::Batch& batch,
+    int64_t chunks) {
+  config::TrainConfig t;
+  t.optim = config::Optim::kSgd;
+  auto optimizer = make_optimizer(t, model.parameters());
+  std::vector<nn::Memory> mems(static_cast<size_t>(chunks));
+  StepOptions options;
+  options.chunks = chunks;
+  return train_step(model, *optimizer, batch, true, mems, 0.5, 1, options);
+}
+
+TEST(TrainStep, MinimisesTheWeightedSumOfTermMeans) {
+  torch::manual_seed(3);
+  const auto batch = digits_batch(4, 6);
+  auto stepped = fake_model(11, 0.5);
+  auto manual = fake_model(11, 0.5);
+  const auto result = sgd_step(*stepped, batch, 1);
+  ASSERT_TRUE(result.finite);
+  ASSERT_EQ(result.terms.size(), 3u);
+  EXPECT_EQ(result.terms[1].name, "even");
+  EXPECT_EQ(result.terms[1].count, 12); // rows 0, 2, 4 of 4 streams
+  EXPECT_EQ(result.targets, 24);
+  // By hand: lm/24 + 0.5 even/12; "correct" (weight 0) adds nothing.
+  const auto out = manual->forward(batch, {}, {});
+  (out.terms[0].sum / 24.0 + 0.5 * out.terms[1].sum / 12.0).backward();
+  torch::NoGradGuard no_grad;
+  for (auto& p : manual->parameters()) {
+    if (p.grad().defined()) { // the classification head is not in the objective
+      p.sub_(0.5 * p.grad());
+    }
+  }
+  EXPECT_TRUE(torch::allclose(
+      flat_parameters(*stepped), flat_parameters(*manual), 1e-6, 1e-7));
+  EXPECT_NEAR(result.terms[0].sum, out.terms[0].sum.item<double>(), 1e-4);
+  EXPECT_NEAR(result.terms[2].sum, out.terms[2].sum.item<double>(), 1e-9);
+}
+
+TEST(TrainStep, BatchChunksGiveTheWholeBatchsUpdate) {
+  torch::manual_seed(4);
+  const auto batch = digits_batch(6, 5);
+  auto whole = fake_model(11, 0.5);
+  auto chunked = fake_model(11, 0.5);
+  const auto a = sgd_step(*whole, batch, 1);
+  const auto b = sgd_step(*chunked, batch, 3);
+  EXPECT_TRUE(torch::allclose(
+      flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
+  for (size_t t = 0; t < a.terms.size(); ++t) {
+    EXPECT_NEAR(a.terms[t].sum, b.terms[t].sum, 1e-4) << a.terms[t].name;
+    EXPECT_EQ(a.terms[t].count, b.terms[t].count) << a.terms[t].name;
+  }
+}
+
+TEST(TrainStep, PaddedChunksStayExact) {
+  // Chunk 0 counts 6 targets, chunk 1 only 2: each is weighted by its share.
+  torch::manual_seed(5);
+  auto batch = digits_batch(4, 3);
+  batch.target_mask = torch::tensor(
+      {{true, true, true, false},
+       {true, true, false, false},
+       {true, true, true, false}});
+  batch.n_targets = data::count_targets(batch);
+  ASSERT_EQ(batch.n_targets, 8);
+  auto whole = fake_model(11, 0.0);
+  auto chunked = fake_model(11, 0.0);
+  sgd_step(*whole, batch, 1);
+  sgd_step(*chunked, batch, 2);
+  EXPECT_TRUE(torch::allclose(
+      flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
+  // A weighted term that does not count in proportion to the targets cannot be split exactly.
+  auto refused = fake_model(11, 0.5);
+  try {
+    sgd_step(*refused, batch, 2);
+    FAIL() << "expected the step to refuse";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("loss term 'even' counts"));
+    EXPECT_THAT(e.what(), HasSubstr("train with batch_chunk 1"));
+  }
+}
+
+// step -> record, from the last record of each step.
+std::map<int64_t, nlohmann::json> records(
+    const std::filesystem::path& run,
+    const std::string& split) {
+  std::map<int64_t, nlohmann::json> out;
+  std::istringstream lines(test::read_text(run / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("split", "") == split) {
+      out[record["step"]] = record;
+    }
+  }
+  return out;
+}
+
+TEST(Trainer, LogsEveryTermUnderItsName) {
+  DigitsCorpus corpus;
+  auto& c = corpus.config;
+  c.train.max_step = 10;
+  data::Corpus data(c.data);
+  auto model = fake_model(data.vocab().size(), 0.5);
+  Trainer trainer(
+      c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+  trainer.run(false);
+  const auto train = records(corpus.dir / "run", "train");
+  ASSERT_EQ(train.size(), 10u);
+  const auto& last = train.at(10);
+  EXPECT_DOUBLE_EQ(last["loss"].get<double>(), last["loss/lm"].get<double>());
+  EXPECT_NEAR(
+      last["ppl"].get<double>(), std::exp(last["loss/lm"].get<double>()), 1e-9);
+  EXPECT_TRUE(last.contains("loss/even"));
+  EXPECT_GE(last["acc/correct"].get<double>(), 0.0);
+  EXPECT_LE(last["acc/correct"].get<double>(), 1.0);
+  const auto valid = records(corpus.dir / "run", "valid");
+  ASSERT_EQ(valid.size(), 1u);
+  EXPECT_TRUE(valid.at(10).contains("acc/correct"));
+  EXPECT_EQ(valid.at(10)["tokens"].get<int64_t>(), 5 * 4 * 16);
+}
+
+// The training losses of a run split at `stop` equal those of an uninterrupted one.
+void expect_exact_resume(config::Sampling sampling) {
+  DigitsCorpus full_corpus;
+  std::map<int64_t, nlohmann::json> reference;
+  const auto train = [](DigitsCorpus& corpus,
+                        config::Sampling s,
+                        bool resume,
+                        std::optional<int64_t> stop) {
+    auto& c = corpus.config;
+    c.train.max_step = 14;
+    c.train.sampling = s;
+    c.train.batch_chunk = 2;
+    data::Corpus data(c.data);
+    auto model = fake_model(data.vocab().size(), 0.5, resume ? 99 : 1);
+    Trainer trainer(
+        c, run::prepare_run_directory(c, resume), data, model, torch::kCPU);
+    trainer.run(resume, stop);
+  };
+  train(full_corpus, sampling, false, std::nullopt);
+  DigitsCorpus split_corpus;
+  train(split_corpus, sampling, false, 6);
+  train(split_corpus, sampling, true, std::nullopt);
+  const auto a = records(full_corpus.dir / "run", "train");
+  const auto b = records(split_corpus.dir / "run", "train");
+  ASSERT_EQ(a.size(), 14u);
+  for (int64_t step = 7; step <= 14; ++step) {
+    EXPECT_EQ(a.at(step)["loss/lm"], b.at(step)["loss/lm"]) << "step " << step;
+    EXPECT_EQ(a.at(step)["loss/even"], b.at(step)["loss/even"])
+        << "step " << step;
+  }
+}
+
+TEST(Trainer, ResumesExactlyFromOrderedSegments) {
+  expect_exact_resume(config::Sampling::kOrdered);
+}
+
+TEST(Trainer, ResumesExactlyFromRandomWindows) {
+  expect_exact_resume(config::Sampling::kRandomWindows);
+}
 
 TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   DigitsCorpus corpus;
@@ -73,10 +320,10 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   c.train.max_step = 12;
   c.train.max_bad_steps = 3;
   data::Corpus data(c.data);
-  const auto options =
-      models::transformer_xl_options(c.model, data.vocab().size());
   {
-    auto model = std::make_shared<FlakyModel>(options, std::set<int>{3, 4});
+    torch::manual_seed(1);
+    auto model = std::make_shared<FakeModel>(
+        data.vocab().size(), 0.5, std::set<int>{3, 4});
     Trainer trainer(
         c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
     const auto result = trainer.run(false);
@@ -94,7 +341,9 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   }
   std::filesystem::remove_all(corpus.dir / "run");
   c.train.max_step = 20;
-  auto model = std::make_shared<FlakyModel>(options, std::set<int>{11, 12, 13});
+  torch::manual_seed(1);
+  auto model = std::make_shared<FakeModel>(
+      data.vocab().size(), 0.5, std::set<int>{11, 12, 13});
   Trainer trainer(
       c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
   try {
@@ -114,33 +363,23 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
       10);
 }
 
-TEST(Trainer, BatchChunksGiveTheSameStepsAsWholeBatches) {
-  std::vector<torch::Tensor> finals;
-  for (const int64_t chunks : {1, 2}) {
-    DigitsCorpus corpus;
-    auto& c = corpus.config;
-    c.train.max_step = 5;
-    c.train.batch_chunk = chunks;
-    // plain SGD without clipping: any error in scaling the chunk losses shows
-    // in the weights
-    c.train.optim = "sgd";
-    c.train.clip = 0.0;
-    c.train.lr = 0.5;
-    data::Corpus data(c.data);
-    torch::manual_seed(1);
-    auto model = models::build_model(c.model, data.vocab().size());
-    Trainer trainer(
-        c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
-    trainer.run(false);
-    finals.push_back(torch::cat([&] {
-      std::vector<torch::Tensor> flat;
-      for (const auto& p : model->parameters()) {
-        flat.push_back(p.detach().flatten());
-      }
-      return flat;
-    }()));
+TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
+  const data::TokenTensor tokens(
+      torch::randint(11, {300}, torch::kLong), "random");
+  auto model = fake_model(11, 0.5);
+  std::vector<eval::EvalResult> results;
+  for (const int64_t batch_size : {3, 7}) {
+    data::SlidingWindows source(tokens, 10, 2, batch_size);
+    results.push_back(eval::evaluate(*model, source, {}));
   }
-  EXPECT_TRUE(torch::allclose(finals[0], finals[1], 1e-4, 1e-5));
+  ASSERT_EQ(results[0].terms.size(), 3u);
+  EXPECT_EQ(results[0].tokens(), 290);
+  EXPECT_EQ(results[0].qualifier, "@stride=2");
+  for (size_t t = 0; t < 3; ++t) {
+    EXPECT_NEAR(results[0].terms[t].sum, results[1].terms[t].sum, 1e-3);
+    EXPECT_EQ(results[0].terms[t].count, results[1].terms[t].count);
+  }
+  EXPECT_TRUE(model->is_training()); // the evaluator restored the mode
 }
 
 TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
@@ -149,29 +388,38 @@ TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
   torch::manual_seed(2);
   auto model = models::build_model(corpus.config.model, data.vocab().size());
   const auto& tokens = data.split("valid");
-  EvalSettings settings;
-  settings.batch_size = 2;
-  settings.tgt_len = 7;
-  settings.lengths.mem_len = 1000;
-  settings.max_steps = 4; // 28 targets per stream
-  const auto segmented = evaluate(*model, tokens, settings, torch::kCPU);
-  EXPECT_EQ(segmented.count, 2 * 28);
+  data::OrderedSegments source(tokens, 2, 7);
+  eval::EvalOptions options;
+  options.span.mem_len = 1000;
+  options.max_batches = 4; // 28 targets per stream
+  const auto segmented = eval::evaluate(*model, source, options);
+  EXPECT_EQ(segmented.tokens(), 2 * 28);
   // The same 28 targets per stream in one segment.
-  data::LMOrderedIterator it(tokens, 2, 28);
-  const auto whole = it.next();
-  model->eval();
-  torch::NoGradGuard no_grad;
-  const auto out = model->forward(whole.input, whole.target, {});
-  EXPECT_NEAR(segmented.nll_sum, out.nll_sum.item<double>(), 1e-3);
-  EXPECT_NEAR(segmented.loss(), out.nll_sum.item<double>() / 56.0, 1e-5);
+  data::OrderedSegments whole_source(tokens, 2, 28);
+  const auto whole = eval::evaluate(*model, whole_source, [] {
+    eval::EvalOptions o;
+    o.max_batches = 1;
+    return o;
+  }());
+  EXPECT_NEAR(segmented.terms[0].sum, whole.terms[0].sum, 1e-3);
+  EXPECT_NEAR(segmented.loss(), whole.loss(), 1e-5);
 }
 
-TEST(Evaluator, MetricIsPerplexityOrBitsPerCharacter) {
-  EXPECT_EQ(metric(data::VocabKind::kWord, std::log(20.0)).name, "ppl");
-  EXPECT_NEAR(metric(data::VocabKind::kWord, std::log(20.0)).value, 20.0, 1e-9);
-  EXPECT_EQ(metric(data::VocabKind::kByte, std::log(2.0)).name, "bpc");
-  EXPECT_NEAR(
-      metric(data::VocabKind::kByte, std::log(2.0) * 1.5).value, 1.5, 1e-12);
+TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
+  models::TermTotal nll{"lm", TermKind::kTokenNll, 1.0, std::log(20.0) * 4, 4};
+  EXPECT_EQ(eval::metric(nll, data::VocabKind::kWord)->name, "ppl");
+  EXPECT_NEAR(eval::metric(nll, data::VocabKind::kWord)->value, 20.0, 1e-9);
+  nll.sum = std::log(2.0) * 1.5 * 4;
+  EXPECT_EQ(
+      eval::metric(nll, data::VocabKind::kByte, "@stride=8")->name,
+      "bpc@stride=8");
+  EXPECT_NEAR(eval::metric(nll, data::VocabKind::kByte)->value, 1.5, 1e-12);
+  const models::TermTotal correct{
+      "cls_correct", TermKind::kAccuracy, 0.0, 3, 4};
+  EXPECT_EQ(eval::metric(correct, data::VocabKind::kWord)->name, "acc");
+  EXPECT_DOUBLE_EQ(eval::metric(correct, data::VocabKind::kWord)->value, 0.75);
+  const models::TermTotal cls{"cls", TermKind::kNll, 1.0, 2, 4};
+  EXPECT_FALSE(eval::metric(cls, data::VocabKind::kWord).has_value());
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 
 namespace xl::config {
 
+struct Tree;
+
 /// Loads `path` (with its `base:` chain), applies `overrides` ("a.b=value",
 /// later ones win), parses every section strictly and validates cross-field
 /// rules. Errors are ConfigErrors naming the file (and line), the key path,

@@ -4,9 +4,11 @@
 // reference.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace xl::config {
@@ -39,8 +41,57 @@ inline Limits greater_than(double lo) {
 inline Limits fraction() {
   return Limits{0.0, 1.0, false, true, {}};
 }
+/// (lo, hi)
+inline Limits open_interval(double lo, double hi) {
+  return Limits{lo, hi, true, true, {}};
+}
 inline Limits one_of(std::vector<std::string> choices) {
   return Limits{std::nullopt, std::nullopt, false, false, std::move(choices)};
+}
+
+/// A string choice of the config, parsed into an enum once when the config is read. Each enum
+/// lists its names by specialising Choices:
+///   template <> struct Choices<Optim> {
+///     static constexpr std::array<Choice<Optim>, 2> all{{{Optim::kAdam, "adam"}, ...}};
+///   };
+template <class E>
+struct Choice {
+  E value;
+  const char* name;
+};
+template <class E>
+struct Choices;
+
+template <class E>
+const char* choice_name(E value) {
+  for (const auto& c : Choices<E>::all) {
+    if (c.value == value) {
+      return c.name;
+    }
+  }
+  return "?";
+}
+
+/// The enum value named `name`, or false.
+template <class E>
+bool parse_choice(const std::string& name, E& out) {
+  for (const auto& c : Choices<E>::all) {
+    if (name == c.name) {
+      out = c.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The limits of an enum field: its names.
+template <class E>
+Limits choice_limits() {
+  std::vector<std::string> names;
+  for (const auto& c : Choices<E>::all) {
+    names.emplace_back(c.name);
+  }
+  return one_of(std::move(names));
 }
 
 /// Type names used in messages and in the schema reference.
@@ -77,7 +128,9 @@ struct TypeName<std::optional<T>> {
 
 template <class T>
 std::string type_name() {
-  if constexpr (
+  if constexpr (std::is_enum_v<T>) {
+    return "string";
+  } else if constexpr (
       std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
       std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
     return TypeName<T>::value;

@@ -1,7 +1,8 @@
-// The configuration schema: one struct per section. Each struct lists its
-// fields exactly once in `fields()`, which the loader, the validator, the
-// dumper and `--print-schema` all walk. Defaults follow
-// kimiyoung/transformer-xl's train.py unless noted. Modules never see these
+// The configuration schema: one struct per section. Each struct lists its fields exactly once in
+// `fields()`, which the loader, the validator, the dumper and `--print-schema` all walk; string
+// choices are enums, parsed once. Keys every model family has live in `model`; a family's own keys
+// live in its sub-section (`model.transformer_xl`), which only that `model.type` may set.
+// Defaults follow kimiyoung/transformer-xl's train.py unless noted. Modules never see these
 // structs; src/models maps them onto module Options.
 #pragma once
 
@@ -12,110 +13,115 @@
 #include <vector>
 
 #include "xl/config/field.h"
-#include "xl/config/tree.h"
+#include "xl/config/source.h"
 
 namespace xl::config {
 
-struct ModelConfig {
-  std::string type = "transformer_xl";
-  int64_t n_layer = 12;
-  int64_t n_head = 10;
-  int64_t d_model = 500;
-  int64_t d_head = 50;
-  int64_t d_inner = 1000;
-  std::optional<int64_t> d_embed; // null: d_model
-  double dropout = 0.0;
-  double dropatt = 0.0;
-  std::string attn_type = "relative";
-  bool pre_lnorm = false;
+enum class ModelType { kTransformerXL };
+enum class AttnType { kRelative, kAbsolute };
+enum class Init { kNormal, kUniform };
+enum class Device { kAuto, kCpu, kCuda };
+enum class Sampling { kOrdered, kRandomWindows };
+enum class Optim { kAdam, kAdamW, kSgd, kLamb };
+enum class Scheduler { kCosine, kInvSqrt, kConstant, kPlateau };
+enum class EvalMode { kMemory, kVanilla };
+
+// clang-format off
+template <> struct Choices<ModelType> {
+  static constexpr std::array<Choice<ModelType>, 1> all{{{ModelType::kTransformerXL, "transformer_xl"}}};
+};
+template <> struct Choices<AttnType> {
+  static constexpr std::array<Choice<AttnType>, 2> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}}};
+};
+template <> struct Choices<Init> {
+  static constexpr std::array<Choice<Init>, 2> all{{{Init::kNormal, "normal"}, {Init::kUniform, "uniform"}}};
+};
+template <> struct Choices<Device> {
+  static constexpr std::array<Choice<Device>, 3> all{{{Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}}};
+};
+template <> struct Choices<Sampling> {
+  static constexpr std::array<Choice<Sampling>, 2> all{{{Sampling::kOrdered, "ordered"}, {Sampling::kRandomWindows, "random_windows"}}};
+};
+template <> struct Choices<Optim> {
+  static constexpr std::array<Choice<Optim>, 4> all{{{Optim::kAdam, "adam"}, {Optim::kAdamW, "adamw"}, {Optim::kSgd, "sgd"}, {Optim::kLamb, "lamb"}}};
+};
+template <> struct Choices<Scheduler> {
+  static constexpr std::array<Choice<Scheduler>, 4> all{{{Scheduler::kCosine, "cosine"}, {Scheduler::kInvSqrt, "inv_sqrt"}, {Scheduler::kConstant, "constant"}, {Scheduler::kPlateau, "plateau"}}};
+};
+template <> struct Choices<EvalMode> {
+  static constexpr std::array<Choice<EvalMode>, 2> all{{{EvalMode::kMemory, "memory"}, {EvalMode::kVanilla, "vanilla"}}};
+};
+// clang-format on
+
+/// model.transformer_xl: memory, attention type and the adaptive input/softmax of Transformer-XL.
+struct TransformerXLConfig {
+  AttnType attn_type = AttnType::kRelative;
   bool untie_r = false;
   int64_t mem_len = 0;
   int64_t ext_len = 0;
   bool same_length = false;
   int64_t clamp_len = -1;
+  std::optional<int64_t> d_embed; // null: model.d_model
   std::vector<int64_t> cutoffs;
   int64_t div_val = 1;
   bool tie_weight = true;
   std::vector<bool>
       tie_projs; // empty: [false, true, true, ...] (kimiyoung's wt103 setting)
-  std::string init = "normal";
-  double init_range = 0.1;
-  double init_std = 0.02;
   double proj_init_std = 0.01;
-  double layer_norm_eps = 1e-5;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
-    v("type", s.type, "model family", one_of({"transformer_xl"}));
+    // clang-format off
+    v("attn_type", s.attn_type, "relative (Transformer-XL) or absolute (vanilla attention, sinusoid positions)");
+    v("untie_r", s.untie_r, "per-layer u/v attention biases instead of shared ones");
+    v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
+    v("ext_len", s.ext_len, "extended context without gradient or memory", at_least(0));
+    v("same_length", s.same_length, "every query attends to the same number of keys (needs mem_len > 0)");
+    v("clamp_len", s.clamp_len, "clamp relative distances above this (-1: no clamping)", at_least(-1));
+    v("d_embed", s.d_embed, "embedding size before projection (null: model.d_model)", at_least(1));
+    v("cutoffs", s.cutoffs, "adaptive softmax/input cluster boundaries (empty: full softmax)", at_least(1));
+    v("div_val", s.div_val, "embedding size divisor per adaptive cluster", at_least(1));
+    v("tie_weight", s.tie_weight, "tie adaptive input and softmax weights");
+    v("tie_projs", s.tie_projs, "tie each cluster's projection (empty: all but the first)");
+    v("proj_init_std", s.proj_init_std, "init std of adaptive projections", greater_than(0));
+    // clang-format on
+  }
+};
+
+struct ModelConfig {
+  ModelType type = ModelType::kTransformerXL;
+  int64_t n_layer = 12;
+  int64_t n_head = 10;
+  int64_t d_model = 500;
+  int64_t d_head = 50;
+  int64_t d_inner = 1000;
+  double dropout = 0.0;
+  double dropatt = 0.0;
+  bool pre_lnorm = false;
+  Init init = Init::kNormal;
+  double init_range = 0.1;
+  double init_std = 0.02;
+  double layer_norm_eps = 1e-5;
+  TransformerXLConfig transformer_xl;
+
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    // clang-format off
+    v("type", s.type, "model family (its keys: model.<type>)");
     v("n_layer", s.n_layer, "number of layers", at_least(1));
     v("n_head", s.n_head, "attention heads", at_least(1));
     v("d_model", s.d_model, "hidden size", at_least(1));
     v("d_head", s.d_head, "size of each attention head", at_least(1));
-    v("d_inner",
-      s.d_inner,
-      "inner size of the position-wise feed-forward",
-      at_least(1));
-    v("d_embed",
-      s.d_embed,
-      "embedding size before projection (null: d_model)",
-      at_least(1));
-    v("dropout",
-      s.dropout,
-      "dropout on embeddings, positions, attention output, FF",
-      fraction());
+    v("d_inner", s.d_inner, "inner size of the position-wise feed-forward", at_least(1));
+    v("dropout", s.dropout, "dropout on embeddings, positions, attention output, FF", fraction());
     v("dropatt", s.dropatt, "dropout on attention probabilities", fraction());
-    v("attn_type",
-      s.attn_type,
-      "relative (Transformer-XL) or absolute (vanilla sinusoid)",
-      one_of({"relative", "absolute"}));
-    v("pre_lnorm",
-      s.pre_lnorm,
-      "LayerNorm before each sub-layer instead of after",
-      none());
-    v("untie_r",
-      s.untie_r,
-      "per-layer u/v attention biases instead of shared ones",
-      none());
-    v("mem_len",
-      s.mem_len,
-      "cached hidden states per layer (segment recurrence)",
-      at_least(0));
-    v("ext_len",
-      s.ext_len,
-      "extended context without gradient or memory",
-      at_least(0));
-    v("same_length",
-      s.same_length,
-      "every query attends to the same number of keys",
-      none());
-    v("clamp_len",
-      s.clamp_len,
-      "clamp relative distances above this (-1: no clamping)",
-      at_least(-1));
-    v("cutoffs",
-      s.cutoffs,
-      "adaptive softmax/input cluster boundaries (empty: full softmax)",
-      at_least(1));
-    v("div_val",
-      s.div_val,
-      "embedding size divisor per adaptive cluster",
-      at_least(1));
-    v("tie_weight",
-      s.tie_weight,
-      "tie adaptive input and softmax weights",
-      none());
-    v("tie_projs",
-      s.tie_projs,
-      "tie each cluster's projection (empty: all but the first)",
-      none());
-    v("init", s.init, "weight initialisation", one_of({"normal", "uniform"}));
+    v("pre_lnorm", s.pre_lnorm, "LayerNorm before each sub-layer instead of after");
+    v("init", s.init, "weight initialisation");
     v("init_range", s.init_range, "uniform init range", greater_than(0));
-    v("init_std", s.init_std, "normal init std", greater_than(0));
-    v("proj_init_std",
-      s.proj_init_std,
-      "init std of adaptive projections",
-      greater_than(0));
+    v("init_std", s.init_std, "normal init std (and of LayerNorm gains around 1)", greater_than(0));
     v("layer_norm_eps", s.layer_norm_eps, "LayerNorm epsilon", greater_than(0));
+    v.family("transformer_xl", s.transformer_xl, ModelType::kTransformerXL, s.type);
+    // clang-format on
   }
 };
 
@@ -128,30 +134,33 @@ struct DataConfig {
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
-    v("dir", s.dir, "prepared data folder (written by xl-prep)", none());
-    v("train", s.train, "training token file, relative to data.dir", none());
-    v("valid", s.valid, "validation token file, relative to data.dir", none());
-    v("test", s.test, "test token file, relative to data.dir", none());
-    v("vocab", s.vocab, "vocabulary file, relative to data.dir", none());
+    // clang-format off
+    v("dir", s.dir, "prepared data folder (written by xl-prep)");
+    v("train", s.train, "training token file, relative to data.dir");
+    v("valid", s.valid, "validation token file, relative to data.dir");
+    v("test", s.test, "test token file, relative to data.dir");
+    v("vocab", s.vocab, "vocabulary file, relative to data.dir");
+    // clang-format on
   }
 };
 
 struct TrainConfig {
   int64_t seed = 1111;
-  std::string device = "auto";
+  Device device = Device::kAuto;
   int64_t threads = 0;
+  Sampling sampling = Sampling::kOrdered;
   int64_t batch_size = 60;
   int64_t batch_chunk = 1;
   int64_t tgt_len = 70;
   int64_t max_step = 100000;
-  std::string optim = "adam";
+  Optim optim = Optim::kAdam;
   double lr = 2.5e-4;
   double mom = 0.0;
   double weight_decay = 0.0;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  std::string scheduler = "cosine";
+  Scheduler scheduler = Scheduler::kCosine;
   int64_t warmup_step = 0;
   double eta_min = 0.0;
   double decay_rate = 0.5;
@@ -166,102 +175,60 @@ struct TrainConfig {
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
-    v("seed", s.seed, "random seed", none());
-    v("device", s.device, "where to train", one_of({"auto", "cpu", "cuda"}));
-    v("threads",
-      s.threads,
-      "CPU threads for intra-op parallelism (0: LibTorch default)",
-      at_least(0));
-    v("batch_size", s.batch_size, "streams per batch", at_least(1));
-    v("batch_chunk",
-      s.batch_chunk,
-      "split each batch into this many accumulation chunks",
-      at_least(1));
-    v("tgt_len", s.tgt_len, "tokens per training segment", at_least(1));
+    // clang-format off
+    v("seed", s.seed, "random seed");
+    v("device", s.device, "where to train");
+    v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default)", at_least(0));
+    v("sampling", s.sampling, "ordered: contiguous streams whose memory carries over; random_windows: windows at random offsets, nothing carried");
+    v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
+    v("batch_chunk", s.batch_chunk, "split each batch into this many accumulation chunks", at_least(1));
+    v("tgt_len", s.tgt_len, "tokens per training segment (window)", at_least(1));
     v("max_step", s.max_step, "optimizer steps to train", at_least(1));
-    v("optim", s.optim, "optimizer", one_of({"adam", "adamw", "sgd", "lamb"}));
+    v("optim", s.optim, "optimizer");
     v("lr", s.lr, "peak learning rate", greater_than(0));
     v("mom", s.mom, "SGD momentum", fraction());
     v("weight_decay", s.weight_decay, "weight decay", at_least(0));
     v("beta1", s.beta1, "Adam/LAMB beta1", fraction());
     v("beta2", s.beta2, "Adam/LAMB beta2", fraction());
     v("eps", s.eps, "Adam/LAMB epsilon", greater_than(0));
-    v("scheduler",
-      s.scheduler,
-      "learning-rate schedule after warmup",
-      one_of({"cosine", "inv_sqrt", "constant", "plateau"}));
+    v("scheduler", s.scheduler, "learning-rate schedule after warmup");
     v("warmup_step", s.warmup_step, "linear warmup steps", at_least(0));
-    v("eta_min",
-      s.eta_min,
-      "final learning rate of the cosine schedule",
-      at_least(0));
-    v("decay_rate",
-      s.decay_rate,
-      "plateau: factor applied to the learning rate",
-      Limits{0.0, 1.0, true, true, {}});
-    v("patience",
-      s.patience,
-      "plateau: evaluations without improvement before decaying",
-      at_least(0));
-    v("lr_min",
-      s.lr_min,
-      "plateau: lower bound of the learning rate",
-      at_least(0));
+    v("eta_min", s.eta_min, "final learning rate of the cosine schedule", at_least(0));
+    v("decay_rate", s.decay_rate, "plateau: factor applied to the learning rate", open_interval(0, 1));
+    v("patience", s.patience, "plateau: evaluations without improvement before decaying", at_least(0));
+    v("lr_min", s.lr_min, "plateau: lower bound of the learning rate", at_least(0));
     v("clip", s.clip, "global gradient-norm clipping (0: off)", at_least(0));
-    v("bf16", s.bf16, "bfloat16 autocast (CUDA only)", none());
-    v("log_interval",
-      s.log_interval,
-      "steps between progress lines",
-      at_least(1));
-    v("eval_interval",
-      s.eval_interval,
-      "steps between validations and checkpoints",
-      at_least(1));
-    v("max_eval_steps",
-      s.max_eval_steps,
-      "validation segments per evaluation (null: all)",
-      at_least(1));
-    v("max_bad_steps",
-      s.max_bad_steps,
-      "consecutive NaN/Inf losses after which training stops",
-      at_least(1));
+    v("bf16", s.bf16, "bfloat16 autocast (CUDA only)");
+    v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
+    v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));
+    v("max_eval_steps", s.max_eval_steps, "validation segments per evaluation (null: all)", at_least(1));
+    v("max_bad_steps", s.max_bad_steps, "consecutive NaN/Inf losses after which training stops", at_least(1));
+    // clang-format on
   }
 };
 
 struct EvalConfig {
   std::string split = "test";
+  EvalMode mode = EvalMode::kMemory;
   int64_t batch_size = 10;
-  std::optional<int64_t> tgt_len; // null: train.tgt_len
-  std::optional<int64_t>
-      mem_len; // null: model.mem_len + train.tgt_len - eval.tgt_len
-  std::optional<int64_t> clamp_len; // null: model.clamp_len
-  std::optional<bool> same_length;  // null: model.same_length
-  std::string mode = "memory";
+  std::optional<int64_t> tgt_len;   // null: train.tgt_len
+  std::optional<int64_t> mem_len;   // null: the training attention span
+  std::optional<int64_t> clamp_len; // null: the model's
+  std::optional<bool> same_length;  // null: the model's
+  int64_t stride = 1;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
+    // clang-format off
     v("split", s.split, "split to evaluate", one_of({"valid", "test"}));
-    v("batch_size", s.batch_size, "streams per evaluation batch", at_least(1));
-    v("tgt_len",
-      s.tgt_len,
-      "tokens scored per segment (null: train.tgt_len)",
-      greater_than(0));
-    v("mem_len",
-      s.mem_len,
-      "evaluation memory (null: keep the training attention span)",
-      at_least(0));
-    v("clamp_len",
-      s.clamp_len,
-      "relative-distance clamp (null: model.clamp_len)",
-      at_least(-1));
-    v("same_length",
-      s.same_length,
-      "same attention length for every query (null: model's)",
-      none());
-    v("mode",
-      s.mode,
-      "memory: segments with recurrence; vanilla: sliding window, score the last position",
-      one_of({"memory", "vanilla"}));
+    v("mode", s.mode, "memory: segments with recurrence; vanilla: sliding windows of train.tgt_len, the last eval.stride positions scored");
+    v("batch_size", s.batch_size, "streams (memory) or windows (vanilla) per evaluation batch", at_least(1));
+    v("tgt_len", s.tgt_len, "memory mode: tokens scored per segment (null: train.tgt_len)", greater_than(0));
+    v("mem_len", s.mem_len, "memory mode: evaluation memory (null: keep the training attention span)", at_least(0));
+    v("clamp_len", s.clamp_len, "relative-distance clamp (null: the model's)", at_least(-1));
+    v("same_length", s.same_length, "same attention length for every query (null: the model's)");
+    v("stride", s.stride, "vanilla mode: positions scored per window, and the slide (1: the paper's metric; more: reported as @stride=S)", at_least(1));
+    // clang-format on
   }
 };
 
@@ -272,12 +239,11 @@ struct RunConfig {
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
-    v("name", s.name, "run name (default: the config file name)", none());
-    v("dir", s.dir, "run directory (null: runs/<run.name>)", none());
-    v("log_level",
-      s.log_level,
-      "console log level",
-      one_of({"trace", "debug", "info", "warn", "error"}));
+    // clang-format off
+    v("name", s.name, "run name (default: the config file name)");
+    v("dir", s.dir, "run directory (null: runs/<run.name>)");
+    v("log_level", s.log_level, "console log level", one_of({"trace", "debug", "info", "warn", "error"}));
+    // clang-format on
   }
 };
 
@@ -288,8 +254,8 @@ struct Config {
   TrainConfig train;
   EvalConfig eval;
   RunConfig run;
-  /// Where each key path was set ("model.d_model" -> file:line); keys left at
-  /// their default are absent.
+  /// Where each key path was set ("model.d_model" -> file:line); keys left at their default are
+  /// absent.
   std::map<std::string, Source> sources;
 
   template <class Self, class V>
@@ -301,8 +267,7 @@ struct Config {
     v("run", s.run);
   }
 
-  /// Where `key` was set, for messages: "file:line", or "default" when it was
-  /// not set.
+  /// Where `key` was set, for messages: "file:line", or "default" when it was not set.
   std::string where(const std::string& key) const;
 };
 

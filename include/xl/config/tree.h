@@ -9,14 +9,9 @@
 #include <utility>
 #include <vector>
 
-namespace xl::config {
+#include "xl/config/source.h"
 
-/// Where a value came from: "configs/a.yaml:12" or "--set model.d_model=512".
-struct Source {
-  std::string file;
-  int line = 0; // 1-based; 0 when unknown (command-line overrides)
-  std::string str() const;
-};
+namespace xl::config {
 
 /// A node of the merged tree. Mappings keep their keys in first-seen order; any
 /// other YAML value (scalar, sequence, null) is a leaf held as a YAML node.

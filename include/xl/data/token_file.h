@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "xl/data/tokens.h"
 #include "xl/data/vocab.h"
 
 namespace xl::data {
@@ -22,7 +23,7 @@ void write_token_file(
     const std::vector<int64_t>& ids,
     const Vocab& vocab);
 
-class TokenFile {
+class TokenFile : public Tokens {
  public:
   static constexpr uint32_t kFormatVersion = 1;
 
@@ -33,13 +34,13 @@ class TokenFile {
       const std::filesystem::path& path,
       const Vocab& vocab,
       const std::filesystem::path& vocab_path);
-  ~TokenFile();
+  ~TokenFile() override;
   TokenFile(const TokenFile&) = delete;
   TokenFile& operator=(const TokenFile&) = delete;
   TokenFile(TokenFile&& other) noexcept;
   TokenFile& operator=(TokenFile&& other) noexcept;
 
-  int64_t size() const {
+  int64_t size() const override {
     return count_;
   }
   const std::filesystem::path& path() const {
@@ -48,7 +49,10 @@ class TokenFile {
   /// Token `i` (0 <= i < size()).
   int64_t at(int64_t i) const;
   /// Tokens [start, start + length) as an int64 tensor (a copy).
-  torch::Tensor slice(int64_t start, int64_t length) const;
+  torch::Tensor slice(int64_t start, int64_t length) const override;
+  std::string name() const override {
+    return path_.string();
+  }
 
  private:
   void release();

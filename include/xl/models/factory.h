@@ -1,5 +1,5 @@
-// Builds models from the validated config: the one place where config sections
-// become module Options.
+// Builds models from the validated config: the one place where config sections become module
+// Options, and where each model family is named.
 #pragma once
 
 #include "xl/config/schema.h"
@@ -8,14 +8,22 @@
 
 namespace xl::models {
 
-/// Transformer-XL options for `model` over a vocabulary of `n_token`. A config
-/// that does not fit the vocabulary (a cutoff >= n_token) is a ConfigError.
+/// Transformer-XL options for `model` over a vocabulary of `n_token`. A config that does not fit
+/// the vocabulary (a cutoff >= n_token) is a ConfigError.
 TransformerXLOptions transformer_xl_options(
     const config::ModelConfig& model,
     int64_t n_token);
 
-/// The model family `model.type` names, freshly initialised from the torch
-/// random state.
+/// The model family `model.type` names, freshly initialised from the torch random state.
 LanguageModel build_model(const config::ModelConfig& model, int64_t n_token);
+
+/// The attention lengths of training: the model's own (extended context, memory).
+Span training_span(const config::ModelConfig& model);
+
+/// The attention lengths of an evaluation. `validation` (during training) keeps the training
+/// attention span, memory mem_len + train.tgt_len - eval.tgt_len (the kimiyoung/NVIDIA rule), and
+/// the model's clamp_len and same_length; otherwise the eval section decides, its nulls resolved
+/// the same way.
+Span eval_span(const config::Config& config, bool validation);
 
 } // namespace xl::models

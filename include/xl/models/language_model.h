@@ -1,59 +1,73 @@
-// The interface every model family implements (Transformer-XL now; XLNet and
-// the character transformer reuse it), so that one trainer and one evaluator
-// serve them all.
+// The interface every model family implements (Transformer-XL; the mini XLNet and the character
+// transformer plug in the same way), so that one trainer, one evaluator, one checkpoint format and
+// one benchmark serve them all:
+//
+//   ModelOutput forward(const data::Batch& batch, const nn::Memory& mems, const ForwardArgs& args)
+//
+// The batch carries named fields (data/batch.h); the output carries named loss terms, each a
+// (sum, count, weight) ratio whose first is the headline metric, plus what some families add
+// (per-token log-probs, classification logits, the next memory).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
+#include <vector>
 
+#include "xl/data/batch.h"
+#include "xl/models/loss.h"
 #include "xl/nn/memory.h"
 
 namespace xl::models {
 
-/// What one forward pass over a segment gives.
-struct LMOutput {
-  /// sum of -log p(target) over the scored positions (float32 scalar); divide
-  /// by count for the mean, and add sums and counts across segments for exact
-  /// corpus-level numbers
-  torch::Tensor nll_sum;
-  int64_t count = 0;
-  /// log p(target) per position [T, B] when asked for, else undefined
-  torch::Tensor log_probs;
-  /// the memory for the next segment (empty: none)
-  nn::Memory mems;
+/// Attention lengths an evaluation may set without touching the weights. An empty field keeps
+/// the model's own value; a model ignores the fields it has no use for.
+struct Span {
+  /// states kept per layer for the next batch (0: no memory)
+  std::optional<int64_t> mem_len;
+  /// trailing inputs re-read by the next batch rather than memorised
+  std::optional<int64_t> ext_len;
+  /// relative distances above this are clamped (<= 0: never)
+  std::optional<int64_t> clamp_len;
+  /// every query attends to the same number of keys
+  std::optional<bool> same_length;
 };
 
-/// Attention lengths that evaluation may change without touching the weights.
-struct Lengths {
-  int64_t mem_len = 0;
-  int64_t ext_len = 0;
-  /// clamp relative distances above this (<= 0: no clamping)
-  int64_t clamp_len = -1;
-  bool same_length = false;
+struct ForwardArgs {
+  /// the training step, for loss schedules (0 outside training)
+  int64_t step = 0;
+  /// fill ModelOutput::log_probs
+  bool log_probs = false;
+  Span span;
+};
+
+struct ModelOutput {
+  /// terms[0] is the headline metric; the trainer minimises sum(weight * sum / count)
+  std::vector<LossTerm> terms;
+  /// log p(target) [T, B] of terms[0], when asked for
+  torch::Tensor log_probs;
+  /// [B, C] classification logits, for families with a classification head
+  torch::Tensor logits;
+  /// the memory for the next batch (empty: none)
+  nn::Memory mems;
 };
 
 class LanguageModelImpl : public torch::nn::Module {
  public:
-  /// input [L, B] tokens, target [T, B] next tokens of the last T input
-  /// positions (T <= L; the first L - T positions are extended context), mems
-  /// from the previous segment.
-  virtual LMOutput forward(
-      const torch::Tensor& input,
-      const torch::Tensor& target,
+  /// One batch with the memory of the previous one (empty: none).
+  virtual ModelOutput forward(
+      const data::Batch& batch,
       const nn::Memory& mems,
-      bool return_log_probs = false) = 0;
+      const ForwardArgs& args) = 0;
 
-  virtual Lengths lengths() const = 0;
-  virtual void set_lengths(const Lengths& lengths) = 0;
-
-  /// Initialises all parameters from the current torch random state.
-  virtual void init_weights() = 0;
+  /// Draws every parameter afresh from the torch random state, each module by its own rule.
+  virtual void reset_parameters() = 0;
 };
 
 using LanguageModel = std::shared_ptr<LanguageModelImpl>;
 
 /// Number of distinct parameter values (tied parameters count once).
-int64_t count_parameters(torch::nn::Module& module);
+int64_t count_parameters(const torch::nn::Module& module);
 
 } // namespace xl::models

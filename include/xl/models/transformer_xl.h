@@ -1,8 +1,10 @@
-// Transformer-XL (Dai et al. 2019): adaptive input, a stack of decoder layers
-// with relative attention over [memory | segment], and the projected adaptive
-// log-softmax. Follows the kimiyoung/Hugging Face PyTorch semantics (see
-// docs/transformer-xl.md for the decisions on each known divergence between the
-// reference implementations).
+// Transformer-XL (Dai et al. 2019): adaptive input, a stack of decoder layers with relative
+// attention over [memory | segment], and the projected adaptive log-softmax. Follows the
+// kimiyoung/Hugging Face PyTorch semantics (docs/transformer-xl.md gives the decision on each
+// known divergence between the reference implementations).
+//
+// Batch fields: tokens [L, B], targets [T, B] (T <= L), target_mask optional. Output: one loss
+// term "lm" (summed -log p over the counted targets), log-probs on request, the next memory.
 #pragma once
 
 #include <torch/torch.h>
@@ -11,72 +13,58 @@
 
 #include "xl/models/language_model.h"
 #include "xl/nn/adaptive.h"
-#include "xl/nn/decoder_layer.h"
+#include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/init.h"
 #include "xl/nn/positional.h"
 
 namespace xl::models {
 
+/// Attention lengths of Transformer-XL; evaluation overrides them per call through Span.
+struct TransformerXLLengths {
+  int64_t mem_len = 0;
+  int64_t ext_len = 0;
+  /// clamp relative distances above this (<= 0: no clamping)
+  int64_t clamp_len = -1;
+  bool same_length = false;
+
+  /// These lengths with the fields `span` sets replaced.
+  TransformerXLLengths with(const Span& span) const;
+};
+
 struct TransformerXLOptions {
   TransformerXLOptions(
-      int64_t n_token,
       int64_t n_layer,
-      int64_t n_head,
-      int64_t d_model,
-      int64_t d_head,
-      int64_t d_inner)
-      : n_token_(n_token),
-        n_layer_(n_layer),
-        n_head_(n_head),
-        d_model_(d_model),
-        d_head_(d_head),
-        d_inner_(d_inner),
-        d_embed_(d_model) {}
-  TORCH_ARG(int64_t, n_token);
+      nn::DecoderLayerOptions layer,
+      nn::AdaptiveSoftmaxOptions output)
+      : n_layer_(n_layer),
+        layer_(std::move(layer)),
+        output_(std::move(output)) {}
   TORCH_ARG(int64_t, n_layer);
-  TORCH_ARG(int64_t, n_head);
-  TORCH_ARG(int64_t, d_model);
-  TORCH_ARG(int64_t, d_head);
-  TORCH_ARG(int64_t, d_inner);
-  TORCH_ARG(int64_t, d_embed);
-  TORCH_ARG(double, dropout) = 0.0;
-  TORCH_ARG(double, dropatt) = 0.0;
-  TORCH_ARG(bool, pre_lnorm) = false;
+  /// every layer: attention (d_model, heads, dropouts, pre-LN, eps) and d_inner
+  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  /// the adaptive softmax (its `adaptive` part, d_proj = d_model, also builds the adaptive
+  /// input) and what it ties to the input
+  TORCH_ARG(nn::AdaptiveSoftmaxOptions, output);
   /// per-layer u/v biases instead of one shared pair
   TORCH_ARG(bool, untie_r) = false;
-  /// relative attention; false: vanilla attention with absolute sinusoid
-  /// positions
+  /// relative attention; false: vanilla attention with absolute sinusoid positions
   TORCH_ARG(bool, relative) = true;
-  TORCH_ARG(Lengths, lengths) = {};
-  TORCH_ARG(std::vector<int64_t>, cutoffs) = {};
-  TORCH_ARG(int64_t, div_val) = 1;
-  TORCH_ARG(bool, tie_weight) = true;
-  TORCH_ARG(std::vector<bool>, tie_projs) = {};
-  /// uniform init in [-init_range, init_range] instead of normal(0, init_std)
-  TORCH_ARG(bool, uniform_init) = false;
-  TORCH_ARG(double, init_range) = 0.1;
-  TORCH_ARG(double, init_std) = 0.02;
-  TORCH_ARG(double, proj_init_std) = 0.01;
-  TORCH_ARG(double, layer_norm_eps) = 1e-5;
+  TORCH_ARG(TransformerXLLengths, lengths) = {};
+  TORCH_ARG(nn::InitOptions, init) = {};
 };
 
 class TransformerXLImpl : public LanguageModelImpl {
  public:
-  explicit TransformerXLImpl(TransformerXLOptions options);
+  explicit TransformerXLImpl(const TransformerXLOptions& options);
+  /// Registers every sub-module and parameter, then draws them.
+  void reset();
+  void reset_parameters() override;
 
-  /// input [L, B], target [T, B], mems: n_layer tensors [M, B, D] or empty
-  LMOutput forward(
-      const torch::Tensor& input,
-      const torch::Tensor& target,
+  /// batch.tokens [L, B], batch.targets [T, B]; mems: n_layer tensors [M, B, D] or empty
+  ModelOutput forward(
+      const data::Batch& batch,
       const nn::Memory& mems,
-      bool return_log_probs = false) override;
-
-  Lengths lengths() const override {
-    return options.lengths();
-  }
-  void set_lengths(const Lengths& lengths) override {
-    options.lengths(lengths);
-  }
-  void init_weights() override;
+      const ForwardArgs& args = {}) override;
 
   /// u and v of layer i ([H, Dh] each)
   torch::Tensor u(int64_t layer) const;
@@ -85,13 +73,30 @@ class TransformerXLImpl : public LanguageModelImpl {
   TransformerXLOptions options;
   nn::AdaptiveEmbedding word_emb{nullptr};
   nn::SinusoidEmbedding pos_emb{nullptr};
-  torch::nn::ModuleList layers{nullptr};
-  nn::AdaptiveLogSoftmax crit{nullptr};
   torch::nn::Dropout drop{nullptr};
-  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla
-  /// attention
+  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
   torch::Tensor r_w_bias;
   torch::Tensor r_r_bias;
+  /// RelDecoderLayer each, or VanillaDecoderLayer for vanilla attention
+  torch::nn::ModuleList layers{nullptr};
+  nn::AdaptiveLogSoftmax crit{nullptr};
+
+ private:
+  /// tokens [L, B] -> the first layer's input [L, B, D], and the relative position embeddings
+  /// [M + L, D] (undefined for vanilla attention)
+  std::pair<torch::Tensor, torch::Tensor> embed(
+      const torch::Tensor& tokens,
+      int64_t mlen,
+      const TransformerXLLengths& lengths);
+  /// The layer stack over `core` [L, B, D]; `hiddens` receives each layer's input.
+  torch::Tensor run_layers(
+      torch::Tensor core,
+      const torch::Tensor& r,
+      const torch::Tensor& mask,
+      const nn::Memory& mems,
+      std::vector<torch::Tensor>& hiddens);
+  /// log p(target) [T, B] of the last T positions of `core` [L, B, D]
+  torch::Tensor score(const torch::Tensor& core, const torch::Tensor& targets);
 };
 
 } // namespace xl::models

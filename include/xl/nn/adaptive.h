@@ -18,6 +18,8 @@
 
 #include <vector>
 
+#include "xl/nn/init.h"
+
 namespace xl::nn {
 
 struct AdaptiveOptions {
@@ -46,6 +48,8 @@ class AdaptiveEmbeddingImpl
  public:
   explicit AdaptiveEmbeddingImpl(const AdaptiveOptions& options);
   void reset() override;
+  /// Tables by the weight rule, projections by the projection rule.
+  void reset_parameters(const InitOptions& init);
 
   /// tokens [...] (int64) -> [..., d_proj], scaled by sqrt(d_proj)
   torch::Tensor forward(const torch::Tensor& tokens);
@@ -81,6 +85,9 @@ class AdaptiveLogSoftmaxImpl
   /// Points the tied weights and projections at `embedding`'s parameters. Must
   /// be called once after construction when anything is tied.
   void tie_to(const AdaptiveEmbeddingImpl& embedding);
+  /// The parameters that are not tied (tied ones are the embedding's to initialise): weights and
+  /// cluster weights by the weight rule, projections by the projection rule, biases 0.
+  void reset_parameters(const InitOptions& init);
 
   /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token
   /// order

@@ -1,9 +1,10 @@
-// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D)
-// -> Dropout, with the residual and LayerNorm after (post-LN) or LayerNorm on
-// the input (pre-LN).
+// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D) -> Dropout, with
+// the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
 #pragma once
 
 #include <torch/torch.h>
+
+#include "xl/nn/init.h"
 
 namespace xl::nn {
 
@@ -21,6 +22,7 @@ class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
  public:
   explicit FeedForwardImpl(const FeedForwardOptions& options);
   void reset() override;
+  void reset_parameters(const InitOptions& init);
 
   /// x [..., D] -> [..., D]
   torch::Tensor forward(const torch::Tensor& x);

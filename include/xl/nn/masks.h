@@ -13,7 +13,8 @@ namespace xl::nn {
 /// memory and segment together exceed `mem_len` keys, query i additionally
 /// stops seeing keys j <= i - s with s = qlen - (klen - mem_len), so at steady
 /// state (mlen == mem_len) every query attends to exactly mem_len keys: (i,
-/// mlen + i]. NVIDIA and the TF code keep mem_len + 1 keys instead.
+/// mlen + i]. NVIDIA and the TF code keep mem_len + 1 keys instead. same_length needs
+/// mem_len > 0 (with none, no query would see any key).
 torch::Tensor causal_mask(
     int64_t qlen,
     int64_t mlen,

@@ -15,7 +15,7 @@
 namespace xl::run {
 
 /// Bumped whenever the layout of checkpoint contents changes incompatibly.
-constexpr int64_t kCheckpointFormat = 1;
+constexpr int64_t kCheckpointFormat = 2;
 
 struct CheckpointInfo {
   int64_t format = kCheckpointFormat;

@@ -58,17 +58,13 @@ std::unique_ptr<Optimizer> make_optimizer(
 
 /// The learning rate of each step, and the plateau state.
 ///
-/// For optimizer step t = 1, 2, ..., max_step with base rate lr and w =
-/// warmup_step:
+/// For optimizer step t = 1, 2, ..., max_step with base rate lr and w = warmup_step:
 ///   cosine, constant, plateau: t <= w gives lr t / w (linear warmup), then
-///     cosine:   eta_min + (lr - eta_min)(1 + cos(pi (t - w) / (max_step - w)))
-///     / 2
+///     cosine:   eta_min + (lr - eta_min) (1 + cos(pi (t - w) / (max_step - w))) / 2
 ///               (counted after the warmup, as NVIDIA does),
 ///     constant: lr,
-///     plateau:  lr decay_rate^k, at least lr_min, where k counts the
-///     validations after
-///               which the loss had not improved for more than `patience`
-///               validations;
+///     plateau:  lr decay_rate^k, at least lr_min, where k counts the validations after which
+///               the loss had not improved for more than `patience` validations;
 ///   inv_sqrt (kimiyoung's rule): lr t / w^1.5 for t <= w, else lr / sqrt(t).
 class LRSchedule {
  public:

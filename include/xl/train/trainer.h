@@ -1,7 +1,7 @@
-// The shared trainer: ordered segments with memory, gradient accumulation over
-// batch chunks (each with its own memory), global-norm clipping, scheduled
-// learning rates, periodic validation, and checkpoints from which --resume
-// continues exactly where the run stopped.
+// The shared trainer, one for every model family: batches from a batch source (the memory of
+// each batch chunk carried over when the source continues streams), the shared training step,
+// scheduled learning rates, per-term logging, periodic validation, and checkpoints from which
+// --resume continues exactly where the run stopped.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,8 +16,7 @@
 
 namespace xl::train {
 
-/// Signals that ask a run to checkpoint and stop (SIGINT, SIGTERM); 0 when none
-/// arrived.
+/// Signals that ask a run to checkpoint and stop (SIGINT, SIGTERM); 0 when none arrived.
 std::atomic<int>& stop_signal();
 /// Installs handlers that set stop_signal().
 void install_stop_handlers();
@@ -37,18 +36,26 @@ class Trainer {
       data::Corpus& corpus,
       models::LanguageModel model,
       torch::Device device);
+  ~Trainer();
 
-  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and
-  /// stop early), continuing from the last checkpoint when `resume`. A run of
-  /// non-finite losses longer than train.max_bad_steps is a UserError; the last
-  /// good checkpoint stays.
+  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
+  /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer than
+  /// train.max_bad_steps is a UserError; the last good checkpoint stays.
   TrainResult run(bool resume, std::optional<int64_t> stop_at = std::nullopt);
 
  private:
   struct State;
-  void save(const State& state, bool best);
-  void load(State& state);
+  /// 1. the batch source, optimizer and schedule; the checkpoint's state when resuming
+  void start(State& s, bool resume);
+  /// 2. a step whose loss was not finite: counted, logged, fatal after too many in a row
+  void skip_non_finite(State& s, int64_t step);
+  /// 3. the training line and record every train.log_interval steps
+  void log_window(State& s, int64_t step, double lr);
+  /// 4. validation (unless a signal stops the run) and the checkpoint
+  void validate_and_checkpoint(State& s, int64_t step, bool signalled);
   double validate(int64_t step);
+  void save(const State& s, bool best);
+  void load(State& s);
 
   config::Config config_;
   run::RunPaths paths_;

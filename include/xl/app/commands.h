@@ -1,0 +1,43 @@
+// What the apps do, from a resolved config: a training run, an evaluation, an import. The app
+// layer builds the components (corpus, model, checkpoint) and hands them to the library.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "xl/config/schema.h"
+
+namespace xl::app {
+
+/// Trains as `config` says, in its run directory (created, or continued with `resume`); `stop_at`
+/// checkpoints and stops at that step. Returns the process exit status (128 + the signal when
+/// SIGINT/SIGTERM stopped it after checkpointing).
+int run_training(
+    const config::Config& config,
+    bool resume,
+    std::optional<int64_t> stop_at = std::nullopt);
+
+struct EvalRequest {
+  std::string run_dir;
+  std::string checkpoint = "best"; // or "last"
+  /// stop after this many batches (segments in memory mode, windows batches in vanilla mode)
+  std::optional<int64_t> max_steps;
+};
+
+/// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the process
+/// exit status.
+int run_evaluation(const config::Config& config, const EvalRequest& request);
+
+struct ImportRequest {
+  /// safetensors with Hugging Face TransfoXLLMHeadModel names
+  std::string weights;
+  /// the file orders adaptive-softmax clusters like kimiyoung's PyTorch code
+  bool reverse_clusters = false;
+};
+
+/// Creates a run directory (config.yaml and checkpoints/best.pt) from imported weights, so that
+/// xl-eval evaluates them like a trained run. The vocabulary of config.data must be the model's.
+/// Returns the process exit status.
+int run_import(const config::Config& config, const ImportRequest& request);
+
+} // namespace xl::app

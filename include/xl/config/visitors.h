@@ -1,0 +1,392 @@
+// The visitors that walk a schema struct's `fields()` (schema.h): Reader parses a tree strictly,
+// Writer dumps YAML, Describer prints the reference table, KeyLister lists the keys. A schema
+// struct calls, for each field,
+//   v(key, member, help[, limits])                   a scalar, list, optional or enum field
+//   v.family(key, member, owner, current)            a family's sub-section, e.g.
+//                                                    model.transformer_xl, which only
+//                                                    `<section>.type == owner` may set
+#pragma once
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "xl/config/config.h"
+#include "xl/config/field.h"
+#include "xl/config/source.h"
+#include "xl/config/tree.h"
+#include "xl/util/error.h"
+
+namespace xl::config {
+
+// ============================================================================
+// Scalars: strict conversion from YAML with readable errors.
+// ============================================================================
+
+/// How a YAML node reads in a message: 'value', the string "value", a list, a mapping, null.
+std::string show(const YAML::Node& node);
+
+/// Plain (unquoted) scalars only for numbers and booleans: a quoted "3" is a string.
+bool parse_scalar(const YAML::Node& node, int64_t& out);
+bool parse_scalar(const YAML::Node& node, double& out);
+bool parse_scalar(const YAML::Node& node, bool& out);
+bool parse_scalar(const YAML::Node& node, std::string& out);
+template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+bool parse_scalar(const YAML::Node& node, E& out) {
+  return node.IsScalar() && parse_choice(node.Scalar(), out);
+}
+
+/// A double in YAML that reloads as a float: shortest round-trip digits, always with a '.'
+/// in the mantissa ("1.0e-05"), which YAML 1.1 readers such as PyYAML need.
+std::string format_double(double value);
+
+template <class T>
+std::string format_value(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return choice_name(value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, double>) {
+    return format_double(value);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value;
+  } else {
+    return std::to_string(value);
+  }
+}
+
+/// The limits a field of type T really has: an enum's names, or what it declares.
+template <class T>
+Limits effective_limits(const Limits& declared) {
+  if constexpr (std::is_enum_v<T>) {
+    return choice_limits<T>();
+  } else {
+    return declared;
+  }
+}
+
+template <class T>
+bool within(const T& value, const Limits& limits) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    return limits.admits(static_cast<double>(value));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return limits.admits(value);
+  } else {
+    return true;
+  }
+}
+
+template <class T>
+std::string expectation(const Limits& limits) {
+  std::string text = std::string("expected ") +
+      (std::is_same_v<T, int64_t> ? "an " : "a ") + type_name<T>();
+  const std::string range = limits.describe();
+  return range.empty() ? text : text + " " + range;
+}
+
+// ============================================================================
+// KeyLister: the keys of a schema struct.
+// ============================================================================
+
+class KeyLister {
+ public:
+  template <class T>
+  void operator()(const char* key, const T&, const char*, const Limits& = {}) {
+    keys.emplace_back(key);
+  }
+  template <class Section, class Family>
+  void family(const char* key, const Section&, Family, const Family&) {
+    keys.emplace_back(key);
+  }
+  std::vector<std::string> keys;
+};
+
+template <class Section>
+std::vector<std::string> keys_of() {
+  Section section;
+  KeyLister lister;
+  Section::fields(section, lister);
+  return lister.keys;
+}
+
+// ============================================================================
+// Reader: converts a tree into a section struct, rejecting unknown keys.
+// ============================================================================
+
+class Reader {
+ public:
+  /// `prefix` is the section's key path ("model"); `sources` receives where each key was set.
+  Reader(
+      const Tree& section,
+      std::string prefix,
+      std::map<std::string, Source>& sources)
+      : section_(section), prefix_(std::move(prefix)), sources_(sources) {}
+
+  template <class T>
+  void operator()(
+      const char* key,
+      T& member,
+      const char* /*help*/,
+      const Limits& limits = {}) {
+    known_.emplace_back(key);
+    const Tree* node = section_.find(key);
+    if (node == nullptr) {
+      return;
+    }
+    const std::string path = prefix_ + "." + key;
+    sources_[path] = node->source;
+    read(*node, path, member, effective_limits<T>(limits));
+  }
+
+  template <class Section, class Family>
+  void family(
+      const char* key,
+      Section& member,
+      Family owner,
+      const Family& current) {
+    known_.emplace_back(key);
+    family_keys_[key] = keys_of<Section>();
+    const Tree* node = section_.find(key);
+    if (node == nullptr) {
+      return;
+    }
+    const std::string path = prefix_ + "." + key;
+    if (owner != current) {
+      throw ConfigError(fmt::format(
+          "{}: {}: these keys are for {}.type {}, but {}.type is {}",
+          node->source.str(),
+          path,
+          prefix_,
+          choice_name(owner),
+          prefix_,
+          choice_name(current)));
+    }
+    if (!node->is_map) {
+      fail(*node, path, "expected a mapping of keys", show(node->leaf));
+    }
+    Reader reader(*node, path, sources_);
+    Section::fields(member, reader);
+    reader.reject_unknown();
+  }
+
+  /// Fails on any key of the section that the schema did not ask for, pointing to the family
+  /// sub-section that holds a key of that name, or to the closest known key.
+  void reject_unknown() const {
+    for (const auto& [key, node] : section_.children) {
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) {
+        continue;
+      }
+      std::string message =
+          node.source.str() + ": unknown key '" + prefix_ + "." + key + "'";
+      for (const auto& [family, keys] : family_keys_) {
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+          throw ConfigError(fmt::format(
+              "{}: it belongs to the family section: write {}.{}.{}",
+              message,
+              prefix_,
+              family,
+              key));
+        }
+      }
+      const std::string guess = closest_key(key, known_);
+      if (!guess.empty()) {
+        message += " (did you mean '" + prefix_ + "." + guess + "'?)";
+      } else {
+        message += "; valid keys in '" + prefix_ +
+            "': " + fmt::format("{}", fmt::join(known_, ", "));
+      }
+      throw ConfigError(message);
+    }
+  }
+
+ private:
+  [[noreturn]] static void fail(
+      const Tree& node,
+      const std::string& path,
+      const std::string& expected,
+      const std::string& found) {
+    throw ConfigError(
+        node.source.str() + ": " + path + ": " + expected + ", found " + found);
+  }
+
+  template <class T>
+  void read(
+      const Tree& node,
+      const std::string& path,
+      T& member,
+      const Limits& limits) {
+    if (node.is_map) {
+      fail(node, path, expectation<T>(limits), "a mapping");
+    }
+    T value{};
+    if (!parse_scalar(node.leaf, value)) {
+      fail(node, path, expectation<T>(limits), show(node.leaf));
+    }
+    if (!within(value, limits)) {
+      fail(node, path, expectation<T>(limits), format_value(value));
+    }
+    member = value;
+  }
+
+  template <class T>
+  void read(
+      const Tree& node,
+      const std::string& path,
+      std::optional<T>& member,
+      const Limits& limits) {
+    if (!node.is_map && node.leaf.IsNull()) {
+      member.reset();
+      return;
+    }
+    T value{};
+    read(node, path, value, limits);
+    member = value;
+  }
+
+  template <class T>
+  void read(
+      const Tree& node,
+      const std::string& path,
+      std::vector<T>& member,
+      const Limits& limits) {
+    const std::string expected = "expected a " + type_name<std::vector<T>>() +
+        (limits.describe().empty() ? "" : " " + limits.describe());
+    if (node.is_map || !node.leaf.IsSequence()) {
+      fail(node, path, expected, node.is_map ? "a mapping" : show(node.leaf));
+    }
+    std::vector<T> values;
+    for (size_t i = 0; i < node.leaf.size(); ++i) {
+      T value{};
+      const YAML::Node item = node.leaf[i];
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      if (!parse_scalar(item, value)) {
+        fail(node, item_path, expectation<T>(limits), show(item));
+      }
+      if (!within(value, limits)) {
+        fail(node, item_path, expectation<T>(limits), format_value(value));
+      }
+      values.push_back(value);
+    }
+    member = std::move(values);
+  }
+
+  const Tree& section_;
+  std::string prefix_;
+  std::map<std::string, Source>& sources_;
+  std::vector<std::string> known_;
+  std::map<std::string, std::vector<std::string>> family_keys_;
+};
+
+// ============================================================================
+// Writer: emits the resolved section as YAML, in schema order.
+// ============================================================================
+
+class Writer {
+ public:
+  Writer(std::string& out, std::string indent)
+      : out_(out), indent_(std::move(indent)) {}
+
+  template <class T>
+  void operator()(
+      const char* key,
+      const T& member,
+      const char* /*help*/,
+      const Limits& = {}) {
+    out_ += indent_ + key + ": " + render(member) + "\n";
+  }
+
+  /// Only the active family's sub-section is written.
+  template <class Section, class Family>
+  void family(
+      const char* key,
+      const Section& member,
+      Family owner,
+      const Family& current) {
+    if (owner != current) {
+      return;
+    }
+    out_ += indent_ + key + ":\n";
+    Writer writer(out_, indent_ + "  ");
+    Section::fields(member, writer);
+  }
+
+  /// A value as it appears in the YAML.
+  template <class T>
+  static std::string render(const T& v) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return quote(v);
+    } else {
+      return format_value(v);
+    }
+  }
+  template <class T>
+  static std::string render(const std::optional<T>& v) {
+    return v ? render(*v) : "null";
+  }
+  template <class T>
+  static std::string render(const std::vector<T>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      s += (i ? ", " : "") + format_value(static_cast<T>(v[i]));
+    }
+    return s + "]";
+  }
+
+ private:
+  static std::string quote(const std::string& s);
+
+  std::string& out_;
+  std::string indent_;
+};
+
+// ============================================================================
+// Describer: the reference, one Markdown row per key.
+// ============================================================================
+
+class Describer {
+ public:
+  Describer(std::string& out, std::string prefix)
+      : out_(out), prefix_(std::move(prefix)) {}
+
+  template <class T>
+  void operator()(
+      const char* key,
+      const T& member,
+      const char* help,
+      const Limits& limits = {}) {
+    std::string type = type_name<T>();
+    const std::string range = effective_limits<T>(limits).describe();
+    if (!range.empty()) {
+      type += ", " + range;
+    }
+    out_ += fmt::format(
+        "| `{}.{}` | {} | `{}` | {} |\n",
+        prefix_,
+        key,
+        type,
+        Writer::render(member),
+        help);
+  }
+
+  template <class Section, class Family>
+  void family(
+      const char* key,
+      const Section& member,
+      Family /*owner*/,
+      const Family& /*current*/) {
+    Describer describer(out_, prefix_ + "." + key);
+    Section::fields(member, describer);
+  }
+
+ private:
+  std::string& out_;
+  std::string prefix_;
+};
+
+} // namespace xl::config

@@ -1,0 +1,80 @@
+// Evaluation: one loop over a batch source, whatever the model family and whatever the source
+// (ordered segments with memory, sliding windows without). Every loss term is summed exactly,
+// sums and counts apart, so the result does not depend on how the data was cut into batches.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xl/data/batch_source.h"
+#include "xl/models/language_model.h"
+
+namespace xl::eval {
+
+struct EvalOptions {
+  /// attention lengths for this evaluation
+  models::Span span;
+  /// stop after this many batches (unset: the whole pass)
+  std::optional<int64_t> max_batches;
+  torch::Device device = torch::kCPU;
+  bool bf16 = false;
+};
+
+struct EvalResult {
+  /// every term of the model's output; terms[0] is the headline
+  std::vector<models::TermTotal> terms;
+  /// the source's label for approximate scores ("@stride=8"), or ""
+  std::string qualifier;
+  int64_t batches = 0;
+  double seconds = 0.0;
+
+  const models::TermTotal& headline() const;
+  double loss() const {
+    return headline().mean();
+  }
+  /// the targets the headline term counted
+  int64_t tokens() const {
+    return headline().count;
+  }
+  double tokens_per_second() const;
+};
+
+/// Scores batches one at a time with the model in eval mode (restored when the evaluator goes),
+/// without gradients, carrying the memory from batch to batch when asked to.
+class Evaluator {
+ public:
+  Evaluator(models::LanguageModelImpl& model, EvalOptions options);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  /// Scores `batch` (on the CPU; moved to the device here); `continues_streams`: it continues
+  /// the rows of the previous batch, so the memory carries over.
+  void consume(const data::Batch& batch, bool continues_streams);
+  int64_t batches() const {
+    return batches_;
+  }
+  /// The totals so far (reads the device once).
+  EvalResult result() const;
+
+ private:
+  models::LanguageModelImpl& model_;
+  EvalOptions options_;
+  bool was_training_;
+  nn::Memory mems_;
+  models::TermAccumulator totals_;
+  int64_t batches_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// One pass of `source` (or its first options.max_batches batches).
+EvalResult evaluate(
+    models::LanguageModelImpl& model,
+    data::BatchSource& source,
+    const EvalOptions& options);
+
+} // namespace xl::eval

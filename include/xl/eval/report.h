@@ -1,0 +1,57 @@
+// How evaluation and training results read: metric names by term kind, the console line and the
+// metrics.jsonl record. Training's validation and xl-eval report through the same functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xl/data/vocab.h"
+#include "xl/eval/evaluator.h"
+#include "xl/models/loss.h"
+
+namespace xl::eval {
+
+struct Metric {
+  std::string
+      name; // "ppl", "bpc", "acc", with the source's qualifier: "bpc@stride=8"
+  double value = 0.0;
+};
+
+/// The metric `term` reads as: perplexity (word or piece data) or bits per character (bytes) for
+/// a token NLL, accuracy for an accuracy count; none for a per-example NLL (its loss says it).
+std::optional<Metric> metric(
+    const models::TermTotal& term,
+    data::VocabKind unit,
+    const std::string& qualifier = "");
+
+/// Adds "loss" and the headline metric (terms[0]), then every term under "loss/<name>" or, for
+/// accuracy counts, "acc/<name>".
+void add_terms(
+    nlohmann::json& record,
+    const std::vector<models::TermTotal>& terms,
+    data::VocabKind unit,
+    const std::string& qualifier = "");
+
+/// " | loss 5.6512 | ppl 284.47", then " | <name> <mean>" for each further term.
+std::string terms_line(
+    const std::vector<models::TermTotal>& terms,
+    data::VocabKind unit,
+    const std::string& qualifier = "");
+
+struct EvalReport {
+  std::string line;
+  nlohmann::json record;
+};
+
+/// "<label> | loss .. | ppl .. | N tokens | R tok/s" and the record: `fields` (step, split,
+/// setting, ...) followed by the terms, tokens and tokens_per_s.
+EvalReport report_evaluation(
+    const std::string& label,
+    const EvalResult& result,
+    data::VocabKind unit,
+    nlohmann::json fields);
+
+} // namespace xl::eval

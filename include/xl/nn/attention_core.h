@@ -1,0 +1,115 @@
+// The pieces every multi-head attention of xl is made of, public so that each variant (relative,
+// vanilla, XLNet's two-stream) composes them instead of copying them:
+//
+//   project: q from the segment, k and v from [memory | segment] (one fused q/k/v projection)
+//   attend:  scale, mask, softmax in float32, attention dropout, weighted sum of the values
+//   finish:  output projection, dropout, residual, and LayerNorm after (post-LN)
+//
+// Tensors at the boundaries are [len, batch, ...] like the reference implementations; inside,
+// heads are [batch, head, len, d_head] so that every product is a batched matmul.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "xl/nn/init.h"
+
+namespace xl::nn {
+
+struct AttentionOptions {
+  AttentionOptions(int64_t d_model, int64_t n_head, int64_t d_head)
+      : d_model_(d_model), n_head_(n_head), d_head_(d_head) {}
+  TORCH_ARG(int64_t, d_model);
+  TORCH_ARG(int64_t, n_head);
+  /// size of each head; need not be d_model / n_head
+  TORCH_ARG(int64_t, d_head);
+  /// dropout on the attention output (and, in a decoder layer, inside the feed-forward)
+  TORCH_ARG(double, dropout) = 0.0;
+  /// dropout on the attention probabilities
+  TORCH_ARG(double, dropatt) = 0.0;
+  /// LayerNorm on the input ([memory | segment]) instead of after the residual
+  TORCH_ARG(bool, pre_lnorm) = false;
+  TORCH_ARG(double, layer_norm_eps) = 1e-5;
+};
+
+/// Attention heads: q [B, H, L, Dh] from the segment, k and v [B, H, S, Dh] from
+/// [memory | segment].
+struct Heads {
+  torch::Tensor q;
+  torch::Tensor k;
+  torch::Tensor v;
+};
+
+/// Checks h [L, B, D], mask [L, S] (S = M + L) and mem [M, B, D] (or undefined) against `o`,
+/// with the actual sizes in the message.
+void check_attention_inputs(
+    const AttentionOptions& o,
+    const torch::Tensor& h,
+    const torch::Tensor& mask,
+    const torch::Tensor& mem);
+
+/// [len, B, H * Dh] -> [B, H, len, Dh]
+torch::Tensor split_heads(
+    const torch::Tensor& x,
+    int64_t n_head,
+    int64_t d_head);
+
+/// q, k, v through one fused projection `qkv_net` (D -> 3 H Dh) of [mem | h]; with pre-LN the
+/// keys' source is normalised first.
+Heads project_qkv(
+    const AttentionOptions& o,
+    torch::nn::Linear& qkv_net,
+    torch::nn::LayerNorm& layer_norm,
+    const torch::Tensor& h,
+    const torch::Tensor& mem);
+
+/// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden), v [B, H, S, Dh]
+/// -> attention vectors [L, B, H * Dh]. Scores are masked with -inf and normalised in float32,
+/// also under bf16 autocast; every row must keep at least one key.
+torch::Tensor attend(
+    const AttentionOptions& o,
+    torch::nn::Dropout& dropatt,
+    const torch::Tensor& scores,
+    const torch::Tensor& mask,
+    const torch::Tensor& v);
+
+/// h [L, B, D], attention vectors [L, B, H * Dh] -> [L, B, D]: h + drop(o_net(vec)), then
+/// LayerNorm unless pre-LN.
+torch::Tensor finish(
+    const AttentionOptions& o,
+    torch::nn::Linear& o_net,
+    torch::nn::Dropout& drop,
+    torch::nn::LayerNorm& layer_norm,
+    const torch::Tensor& h,
+    const torch::Tensor& attn_vec);
+
+/// The sub-modules that the fused-projection variants share, registered on `m` under the names
+/// the reference checkpoints use: qkv_net and o_net (no biases), layer_norm, drop, dropatt.
+template <class Impl>
+void register_attention_modules(Impl& m) {
+  const AttentionOptions& o = m.options;
+  const int64_t inner = o.n_head() * o.d_head();
+  m.qkv_net = m.register_module(
+      "qkv_net",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(o.d_model(), 3 * inner).bias(false)));
+  m.o_net = m.register_module(
+      "o_net",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(inner, o.d_model()).bias(false)));
+  m.layer_norm = m.register_module(
+      "layer_norm",
+      torch::nn::LayerNorm(
+          torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
+  m.drop = m.register_module("drop", torch::nn::Dropout(o.dropout()));
+  m.dropatt = m.register_module("dropatt", torch::nn::Dropout(o.dropatt()));
+}
+
+/// Draws what register_attention_modules() registered, in its order.
+template <class Impl>
+void reset_attention_parameters(Impl& m, const InitOptions& init) {
+  init.linear(m.qkv_net);
+  init.linear(m.o_net);
+  init.layer_norm(m.layer_norm);
+}
+
+} // namespace xl::nn

@@ -1,0 +1,31 @@
+// Where and how tensors run: the device a config asks for, the process-wide runtime settings
+// (threads, seed), and bf16 autocast.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "xl/config/schema.h"
+
+namespace xl::run {
+
+/// auto: CUDA when available, else the CPU; cuda without a GPU is a UserError.
+torch::Device pick_device(config::Device device);
+
+/// Sets train.threads (when > 0) and seeds torch with train.seed.
+void setup_runtime(const config::TrainConfig& train);
+
+/// bf16 autocast on CUDA for the scope of the guard (a no-op elsewhere or when disabled).
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, bool bf16);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool active_ = false;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kHalf;
+};
+
+} // namespace xl::run

@@ -1,0 +1,71 @@
+#include "xl/eval/evaluator.h"
+
+#include "xl/run/device.h"
+
+namespace xl::eval {
+
+const models::TermTotal& EvalResult::headline() const {
+  TORCH_CHECK(!terms.empty(), "an evaluation without loss terms");
+  return terms.front();
+}
+
+double EvalResult::tokens_per_second() const {
+  return seconds > 0 ? static_cast<double>(tokens()) / seconds : 0.0;
+}
+
+Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
+    : model_(model),
+      options_(std::move(options)),
+      was_training_(model.is_training()),
+      start_(std::chrono::steady_clock::now()) {
+  model_.eval();
+}
+
+Evaluator::~Evaluator() {
+  model_.train(was_training_);
+}
+
+void Evaluator::consume(const data::Batch& batch, bool continues_streams) {
+  torch::NoGradGuard no_grad;
+  run::AutocastGuard autocast(options_.device, options_.bf16);
+  models::ForwardArgs args;
+  args.span = options_.span;
+  auto out = model_.forward(
+      batch.to(options_.device),
+      continues_streams ? mems_ : nn::Memory{},
+      args);
+  totals_.add(out.terms);
+  if (continues_streams) {
+    mems_ = std::move(out.mems);
+  }
+  ++batches_;
+}
+
+EvalResult Evaluator::result() const {
+  EvalResult result;
+  result.terms = totals_.totals();
+  result.batches = batches_;
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  return result;
+}
+
+EvalResult evaluate(
+    models::LanguageModelImpl& model,
+    data::BatchSource& source,
+    const EvalOptions& options) {
+  Evaluator evaluator(model, options);
+  while (!options.max_batches || evaluator.batches() < *options.max_batches) {
+    auto batch = source.next();
+    if (!batch) {
+      break;
+    }
+    evaluator.consume(*batch, source.continues_streams());
+  }
+  auto result = evaluator.result();
+  result.qualifier = source.metric_qualifier();
+  return result;
+}
+
+} // namespace xl::eval

@@ -1,0 +1,87 @@
+#include "xl/eval/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "xl/run/progress.h"
+
+namespace xl::eval {
+
+std::optional<Metric> metric(
+    const models::TermTotal& term,
+    data::VocabKind unit,
+    const std::string& qualifier) {
+  switch (term.kind) {
+    case models::TermKind::kTokenNll:
+      if (unit == data::VocabKind::kByte) {
+        return Metric{"bpc" + qualifier, term.mean() / std::log(2.0)};
+      }
+      return Metric{"ppl" + qualifier, std::exp(term.mean())};
+    case models::TermKind::kAccuracy:
+      return Metric{"acc" + qualifier, term.mean()};
+    case models::TermKind::kNll:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string term_key(const models::TermTotal& term) {
+  return (term.kind == models::TermKind::kAccuracy ? "acc/" : "loss/") +
+      term.name;
+}
+
+} // namespace
+
+void add_terms(
+    nlohmann::json& record,
+    const std::vector<models::TermTotal>& terms,
+    data::VocabKind unit,
+    const std::string& qualifier) {
+  const auto& headline = terms.at(0);
+  record["loss"] = headline.mean();
+  if (const auto m = metric(headline, unit, qualifier)) {
+    record[m->name] = m->value;
+  }
+  for (const auto& term : terms) {
+    record[term_key(term)] = term.mean();
+  }
+}
+
+std::string terms_line(
+    const std::vector<models::TermTotal>& terms,
+    data::VocabKind unit,
+    const std::string& qualifier) {
+  const auto& headline = terms.at(0);
+  std::string line = fmt::format(" | loss {:.4f}", headline.mean());
+  if (const auto m = metric(headline, unit, qualifier)) {
+    line += fmt::format(" | {} {:.3f}", m->name, m->value);
+  }
+  for (size_t i = 1; i < terms.size(); ++i) {
+    line += fmt::format(" | {} {:.4f}", term_key(terms[i]), terms[i].mean());
+  }
+  return line;
+}
+
+EvalReport report_evaluation(
+    const std::string& label,
+    const EvalResult& result,
+    data::VocabKind unit,
+    nlohmann::json fields) {
+  EvalReport report;
+  report.line = fmt::format(
+      "{}{} | {} tokens | {} tok/s",
+      label,
+      terms_line(result.terms, unit, result.qualifier),
+      result.tokens(),
+      run::format_count(result.tokens_per_second()));
+  report.record = std::move(fields);
+  add_terms(report.record, result.terms, unit, result.qualifier);
+  report.record["tokens"] = result.tokens();
+  report.record["tokens_per_s"] = result.tokens_per_second();
+  return report;
+}
+
+} // namespace xl::eval

@@ -1,0 +1,100 @@
+#include "xl/nn/attention_core.h"
+
+#include <cmath>
+#include <limits>
+
+namespace xl::nn {
+
+void check_attention_inputs(
+    const AttentionOptions& o,
+    const torch::Tensor& h,
+    const torch::Tensor& mask,
+    const torch::Tensor& mem) {
+  TORCH_CHECK(
+      h.dim() == 3 && h.size(2) == o.d_model(),
+      "attention input must be [L, B, ",
+      o.d_model(),
+      "], got ",
+      h.sizes());
+  const int64_t mlen = mem.defined() ? mem.size(0) : 0;
+  if (mem.defined()) {
+    TORCH_CHECK(
+        mem.dim() == 3 && mem.size(1) == h.size(1) && mem.size(2) == h.size(2),
+        "memory must be [M, ",
+        h.size(1),
+        ", ",
+        h.size(2),
+        "], got ",
+        mem.sizes());
+  }
+  TORCH_CHECK(
+      mask.dim() == 2 && mask.size(0) == h.size(0) &&
+          mask.size(1) == mlen + h.size(0),
+      "mask must be [",
+      h.size(0),
+      ", ",
+      mlen + h.size(0),
+      "], got ",
+      mask.sizes());
+}
+
+torch::Tensor split_heads(
+    const torch::Tensor& x,
+    int64_t n_head,
+    int64_t d_head) {
+  return x.reshape({x.size(0), x.size(1), n_head, d_head})
+      .permute({1, 2, 0, 3});
+}
+
+Heads project_qkv(
+    const AttentionOptions& o,
+    torch::nn::Linear& qkv_net,
+    torch::nn::LayerNorm& layer_norm,
+    const torch::Tensor& h,
+    const torch::Tensor& mem) {
+  const int64_t qlen = h.size(0);
+  auto cat = mem.defined() && mem.size(0) > 0 ? torch::cat({mem, h}, 0) : h;
+  if (o.pre_lnorm()) {
+    cat = layer_norm->forward(cat);
+  }
+  const int64_t klen = cat.size(0);
+  const auto heads = qkv_net->forward(cat).chunk(3, -1);
+  return Heads{
+      split_heads(
+          heads[0].narrow(0, klen - qlen, qlen), o.n_head(), o.d_head()),
+      split_heads(heads[1], o.n_head(), o.d_head()),
+      split_heads(heads[2], o.n_head(), o.d_head())};
+}
+
+torch::Tensor attend(
+    const AttentionOptions& o,
+    torch::nn::Dropout& dropatt,
+    const torch::Tensor& scores,
+    const torch::Tensor& mask,
+    const torch::Tensor& v) {
+  const auto scaled =
+      scores.mul(1.0 / std::sqrt(static_cast<double>(o.d_head())));
+  auto probs =
+      torch::softmax(
+          scaled.to(torch::kFloat)
+              .masked_fill(mask, -std::numeric_limits<float>::infinity()),
+          -1)
+          .to(v.scalar_type());
+  probs = dropatt->forward(probs);
+  const auto out = torch::matmul(probs, v); // [B, H, L, Dh]
+  return out.permute({2, 0, 1, 3})
+      .reshape({out.size(2), out.size(0), o.n_head() * o.d_head()});
+}
+
+torch::Tensor finish(
+    const AttentionOptions& o,
+    torch::nn::Linear& o_net,
+    torch::nn::Dropout& drop,
+    torch::nn::LayerNorm& layer_norm,
+    const torch::Tensor& h,
+    const torch::Tensor& attn_vec) {
+  const auto out = drop->forward(o_net->forward(attn_vec));
+  return o.pre_lnorm() ? h + out : layer_norm->forward(h + out);
+}
+
+} // namespace xl::nn
