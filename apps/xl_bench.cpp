@@ -1,7 +1,7 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
-//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json
-//            out.json]
+//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json]
+// Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
 #include <fstream>
 #include <iostream>
 

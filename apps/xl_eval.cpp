@@ -2,8 +2,8 @@
 // its config (eval.tgt_len, eval.mem_len, eval.clamp_len, eval.same_length),
 // overridable with --set.
 //   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint last]
-//   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's
-//   baseline evaluation)
+//   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's baseline evaluation;
+//            --set eval.stride=S scores the last S positions per window: bpc@stride=S)
 #include "xl/app/cli.h"
 #include "xl/app/commands.h"
 

@@ -1,8 +1,7 @@
 // xl-import: turns Transformer-XL weights stored under Hugging Face names
 // (safetensors, e.g. from scripts/convert/hf_transfo_xl.py) into an xl run that
 // xl-eval can evaluate.
-//   xl-import --config converted/config.yaml --weights
-//   converted/weights.safetensors
+//   xl-import --config converted/config.yaml --weights converted/weights.safetensors
 //             --set run.dir=runs/imported
 #include "xl/app/cli.h"
 #include "xl/app/commands.h"

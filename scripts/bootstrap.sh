@@ -13,7 +13,7 @@ cd "$root"
 
 packages=(cmake ninja-build g++ ccache xz-utils git python3 python3-venv
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libsentencepiece-dev sentencepiece
-  libgtest-dev libgmock-dev nlohmann-json3-dev clang-format)
+  libgtest-dev libgmock-dev nlohmann-json3-dev clang-format clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -10,7 +10,7 @@ std::string show(const YAML::Node& node) {
     return "null";
   }
   if (node.IsScalar()) {
-    const std::string text = node.Scalar();
+    const std::string& text = node.Scalar();
     return node.Tag() == "!" ? "the string \"" + text + "\"" : "'" + text + "'";
   }
   if (node.IsSequence()) {

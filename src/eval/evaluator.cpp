@@ -15,7 +15,7 @@ double EvalResult::tokens_per_second() const {
 
 Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
     : model_(model),
-      options_(std::move(options)),
+      options_(options),
       was_training_(model.is_training()),
       start_(std::chrono::steady_clock::now()) {
   model_.eval();

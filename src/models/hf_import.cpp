@@ -17,7 +17,7 @@ class Importer {
   explicit Importer(const io::SafeTensors& weights) : weights_(weights) {}
 
   // Copies `name` into `dest` (shapes must agree).
-  void copy(const std::string& name, torch::Tensor dest) {
+  void copy(const std::string& name, const torch::Tensor& dest) {
     if (!weights_.contains(name)) {
       missing_.push_back(name);
       return;

@@ -211,6 +211,16 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
   ASSERT_EQ(vanilla.status, 0) << vanilla.output;
   EXPECT_THAT(vanilla.output, HasSubstr("vanilla: window 16"));
   EXPECT_THAT(vanilla.output, HasSubstr("| 20 tokens |"));
+  // A stride scores the last S positions of each window: labelled, never the paper's metric.
+  const auto strided = run_command(
+      eval + " --set eval.mode=vanilla --set eval.stride=4 --max-steps 5",
+      dir.path());
+  ASSERT_EQ(strided.status, 0) << strided.output;
+  EXPECT_THAT(strided.output, HasSubstr("last 4 positions scored, slide 4"));
+  EXPECT_THAT(strided.output, HasSubstr(" | ppl@stride=4 "));
+  EXPECT_THAT(strided.output, HasSubstr("| 80 tokens |"));
+  EXPECT_THAT(
+      read_text(dir / "r/metrics.jsonl"), HasSubstr("\"ppl@stride=4\":"));
   const auto missing = run_command(
       std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(),
       dir.path());

@@ -33,8 +33,7 @@ struct Tree {
 /// a ConfigError.
 Tree load_tree(const std::string& path);
 
-/// Applies one override "a.b.c=value"; the value is parsed as YAML (so `3`,
-/// `0.5`, `true`,
+/// Applies one override "a.b.c=value"; the value is parsed as YAML (so `3`, `0.5`, `true`,
 /// `[1, 2]` and `{x: 1}` keep their types).
 void apply_override(Tree& tree, const std::string& assignment);
 

@@ -36,9 +36,7 @@ struct TransformerXLOptions {
       int64_t n_layer,
       nn::DecoderLayerOptions layer,
       nn::AdaptiveSoftmaxOptions output)
-      : n_layer_(n_layer),
-        layer_(std::move(layer)),
-        output_(std::move(output)) {}
+      : n_layer_(n_layer), layer_(layer), output_(std::move(output)) {}
   TORCH_ARG(int64_t, n_layer);
   /// every layer: attention (d_model, heads, dropouts, pre-LN, eps) and d_inner
   TORCH_ARG(nn::DecoderLayerOptions, layer);

@@ -12,7 +12,7 @@ namespace xl::nn {
 
 struct DecoderLayerOptions {
   DecoderLayerOptions(AttentionOptions attention, int64_t d_inner)
-      : attention_(std::move(attention)), d_inner_(d_inner) {}
+      : attention_(attention), d_inner_(d_inner) {}
   TORCH_ARG(AttentionOptions, attention);
   /// inner size of the feed-forward
   TORCH_ARG(int64_t, d_inner);
