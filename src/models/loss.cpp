@@ -84,23 +84,10 @@ void TermAccumulator::add(const std::vector<LossTerm>& terms) {
     sums.push_back(t.sum.detach().to(torch::kDouble).reshape({}));
   }
   const auto stacked = torch::stack(sums);
-  if (meta_.empty()) {
-    meta_ = totals_of(terms, std::vector<double>(terms.size(), 0.0));
-    for (auto& total : meta_) {
-      total.count = 0;
-    }
-    sums_ = stacked;
-  } else {
-    std::vector<std::string> names;
-    for (const auto& t : terms) {
-      names.push_back(t.name);
-    }
-    check_same_terms(meta_, names);
-    sums_ = sums_ + stacked;
-  }
-  for (size_t i = 0; i < terms.size(); ++i) {
-    meta_[i].count += terms[i].count;
-  }
+  // Host side: names, kinds, weights and counts; the sums stay on the device.
+  auto counted = totals_of(terms, std::vector<double>(terms.size(), 0.0));
+  accumulate(meta_, counted);
+  sums_ = sums_.defined() ? sums_ + stacked : stacked;
 }
 
 std::vector<TermTotal> TermAccumulator::totals() const {

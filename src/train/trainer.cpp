@@ -63,8 +63,6 @@ Trainer::Trainer(
       model_(std::move(model)),
       device_(device) {}
 
-Trainer::~Trainer() = default;
-
 namespace {
 
 void write_memory(

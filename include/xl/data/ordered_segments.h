@@ -35,10 +35,6 @@ class OrderedSegments : public BatchSource {
   int64_t n_step() const {
     return n_step_;
   }
-  /// The next row to read.
-  int64_t row() const {
-    return row_;
-  }
   /// Moves to `row` of pass `epoch`.
   void seek(int64_t epoch, int64_t row);
 

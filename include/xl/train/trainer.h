@@ -36,7 +36,6 @@ class Trainer {
       data::Corpus& corpus,
       models::LanguageModel model,
       torch::Device device);
-  ~Trainer();
 
   /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
   /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer than
