@@ -21,23 +21,18 @@ Both passes start from an empty memory (xl's and kimiyoung's convention; HF itse
 from mem_len zero vectors), passed as zero-length tensors.
 """
 import argparse
-import json
 import os
 import sys
 import warnings
 
 import torch
 import yaml
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import own, refuse, step_on, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import TransfoXLConfig, TransfoXLLMHeadModel  # noqa: E402
-
-
-def refuse(message):
-    """A config the reference cannot run: exit 2, like a bad config in xl."""
-    print(f"parity: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def hf_config(model, n_token):
@@ -71,26 +66,6 @@ def hf_config(model, n_token):
     )
     cfg.tie_projs = tie_projs
     return cfg
-
-
-def make_optimizer(train, params):
-    kind = train["optim"]
-    if kind == "adam":
-        return torch.optim.Adam(params, lr=train["lr"], betas=(train["beta1"], train["beta2"]),
-                                eps=train["eps"], weight_decay=train["weight_decay"])
-    if kind == "adamw":
-        return torch.optim.AdamW(params, lr=train["lr"], betas=(train["beta1"], train["beta2"]),
-                                 eps=train["eps"], weight_decay=train["weight_decay"])
-    if kind == "sgd":
-        return torch.optim.SGD(params, lr=train["lr"], momentum=train["mom"],
-                               weight_decay=train["weight_decay"])
-    refuse(f"no PyTorch reference for train.optim {kind} (LAMB has its own unit test);"
-           " check with --set train.optim=adam")
-
-
-def own(t):
-    """A contiguous copy that shares memory with nothing (safetensors refuses shared storage)."""
-    return t.detach().clone(memory_format=torch.contiguous_format)
 
 
 def segment_logp(model, inputs, targets, mems, s, tgt_len):
@@ -146,25 +121,10 @@ def main():
     first, mems = segment_logp(model, inputs, targets, empty, 0, tgt_len)
     second, _ = segment_logp(model, inputs, targets, mems, 1, tgt_len)
     loss = -(first.sum() + second.sum()) / (first.numel() + second.numel())
-    loss.backward()
-    data["loss"] = own(loss)
-    named = dict(model.named_parameters(remove_duplicate=False))
-    for name, p in named.items():
-        data[f"grad/{name}"] = own(p.grad)
-    params = list(model.parameters())
-    if train["clip"] > 0:
-        torch.nn.utils.clip_grad_norm_(params, train["clip"])
-    make_optimizer(train, params).step()
-    for name, p in named.items():
-        data[f"after/{name}"] = own(p)
-
-    os.makedirs(args.out, exist_ok=True)
-    save_file(state, os.path.join(args.out, "weights.safetensors"))
-    save_file(data, os.path.join(args.out, "data.safetensors"))
-    with open(os.path.join(args.out, "meta.json"), "w") as f:
-        json.dump({"n_token": args.n_token, "batch": args.batch, "segments": args.segments,
-                   "tgt_len": tgt_len, "optim": train["optim"]}, f)
-
+    step_on(model, loss, train, data)
+    write(args.out, state, data, {"n_token": args.n_token, "batch": args.batch,
+                                  "segments": args.segments, "tgt_len": tgt_len,
+                                  "optim": train["optim"]})
 
 if __name__ == "__main__":
     main()

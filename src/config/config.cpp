@@ -143,10 +143,37 @@ void validate_transformer_xl(const Config& c) {
   validate_memory_spans(c);
 }
 
+void validate_xlnet(const Config& c) {
+  const ModelConfig& m = c.model;
+  if (m.d_model % 2 != 0) {
+    fail_rule(
+        c,
+        "model.d_model",
+        fmt::format(
+            "the sinusoidal position embedding needs an even d_model, found {}",
+            m.d_model));
+  }
+  if (m.pre_lnorm) {
+    fail_rule(
+        c,
+        "model.pre_lnorm",
+        "XLNet normalises after each sub-layer: set false");
+  }
+  if (c.eval.mode != EvalMode::kMemory) {
+    fail_rule(
+        c,
+        "eval.mode",
+        "XLNet is evaluated on its own batches (permutation LM or classification): set memory");
+  }
+}
+
 void validate_model(const Config& c) {
   switch (c.model.type) {
     case ModelType::kTransformerXL:
       validate_transformer_xl(c);
+      return;
+    case ModelType::kXLNet:
+      validate_xlnet(c);
       return;
   }
 }

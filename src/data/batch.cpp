@@ -7,7 +7,7 @@ namespace {
 // The batch dimension of each field (see the table in batch.h).
 constexpr int64_t kTokensDim = 1;
 constexpr int64_t kPairDim = 2; // perm_mask, target_mapping
-constexpr int64_t kLabelsDim = 0;
+constexpr int64_t kRowDim = 0;  // labels, reversed
 
 torch::Tensor narrow_defined(
     const torch::Tensor& t,
@@ -27,7 +27,7 @@ int64_t Batch::batch_size() const {
   if (tokens.defined()) {
     return tokens.size(kTokensDim);
   }
-  return labels.defined() ? labels.size(kLabelsDim) : 0;
+  return labels.defined() ? labels.size(kRowDim) : 0;
 }
 
 Batch Batch::to(const torch::Device& device) const {
@@ -37,6 +37,8 @@ Batch Batch::to(const torch::Device& device) const {
         &out.targets,
         &out.target_mask,
         &out.segment_ids,
+        &out.padding,
+        &out.reversed,
         &out.perm_mask,
         &out.target_mapping,
         &out.labels}) {
@@ -59,9 +61,11 @@ Batch Batch::narrow(int64_t start, int64_t size) const {
   out.targets = narrow_defined(targets, kTokensDim, start, size);
   out.target_mask = narrow_defined(target_mask, kTokensDim, start, size);
   out.segment_ids = narrow_defined(segment_ids, kTokensDim, start, size);
+  out.padding = narrow_defined(padding, kTokensDim, start, size);
+  out.reversed = narrow_defined(reversed, kRowDim, start, size);
   out.perm_mask = narrow_defined(perm_mask, kPairDim, start, size);
   out.target_mapping = narrow_defined(target_mapping, kPairDim, start, size);
-  out.labels = narrow_defined(labels, kLabelsDim, start, size);
+  out.labels = narrow_defined(labels, kRowDim, start, size);
   out.n_targets = count_targets(out);
   return out;
 }

@@ -6,6 +6,37 @@
 
 namespace xl::models {
 
+namespace {
+
+nn::AttentionOptions attention_options(const config::ModelConfig& m) {
+  return nn::AttentionOptions(m.d_model, m.n_head, m.d_head)
+      .dropout(m.dropout)
+      .dropatt(m.dropatt)
+      .pre_lnorm(m.pre_lnorm)
+      .layer_norm_eps(m.layer_norm_eps);
+}
+
+nn::InitOptions init_options(const config::ModelConfig& m) {
+  return nn::InitOptions()
+      .uniform(m.init == config::Init::kUniform)
+      .range(m.init_range)
+      .normal_std(m.init_std);
+}
+
+nn::Activation activation(config::Activation a) {
+  switch (a) {
+    case config::Activation::kRelu:
+      return nn::Activation::kRelu;
+    case config::Activation::kGelu:
+      return nn::Activation::kGelu;
+    case config::Activation::kGeluTanh:
+      return nn::Activation::kGeluTanh;
+  }
+  TORCH_CHECK(false, "unhandled activation");
+}
+
+} // namespace
+
 TransformerXLOptions transformer_xl_options(
     const config::ModelConfig& m,
     int64_t n_token) {
@@ -22,11 +53,7 @@ TransformerXLOptions transformer_xl_options(
     tie_projs.assign(x.cutoffs.size() + 1, true);
     tie_projs[0] = false;
   }
-  const auto attention = nn::AttentionOptions(m.d_model, m.n_head, m.d_head)
-                             .dropout(m.dropout)
-                             .dropatt(m.dropatt)
-                             .pre_lnorm(m.pre_lnorm)
-                             .layer_norm_eps(m.layer_norm_eps);
+  const auto attention = attention_options(m);
   const auto adaptive =
       nn::AdaptiveOptions(n_token, x.d_embed.value_or(m.d_model), m.d_model)
           .cutoffs(x.cutoffs)
@@ -45,11 +72,24 @@ TransformerXLOptions transformer_xl_options(
       .untie_r(x.untie_r)
       .relative(x.attn_type == config::AttnType::kRelative)
       .lengths(lengths)
-      .init(nn::InitOptions()
-                .uniform(m.init == config::Init::kUniform)
-                .range(m.init_range)
-                .normal_std(m.init_std)
-                .proj_std(x.proj_init_std));
+      .init(init_options(m).proj_std(x.proj_init_std));
+}
+
+XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
+  const config::XLNetConfig& x = m.xlnet;
+  XLNetLengths lengths;
+  lengths.mem_len = x.mem_len;
+  lengths.reuse_len = x.reuse_len;
+  lengths.clamp_len = x.clamp_len;
+  return XLNetOptions(
+             n_token,
+             m.n_layer,
+             nn::DecoderLayerOptions(attention_options(m), m.d_inner)
+                 .activation(activation(x.ff_activation)))
+      .untie_r(x.untie_r)
+      .n_class(x.n_class)
+      .lengths(lengths)
+      .init(init_options(m).unit_layer_norm(true));
 }
 
 LanguageModel build_model(const config::ModelConfig& model, int64_t n_token) {
@@ -57,6 +97,8 @@ LanguageModel build_model(const config::ModelConfig& model, int64_t n_token) {
     case config::ModelType::kTransformerXL:
       return std::make_shared<TransformerXLImpl>(
           transformer_xl_options(model, n_token));
+    case config::ModelType::kXLNet:
+      return std::make_shared<XLNetImpl>(xlnet_options(model, n_token));
   }
   TORCH_CHECK(false, "unhandled model.type");
 }
@@ -67,6 +109,9 @@ Span training_span(const config::ModelConfig& model) {
     case config::ModelType::kTransformerXL:
       span.mem_len = model.transformer_xl.mem_len;
       span.ext_len = model.transformer_xl.ext_len;
+      break;
+    case config::ModelType::kXLNet:
+      span.mem_len = model.xlnet.mem_len;
       break;
   }
   return span;
@@ -89,6 +134,16 @@ Span eval_span(const config::Config& c, bool validation) {
         span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
         span.same_length = c.eval.same_length.value_or(x.same_length);
       }
+      break;
+    }
+    case config::ModelType::kXLNet: {
+      // Evaluation batches have the training shapes, so the memory stays the model's unless
+      // the eval section says otherwise.
+      const config::XLNetConfig& x = c.model.xlnet;
+      span.mem_len =
+          validation ? x.mem_len : c.eval.mem_len.value_or(x.mem_len);
+      span.clamp_len =
+          validation ? x.clamp_len : c.eval.clamp_len.value_or(x.clamp_len);
       break;
     }
   }

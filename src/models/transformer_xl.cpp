@@ -173,14 +173,11 @@ ModelOutput TransformerXLImpl::forward(
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
-  LossTerm lm{"lm", {}, targets.numel(), 1.0, TermKind::kTokenNll};
-  if (batch.target_mask.defined()) {
-    lm.sum = -torch::where(batch.target_mask, log_probs, 0.0).sum();
-    lm.count = batch.n_targets;
-  } else {
-    lm.sum = -log_probs.sum();
-  }
-  out.terms.push_back(std::move(lm));
+  out.terms.push_back(token_nll(
+      "lm",
+      log_probs,
+      batch.target_mask,
+      batch.target_mask.defined() ? batch.n_targets : targets.numel()));
   if (args.log_probs) {
     out.log_probs = log_probs;
   }

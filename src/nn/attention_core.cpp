@@ -1,7 +1,6 @@
 #include "xl/nn/attention_core.h"
 
 #include <cmath>
-#include <limits>
 
 namespace xl::nn {
 
@@ -74,12 +73,13 @@ torch::Tensor attend(
     const torch::Tensor& v) {
   const auto scaled =
       scores.mul(1.0 / std::sqrt(static_cast<double>(o.d_head())));
-  auto probs =
-      torch::softmax(
-          scaled.to(torch::kFloat)
-              .masked_fill(mask, -std::numeric_limits<float>::infinity()),
-          -1)
-          .to(v.scalar_type());
+  auto logits = scaled.to(torch::kFloat);
+  if (mask.defined()) {
+    // A finite floor (the reference implementations' -1e30) rather than -inf: identical
+    // wherever a row keeps a key, and a row that keeps none attends uniformly instead of NaN.
+    logits = logits.masked_fill(mask, -1e30);
+  }
+  auto probs = torch::softmax(logits, -1).to(v.scalar_type());
   probs = dropatt->forward(probs);
   const auto out = torch::matmul(probs, v); // [B, H, L, Dh]
   return out.permute({2, 0, 1, 3})

@@ -25,6 +25,18 @@ void FeedForwardImpl::reset_parameters(const InitOptions& init) {
   init.layer_norm(layer_norm);
 }
 
+torch::Tensor FeedForwardImpl::activate(const torch::Tensor& x) const {
+  switch (options.activation()) {
+    case Activation::kRelu:
+      return torch::relu(x);
+    case Activation::kGelu:
+      return torch::gelu(x);
+    case Activation::kGeluTanh:
+      return torch::gelu(x, "tanh");
+  }
+  TORCH_CHECK(false, "unhandled activation");
+}
+
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   TORCH_CHECK(
       x.size(-1) == options.d_model(),
@@ -33,7 +45,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
       ", got ",
       x.sizes());
   const auto core = [&](const torch::Tensor& in) {
-    return drop(fc2(drop(torch::relu(fc1(in)))));
+    return drop(fc2(drop(activate(fc1(in)))));
   };
   return options.pre_lnorm() ? x + core(layer_norm(x))
                              : layer_norm(x + core(x));

@@ -26,7 +26,11 @@ void InitOptions::linear(const torch::nn::Linear& linear) const {
 
 void InitOptions::layer_norm(const torch::nn::LayerNorm& layer_norm) const {
   torch::NoGradGuard no_grad;
-  layer_norm->weight.normal_(1.0, normal_std());
+  if (unit_layer_norm()) {
+    layer_norm->weight.fill_(1.0);
+  } else {
+    layer_norm->weight.normal_(1.0, normal_std());
+  }
   layer_norm->bias.zero_();
 }
 

@@ -19,12 +19,7 @@ RelPartialAttentionImpl::RelPartialAttentionImpl(
 
 void RelPartialAttentionImpl::reset() {
   register_attention_modules(*this);
-  r_net = register_module(
-      "r_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(
-              options.d_model(), options.n_head() * options.d_head())
-              .bias(false)));
+  r_net = register_module("r_net", position_projection(options));
 }
 
 void RelPartialAttentionImpl::reset_parameters(const InitOptions& init) {

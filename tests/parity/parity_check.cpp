@@ -1,6 +1,7 @@
-// xl-parity-check: compares xl's Transformer-XL with the Hugging Face reference numbers that
-// scripts/parity/transfo_xl.py wrote for the same config, weights and tokens. Prints the largest
-// difference of each quantity and exits 0 when all are within the tolerance, 1 otherwise.
+// xl-parity-check: compares xl's Transformer-XL or XLNet with the Hugging Face reference numbers
+// that scripts/parity/transfo_xl.py or xlnet.py wrote for the same config, weights and batches.
+// Prints the largest difference of each quantity and exits 0 when all are within the tolerance,
+// 1 otherwise.
 // scripts/parity/check.sh runs both sides:
 //   scripts/parity/check.sh CONFIG [SEED] [--batch B] [--segments S] [--set key=value ...]
 #include <fmt/format.h>
@@ -67,33 +68,65 @@ Difference worst(
   return out;
 }
 
-std::shared_ptr<TransformerXLImpl> imported_model(
+xl::models::LanguageModel imported_model(
     const xl::config::Config& config,
     int64_t n_token,
     const xl::io::SafeTensors& weights,
     bool reverse_clusters = false) {
-  auto model = std::make_shared<TransformerXLImpl>(
-      xl::models::transformer_xl_options(config.model, n_token));
-  xl::models::HFImportOptions options;
-  options.reverse_clusters = reverse_clusters;
-  xl::models::import_hf_transfo_xl(*model, weights, options);
+  auto model = xl::models::build_model(config.model, n_token);
+  if (auto* txl = dynamic_cast<TransformerXLImpl*>(model.get())) {
+    xl::models::HFImportOptions options;
+    options.reverse_clusters = reverse_clusters;
+    xl::models::import_hf_transfo_xl(*txl, weights, options);
+  } else {
+    xl::models::import_hf_xlnet(
+        dynamic_cast<xl::models::XLNetImpl&>(*model), weights);
+  }
   return model;
 }
 
+// Segment s: the reference's batch fields (XLNet), or tgt_len tokens of one long input
+// (Transformer-XL).
 xl::data::Batch segment(
     const xl::io::SafeTensors& data,
     int64_t s,
     int64_t tgt_len) {
   xl::data::Batch batch;
-  batch.tokens = data.at("input").narrow(0, s * tgt_len, tgt_len);
-  batch.targets = data.at("target").narrow(0, s * tgt_len, tgt_len);
-  batch.n_targets = batch.targets.numel();
+  const std::string prefix = fmt::format("batch_{}/", s);
+  if (!data.contains(prefix + "tokens")) {
+    batch.tokens = data.at("input").narrow(0, s * tgt_len, tgt_len);
+    batch.targets = data.at("target").narrow(0, s * tgt_len, tgt_len);
+    batch.n_targets = batch.targets.numel();
+    return batch;
+  }
+  for (auto [name, field] :
+       {std::pair<const char*, torch::Tensor*>{"tokens", &batch.tokens},
+        {"segment_ids", &batch.segment_ids},
+        {"perm_mask", &batch.perm_mask},
+        {"target_mapping", &batch.target_mapping},
+        {"targets", &batch.targets},
+        {"target_mask", &batch.target_mask},
+        {"reversed", &batch.reversed}}) {
+    if (data.contains(prefix + name)) {
+      *field = data.at(prefix + name);
+    }
+  }
+  batch.n_targets = xl::data::count_targets(batch);
   return batch;
+}
+
+// The memory segment 0 starts from: the reference's, or none.
+xl::nn::Memory initial_memory(const xl::io::SafeTensors& data) {
+  xl::nn::Memory memory;
+  while (data.contains(fmt::format("mem_init_{}", memory.size()))) {
+    memory.push_back(data.at(fmt::format("mem_init_{}", memory.size())));
+  }
+  return memory;
 }
 
 // Eval mode, segments with memory: per-token log-probs and memories.
 std::vector<Difference> check_forward(
-    TransformerXLImpl& model,
+    xl::models::LanguageModelImpl& model,
     const xl::io::SafeTensors& data,
     int64_t segments,
     int64_t tgt_len,
@@ -104,7 +137,7 @@ std::vector<Difference> check_forward(
   args.log_probs = true;
   std::vector<Difference> out;
   std::vector<Difference> mems;
-  xl::nn::Memory memory;
+  xl::nn::Memory memory = initial_memory(data);
   for (int64_t s = 0; s < segments; ++s) {
     const auto result = model.forward(segment(data, s, tgt_len), memory, args);
     out.push_back(compare(
@@ -112,7 +145,15 @@ std::vector<Difference> check_forward(
         result.log_probs,
         data.at(fmt::format("logp_{}", s)),
         tol));
-    for (size_t l = 0; l < result.mems.size(); ++l) {
+    const bool reference_mems = data.contains(fmt::format("mem_{}_0", s));
+    if (reference_mems == result.mems.empty()) {
+      mems.push_back(
+          {fmt::format("segment {}: memory kept", s),
+           1.0,
+           false,
+           reference_mems ? "by HF only" : "by xl only"});
+    }
+    for (size_t l = 0; l < result.mems.size() && reference_mems; ++l) {
       mems.push_back(compare(
           fmt::format("segment {} layer {}", s, l),
           result.mems[l],
@@ -128,14 +169,15 @@ std::vector<Difference> check_forward(
 // Training mode: the mean NLL of segments 0 and 1 (the second attending to the first's memory),
 // every gradient, and every weight after one optimizer step.
 std::vector<Difference> check_training(
-    TransformerXLImpl& model,
+    xl::models::LanguageModelImpl& model,
     const xl::config::TrainConfig& train,
     const xl::io::SafeTensors& data,
     int64_t tgt_len,
     double tol,
     std::vector<Difference>& gradients) {
   model.train();
-  const auto first = model.forward(segment(data, 0, tgt_len), {}, {});
+  const auto first =
+      model.forward(segment(data, 0, tgt_len), initial_memory(data), {});
   const auto second = model.forward(segment(data, 1, tgt_len), first.mems, {});
   const auto loss = (first.terms[0].sum + second.terms[0].sum) /
       static_cast<double>(first.terms[0].count + second.terms[0].count);
@@ -191,13 +233,15 @@ int run(
   auto model = imported_model(config, n_token, weights);
   std::vector<Difference> rows =
       check_forward(*model, data, segments, tgt_len, tol);
-  if (model->crit->cluster_weight.defined()) {
+  const auto* txl = dynamic_cast<TransformerXLImpl*>(model.get());
+  if (txl != nullptr && txl->crit->cluster_weight.defined()) {
     // Weights in kimiyoung's cluster order come in reversed.
     const auto reversed = imported_model(config, n_token, weights, true);
     rows.push_back(compare(
         "clusters imported in kimiyoung's order",
-        reversed->crit->cluster_weight.flip(0),
-        model->crit->cluster_weight,
+        dynamic_cast<TransformerXLImpl&>(*reversed).crit->cluster_weight.flip(
+            0),
+        txl->crit->cluster_weight,
         0.0));
   }
   std::vector<Difference> gradients;
@@ -209,7 +253,8 @@ int run(
 
   bool ok = true;
   fmt::print(
-      "parity with Hugging Face TransfoXL: {} (batch {}, {} segments of {}), tolerance {:g}\n",
+      "parity with Hugging Face {}: {} (batch {}, {} segments of {}), tolerance {:g}\n",
+      txl != nullptr ? "TransfoXL" : "XLNet",
       config_path,
       meta["batch"].get<int64_t>(),
       segments,

@@ -17,8 +17,9 @@
 
 namespace xl::config {
 
-enum class ModelType { kTransformerXL };
+enum class ModelType { kTransformerXL, kXLNet };
 enum class AttnType { kRelative, kAbsolute };
+enum class Activation { kRelu, kGelu, kGeluTanh };
 enum class Init { kNormal, kUniform };
 enum class Device { kAuto, kCpu, kCuda };
 enum class Sampling { kOrdered, kRandomWindows };
@@ -28,10 +29,13 @@ enum class EvalMode { kMemory, kVanilla };
 
 // clang-format off
 template <> struct Choices<ModelType> {
-  static constexpr std::array<Choice<ModelType>, 1> all{{{ModelType::kTransformerXL, "transformer_xl"}}};
+  static constexpr std::array<Choice<ModelType>, 2> all{{{ModelType::kTransformerXL, "transformer_xl"}, {ModelType::kXLNet, "xlnet"}}};
 };
 template <> struct Choices<AttnType> {
   static constexpr std::array<Choice<AttnType>, 2> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}}};
+};
+template <> struct Choices<Activation> {
+  static constexpr std::array<Choice<Activation>, 3> all{{{Activation::kRelu, "relu"}, {Activation::kGelu, "gelu"}, {Activation::kGeluTanh, "gelu_tanh"}}};
 };
 template <> struct Choices<Init> {
   static constexpr std::array<Choice<Init>, 2> all{{{Init::kNormal, "normal"}, {Init::kUniform, "uniform"}}};
@@ -88,6 +92,29 @@ struct TransformerXLConfig {
   }
 };
 
+/// model.xlnet: memory, activation and heads of XLNet. Defaults follow zihangdai/xlnet's
+/// train_gpu.py.
+struct XLNetConfig {
+  bool untie_r = false;
+  int64_t mem_len = 0;
+  int64_t reuse_len = 0;
+  int64_t clamp_len = -1;
+  Activation ff_activation = Activation::kRelu;
+  int64_t n_class = 0;
+
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    // clang-format off
+    v("untie_r", s.untie_r, "per-layer r_w/r_r/r_s attention biases instead of shared ones");
+    v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
+    v("reuse_len", s.reuse_len, "positions of each segment cached for the next one (0: all)", at_least(0));
+    v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", at_least(-1));
+    v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
+    v("n_class", s.n_class, "classes of the sequence classification head (0: no head)", at_least(0));
+    // clang-format on
+  }
+};
+
 struct ModelConfig {
   ModelType type = ModelType::kTransformerXL;
   int64_t n_layer = 12;
@@ -103,6 +130,7 @@ struct ModelConfig {
   double init_std = 0.02;
   double layer_norm_eps = 1e-5;
   TransformerXLConfig transformer_xl;
+  XLNetConfig xlnet;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -121,6 +149,7 @@ struct ModelConfig {
     v("init_std", s.init_std, "normal init std (and of LayerNorm gains around 1)", greater_than(0));
     v("layer_norm_eps", s.layer_norm_eps, "LayerNorm epsilon", greater_than(0));
     v.family("transformer_xl", s.transformer_xl, ModelType::kTransformerXL, s.type);
+    v.family("xlnet", s.xlnet, ModelType::kXLNet, s.type);
     // clang-format on
   }
 };

@@ -152,6 +152,9 @@ class Reader {
       const Family& current) {
     known_.emplace_back(key);
     family_keys_[key] = keys_of<Section>();
+    if (owner == current) {
+      current_family_ = key;
+    }
     const Tree* node = section_.find(key);
     if (node == nullptr) {
       return;
@@ -184,8 +187,16 @@ class Reader {
       }
       std::string message =
           node.source.str() + ": unknown key '" + prefix_ + "." + key + "'";
-      for (const auto& [family, keys] : family_keys_) {
-        if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      // The current family's section first: several families have keys of the same name.
+      std::vector<std::string> families{current_family_};
+      for (const auto& entry : family_keys_) {
+        families.push_back(entry.first);
+      }
+      for (const auto& family : families) {
+        const auto found = family_keys_.find(family);
+        if (found != family_keys_.end() &&
+            std::find(found->second.begin(), found->second.end(), key) !=
+                found->second.end()) {
           throw ConfigError(fmt::format(
               "{}: it belongs to the family section: write {}.{}.{}",
               message,
@@ -281,6 +292,8 @@ class Reader {
   std::map<std::string, Source>& sources_;
   std::vector<std::string> known_;
   std::map<std::string, std::vector<std::string>> family_keys_;
+  /// the family sub-section of the section's current type
+  std::string current_family_;
 };
 
 // ============================================================================

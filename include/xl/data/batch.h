@@ -9,6 +9,10 @@
 //   target_mask     [T, B]      bool     padded targets (XLNet's num_predict): true = counted;
 //                                        undefined: every target counts
 //   segment_ids     [L, B]      int64    XLNet: the segment of each input position
+//   padding         [L, B]      bool     XLNet classification: true = a pad position, which no
+//                                        query attends to
+//   reversed        [B]         bool     XLNet bi_data: the row reads its stream backwards, so
+//                                        its relative positions are negated
 //   perm_mask       [L, L, B]   bool     XLNet pretraining: true = position i may not see j
 //   target_mapping  [P, L, B]   float    XLNet pretraining: one-hot input position of each of
 //                                        the P predictions
@@ -27,6 +31,8 @@ struct Batch {
   torch::Tensor targets;
   torch::Tensor target_mask;
   torch::Tensor segment_ids;
+  torch::Tensor padding;
+  torch::Tensor reversed;
   torch::Tensor perm_mask;
   torch::Tensor target_mapping;
   torch::Tensor labels;

@@ -5,6 +5,7 @@
 #include "xl/config/schema.h"
 #include "xl/models/language_model.h"
 #include "xl/models/transformer_xl.h"
+#include "xl/models/xlnet.h"
 
 namespace xl::models {
 
@@ -13,6 +14,9 @@ namespace xl::models {
 TransformerXLOptions transformer_xl_options(
     const config::ModelConfig& model,
     int64_t n_token);
+
+/// XLNet options for `model` over a vocabulary of `n_token`.
+XLNetOptions xlnet_options(const config::ModelConfig& model, int64_t n_token);
 
 /// The model family `model.type` names, freshly initialised from the torch random state.
 LanguageModel build_model(const config::ModelConfig& model, int64_t n_token);

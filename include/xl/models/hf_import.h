@@ -1,8 +1,9 @@
-// Importing Transformer-XL weights stored under Hugging Face's TransfoXLLMHeadModel names
-// (safetensors), e.g. converted pretrained checkpoints or the parity check's reference weights.
+// Importing weights stored under Hugging Face's names (safetensors), e.g. converted pretrained
+// checkpoints or the parity check's reference weights: TransfoXLLMHeadModel for Transformer-XL,
+// XLNetLMHeadModel for XLNet.
 //
 // clang-format off
-// Name mapping (HF -> xl), l = layer, i = adaptive bin:
+// Transformer-XL (HF -> xl), l = layer, i = adaptive bin:
 //   transformer.word_emb.emb_layers.i.weight    -> word_emb.emb_layers.i.weight
 //   transformer.word_emb.emb_projs.i            -> word_emb.emb_projs.i
 //   transformer.r_w_bias / r_r_bias             -> r_w_bias / r_r_bias (shared; the copies HF
@@ -16,17 +17,32 @@
 //   crit.out_layers.i.weight / .bias            -> crit.out_weight_i / crit.out_bias_i
 //   crit.out_projs.i                            -> crit.out_proj_i
 //   crit.cluster_weight / cluster_bias          -> crit.cluster_weight / cluster_bias
+// XLNet (HF -> xl); HF keeps [D, H, Dh] kernels, xl one fused q/k/v Linear:
+//   transformer.word_embedding.weight           -> word_embedding.weight (lm_loss.weight: tied)
+//   transformer.mask_emb                        -> mask_emb
+//   transformer.layer.l.rel_attn.{q,k,v}        -> rows of layers.l.rel_attn.qkv_net.weight,
+//                                                  transposed, as [D, H, Dh]
+//   transformer.layer.l.rel_attn.o / r          -> layers.l.rel_attn.o_net.weight / r_net.weight
+//   transformer.layer.l.rel_attn.r_{w,r,s}_bias -> r_{w,r,s}_bias[l] (untie_r), or the shared
+//                                                  r_{w,r,s}_bias (layer 0 owns it, the others
+//                                                  are copies that must agree)
+//   transformer.layer.l.rel_attn.seg_embed      -> layers.l.rel_attn.seg_embed
+//   transformer.layer.l.rel_attn.layer_norm.*   -> layers.l.rel_attn.layer_norm.*
+//   transformer.layer.l.ff.layer_{1,2}.*        -> layers.l.ff.fc{1,2}.*
+//   transformer.layer.l.ff.layer_norm.*         -> layers.l.ff.layer_norm.*
+//   lm_loss.bias                                -> lm_bias
 // clang-format on
-// Tied entries (out_layers weights, shared out_projs) must equal the embedding's values; the
-// sinusoid buffer transformer.pos_emb.inv_freq is recomputed, not read.
+// Tied entries (out_layers weights, shared out_projs, lm_loss.weight) must equal the values they
+// are tied to; the sinusoid buffer transformer.pos_emb.inv_freq is recomputed, not read.
 #pragma once
 
-#include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "xl/io/safetensors.h"
 #include "xl/models/transformer_xl.h"
+#include "xl/models/xlnet.h"
 
 namespace xl::models {
 
@@ -37,13 +53,14 @@ struct HFImportOptions {
   bool reverse_clusters = false;
 };
 
-/// One tensor of a TransfoXLLMHeadModel and where it lives in xl.
+/// One tensor of a Hugging Face model and where it lives in xl.
 struct HFTensor {
   std::string name;
   /// the xl parameter
   torch::Tensor parameter;
-  /// the tensor is this row of the parameter (per-layer u/v of untie_r)
-  std::optional<int64_t> row;
+  /// the HF tensor as a view of the parameter (a row of per-layer biases, a transposed slice of
+  /// a fused projection); empty: the parameter itself
+  std::function<torch::Tensor(const torch::Tensor&)> view;
   /// an alias of a tensor listed elsewhere (HF stores tied and shared tensors under several
   /// names): its values must agree, its gradient is counted once
   bool tied = false;
@@ -57,6 +74,13 @@ struct HFTensor {
 /// exactly once untied. Relative attention only.
 std::vector<HFTensor> hf_tensors(TransformerXLImpl& model);
 
+/// Every tensor of `model` under XLNetLMHeadModel's names (the classification head, when there
+/// is one, under XLNetForSequenceClassification's), each xl parameter once untied.
+std::vector<HFTensor> hf_tensors(XLNetImpl& model);
+
+/// The tensors of whichever family `model` is.
+std::vector<HFTensor> hf_tensors(LanguageModelImpl& model);
+
 /// Copies every parameter of `model` from `weights`. Missing names, names left
 /// over, shape mismatches and tied values that differ are UserErrors listing
 /// what is wrong.
@@ -64,5 +88,8 @@ void import_hf_transfo_xl(
     TransformerXLImpl& model,
     const io::SafeTensors& weights,
     const HFImportOptions& options = {});
+
+/// The same for XLNet (XLNetLMHeadModel names).
+void import_hf_xlnet(XLNetImpl& model, const io::SafeTensors& weights);
 
 } // namespace xl::models

@@ -62,9 +62,10 @@ Heads project_qkv(
     const torch::Tensor& h,
     const torch::Tensor& mem);
 
-/// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden), v [B, H, S, Dh]
-/// -> attention vectors [L, B, H * Dh]. Scores are masked with -inf and normalised in float32,
-/// also under bf16 autocast; every row must keep at least one key.
+/// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden; undefined: none
+/// hidden), v [B, H, S, Dh] -> attention vectors [L, B, H * Dh]. Scores are normalised in
+/// float32, also under bf16 autocast; a row that keeps no key attends uniformly, as in the
+/// reference implementations.
 torch::Tensor attend(
     const AttentionOptions& o,
     torch::nn::Dropout& dropatt,
@@ -102,6 +103,13 @@ void register_attention_modules(Impl& m) {
           torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
   m.drop = m.register_module("drop", torch::nn::Dropout(o.dropout()));
   m.dropatt = m.register_module("dropatt", torch::nn::Dropout(o.dropatt()));
+}
+
+/// The projection of relative position embeddings onto the heads: D -> H * Dh, no bias.
+inline torch::nn::Linear position_projection(const AttentionOptions& o) {
+  return torch::nn::Linear(
+      torch::nn::LinearOptions(o.d_model(), o.n_head() * o.d_head())
+          .bias(false));
 }
 
 /// Draws what register_attention_modules() registered, in its order.

@@ -1,6 +1,6 @@
 // What a decoder layer (attention over [memory | segment], then the position-wise feed-forward)
-// is built from: the attention's options, nested, and the feed-forward's inner size; the
-// feed-forward takes d_model, dropout, pre-LN and eps from the attention.
+// is built from: the attention's options, nested, and the feed-forward's inner size and
+// activation; the feed-forward takes d_model, dropout, pre-LN and eps from the attention.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,13 +16,15 @@ struct DecoderLayerOptions {
   TORCH_ARG(AttentionOptions, attention);
   /// inner size of the feed-forward
   TORCH_ARG(int64_t, d_inner);
+  TORCH_ARG(Activation, activation) = Activation::kRelu;
 
  public:
   FeedForwardOptions feed_forward() const {
     return FeedForwardOptions(attention().d_model(), d_inner())
         .dropout(attention().dropout())
         .pre_lnorm(attention().pre_lnorm())
-        .layer_norm_eps(attention().layer_norm_eps());
+        .layer_norm_eps(attention().layer_norm_eps())
+        .activation(activation());
   }
 };
 

@@ -1,5 +1,5 @@
-// Position-wise feed-forward: Linear(D, Di) -> ReLU -> Dropout -> Linear(Di, D) -> Dropout, with
-// the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
+// Position-wise feed-forward: Linear(D, Di) -> activation -> Dropout -> Linear(Di, D) -> Dropout,
+// with the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
 #pragma once
 
 #include <torch/torch.h>
@@ -7,6 +7,10 @@
 #include "xl/nn/init.h"
 
 namespace xl::nn {
+
+/// ReLU (Transformer-XL, XLNet's TF default), exact erf GELU (Hugging Face's "gelu"), or its tanh
+/// approximation (XLNet's TF "gelu", Hugging Face's "gelu_new").
+enum class Activation { kRelu, kGelu, kGeluTanh };
 
 struct FeedForwardOptions {
   FeedForwardOptions(int64_t d_model, int64_t d_inner)
@@ -16,6 +20,7 @@ struct FeedForwardOptions {
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(bool, pre_lnorm) = false;
   TORCH_ARG(double, layer_norm_eps) = 1e-5;
+  TORCH_ARG(Activation, activation) = Activation::kRelu;
 };
 
 class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
@@ -32,6 +37,9 @@ class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
   torch::nn::Linear fc2{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
   torch::nn::Dropout drop{nullptr};
+
+ private:
+  torch::Tensor activate(const torch::Tensor& x) const;
 };
 TORCH_MODULE(FeedForward);
 

@@ -16,6 +16,8 @@ struct InitOptions {
   TORCH_ARG(double, normal_std) = 0.02;
   /// std of the adaptive embedding's and softmax's projections
   TORCH_ARG(double, proj_std) = 0.01;
+  /// LayerNorm gains exactly 1 (XLNet, BERT) instead of normal(1, normal_std) (Transformer-XL)
+  TORCH_ARG(bool, unit_layer_norm) = false;
 
  public:
   /// A weight matrix, embedding table or bias vector that is not an additive bias (u, v).
@@ -24,7 +26,7 @@ struct InitOptions {
   void projection(const torch::Tensor& t) const;
   /// Weight by the main rule, bias (if any) 0.
   void linear(const torch::nn::Linear& linear) const;
-  /// Gain normal(1, normal_std), bias 0.
+  /// Gain normal(1, normal_std) or 1, bias 0.
   void layer_norm(const torch::nn::LayerNorm& layer_norm) const;
 };
 

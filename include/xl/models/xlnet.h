@@ -1,0 +1,114 @@
+// XLNet (Yang et al. 2019): word embeddings, a stack of two-stream layers with bidirectional
+// relative attention over [memory | segment], and two heads. Follows zihangdai/xlnet and Hugging
+// Face's XLNetLMHeadModel (docs/xlnet.md gives the decision on each divergence).
+//
+// Batch fields and what the model does with them:
+//   pretraining (permutation LM): tokens [L, B], perm_mask [L, L, B], target_mapping [P, L, B],
+//     targets [P, B], target_mask [P, B] optional, segment_ids [L, B] optional, reversed [B]
+//     optional (bi_data). The query stream predicts the targets: loss term "lm".
+//   classification: tokens [L, B], labels [B], segment_ids and padding optional. The content
+//     stream's output at the last position (<cls>, inputs are left-padded) goes through the
+//     summary projection and the classifier: terms "cls" (cross-entropy) and "accuracy"
+//     (weight 0); ModelOutput::logits [B, C].
+// Memory caches each layer's content-stream input over the first reuse_len positions (all of
+// them when reuse_len is 0), the last mem_len kept, detached.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "xl/models/language_model.h"
+#include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/init.h"
+#include "xl/nn/positional.h"
+#include "xl/nn/two_stream_attention.h"
+
+namespace xl::models {
+
+/// Attention lengths of XLNet; evaluation may override mem_len and clamp_len through Span.
+struct XLNetLengths {
+  int64_t mem_len = 0;
+  /// positions of each segment that go into the memory (0: all)
+  int64_t reuse_len = 0;
+  /// clamp relative distances to [-clamp_len, clamp_len] (<= 0: no clamping)
+  int64_t clamp_len = -1;
+
+  XLNetLengths with(const Span& span) const;
+};
+
+struct XLNetOptions {
+  XLNetOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
+      : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
+  TORCH_ARG(int64_t, n_token);
+  TORCH_ARG(int64_t, n_layer);
+  /// every layer: attention (d_model, heads, dropouts, eps), d_inner and the activation
+  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  /// per-layer r_w/r_r/r_s biases instead of one shared set
+  TORCH_ARG(bool, untie_r) = false;
+  /// classes of the classification head (0: no head)
+  TORCH_ARG(int64_t, n_class) = 0;
+  TORCH_ARG(XLNetLengths, lengths) = {};
+  TORCH_ARG(nn::InitOptions, init) = {};
+};
+
+class XLNetImpl : public LanguageModelImpl {
+ public:
+  explicit XLNetImpl(const XLNetOptions& options);
+  /// Registers every sub-module and parameter, then draws them.
+  void reset();
+  void reset_parameters() override;
+
+  /// See the table above; mems: n_layer tensors [M, B, D] or empty.
+  ModelOutput forward(
+      const data::Batch& batch,
+      const nn::Memory& mems,
+      const ForwardArgs& args = {}) override;
+
+  /// The r_w, r_r and r_s biases of layer i ([H, Dh] each).
+  torch::Tensor bias(const torch::Tensor& shared_or_per_layer, int64_t layer)
+      const;
+
+  XLNetOptions options;
+  torch::nn::Embedding word_embedding{nullptr};
+  /// [1, 1, D]: the query stream's input
+  torch::Tensor mask_emb;
+  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r
+  torch::Tensor r_w_bias;
+  torch::Tensor r_r_bias;
+  torch::Tensor r_s_bias;
+  nn::SinusoidEmbedding pos_emb{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  /// nn::TwoStreamLayer each
+  torch::nn::ModuleList layers{nullptr};
+  /// [n_token]: the LM head's bias; its weight is the word embedding
+  torch::Tensor lm_bias;
+  /// the classification head (n_class > 0): summary projection (tanh) and classifier
+  torch::nn::Linear summary{nullptr};
+  torch::nn::Linear logits_proj{nullptr};
+
+ private:
+  /// Position embeddings [G, L + K, D] and the per-row direction (bi_data), undefined when
+  /// every row reads forwards.
+  std::pair<torch::Tensor, torch::Tensor> positions(
+      const data::Batch& batch,
+      int64_t klen,
+      const XLNetLengths& lengths);
+  /// The streams' queries and masks for a batch with `mlen` memory positions; the query stream's
+  /// validity goes into `terms`.
+  void stream_queries(
+      const data::Batch& batch,
+      int64_t mlen,
+      nn::TwoStreamTerms& terms) const;
+  /// Loss terms of the permutation LM: the query stream's output `g` [P, B, D].
+  void lm_terms(
+      const data::Batch& batch,
+      const torch::Tensor& g,
+      const ForwardArgs& args,
+      ModelOutput& out);
+  /// Loss terms and logits of the classification head on the content stream `h` [L, B, D].
+  void classification_terms(
+      const data::Batch& batch,
+      const torch::Tensor& h,
+      ModelOutput& out);
+};
+
+} // namespace xl::models

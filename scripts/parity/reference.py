@@ -1,0 +1,59 @@
+"""What both parity reference scripts share: refusing a config, detached copies, the optimizer
+step on the two-segment loss and the output files xl-parity-check reads."""
+import json
+import os
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+
+def refuse(message):
+    """A config the reference cannot run: exit 2, like a bad config in xl."""
+    print(f"parity: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def make_optimizer(train, params):
+    kind = train["optim"]
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=train["lr"], betas=(train["beta1"], train["beta2"]),
+                                eps=train["eps"], weight_decay=train["weight_decay"])
+    if kind == "adamw":
+        return torch.optim.AdamW(params, lr=train["lr"], betas=(train["beta1"], train["beta2"]),
+                                 eps=train["eps"], weight_decay=train["weight_decay"])
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=train["lr"], momentum=train["mom"],
+                               weight_decay=train["weight_decay"])
+    refuse(f"no PyTorch reference for train.optim {kind} (LAMB has its own unit test);"
+           " check with --set train.optim=adam")
+
+
+def own(t):
+    """A contiguous copy that shares memory with nothing (safetensors refuses shared storage)."""
+    return t.detach().clone(memory_format=torch.contiguous_format)
+
+
+def step_on(model, loss, train, data):
+    """Backward of `loss`, then one optimizer step (train.clip first); records the loss, every
+    parameter's gradient (grad/<name>) and value after the step (after/<name>) in `data`."""
+    loss.backward()
+    data["loss"] = own(loss)
+    named = dict(model.named_parameters(remove_duplicate=False))
+    for name, p in named.items():
+        data[f"grad/{name}"] = own(p.grad)
+    params = list(model.parameters())
+    if train["clip"] > 0:
+        torch.nn.utils.clip_grad_norm_(params, train["clip"])
+    make_optimizer(train, params).step()
+    for name, p in named.items():
+        data[f"after/{name}"] = own(p)
+
+
+def write(out, state, data, meta):
+    """OUT/weights.safetensors, OUT/data.safetensors and OUT/meta.json."""
+    os.makedirs(out, exist_ok=True)
+    save_file(state, os.path.join(out, "weights.safetensors"))
+    save_file(data, os.path.join(out, "data.safetensors"))
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f)
