@@ -68,7 +68,8 @@ PrepReport prepare_corpus(const PrepOptions& options) {
 PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
   const auto model_path = options.out / "spiece.model";
   if (options.model) {
-    atomic_write(model_path, read_file(*options.model, "SentencePiece model"));
+    const SentencePiece reused(*options.model); // refused under its own name
+    atomic_write(model_path, read_file(reused.path(), "SentencePiece model"));
   } else if (options.splits.count("train") == 0) {
     throw UserError(
         "xl-prep needs a training split (--train FILE) to train SentencePiece "

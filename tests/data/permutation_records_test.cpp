@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "test_util.h"
 #include "xl/data/permutation_records.h"
 #include "xl/util/error.h"
 
@@ -322,6 +323,49 @@ TEST(PermutationRecords, EveryRecordKeepsTheRules) {
     }
   }
   EXPECT_GT(records, 500);
+}
+
+TEST(PermutationRecords, RealKoreanTextKeepsTheRulesAndFillsTheBudget) {
+  // NSMC's first reviews as a raw corpus, with a small SentencePiece model.
+  test::TempDir dir;
+  const std::string nsmc =
+      test::read_text(test::testdata("nsmc/ratings_train.txt"));
+  std::istringstream in(nsmc);
+  std::string line, corpus;
+  std::getline(in, line);
+  for (int i = 0; i < 2000 && std::getline(in, line); ++i) {
+    const auto a = line.find('\t');
+    const auto b = line.rfind('\t');
+    corpus += line.substr(a + 1, b - a - 1) + "\n\n";
+  }
+  test::write_file(dir / "raw.txt", corpus);
+  SentencePieceOptions spo;
+  spo.vocab_size = 1500;
+  spo.character_coverage = 0.99;
+  train_sentencepiece({dir / "raw.txt"}, dir / "m.model", spo);
+  const SentencePiece sp(dir / "m.model");
+  const auto tokens = encode_raw_text(dir / "raw.txt", sp);
+  PermutationOptions o;
+  o.batch_size = 4;
+  o.seq_len = 64;
+  o.reuse_len = 32;
+  o.perm_size = 32;
+  o.num_predict = 12;
+  PermutationRecords source(tokens, sp.word_starts(), o);
+  int64_t predicted = 0;
+  int64_t records = 0;
+  while (auto batch = source.next()) {
+    check_batch(*batch, o, sp.word_starts());
+    predicted += batch->n_targets;
+    records += o.batch_size;
+    if (HasFailure()) {
+      return;
+    }
+  }
+  // Whole words rarely leave the budget unfilled (<sep> and <cls> may take a share).
+  EXPECT_GT(
+      static_cast<double>(predicted),
+      0.85 * static_cast<double>(records * o.num_predict));
 }
 
 TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
