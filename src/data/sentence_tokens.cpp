@@ -1,5 +1,6 @@
 #include "xl/data/sentence_tokens.h"
 
+#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <cstring>
