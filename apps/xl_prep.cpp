@@ -1,10 +1,15 @@
-// xl-prep: builds a vocabulary and encodes text corpora into token files.
+// xl-prep: builds a vocabulary and encodes text corpora into xl token files.
 //   xl-prep --format word --train wiki.train.tokens --valid wiki.valid.tokens
 //           --test wiki.test.tokens --out data/prepared/wt2
+// XLNet: NSMC's tsv into a raw corpus and labelled files, then SentencePiece and pieces files.
+//   xl-prep --format nsmc --train ratings_train.txt --test ratings_test.txt --out nsmc
+//   xl-prep --format xlnet --train nsmc/train.txt --test nsmc/test.txt --out nsmc
+//           [--spm-model spiece.model] [--vocab-size 32000] [--character-coverage 0.99995]
 #include <spdlog/spdlog.h>
 
 #include "xl/app/cli.h"
 #include "xl/data/corpus.h"
+#include "xl/data/labelled_texts.h"
 #include "xl/run/logging.h"
 
 int main(int argc, char** argv) {
@@ -12,13 +17,16 @@ int main(int argc, char** argv) {
     CLI::App app{
         "xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::data::PrepOptions options;
+    xl::data::XLNetPrepOptions xlnet;
     std::string format = "word";
-    std::string train, valid, test, out, vocab;
+    std::string train, valid, test, out, vocab, spm_model;
     app.add_option(
            "--format",
            format,
-           "word (whitespace tokens + <eos> per line) or byte")
-        ->check(CLI::IsMember({"word", "byte"}));
+           "word (whitespace tokens + <eos> per line), byte, xlnet (SentencePiece "
+           "pieces with sentence boundaries) or nsmc (NSMC tsv to a raw corpus "
+           "<split>.txt and labelled <split>.tsv)")
+        ->check(CLI::IsMember({"word", "byte", "xlnet", "nsmc"}));
     app.add_option("--train", train, "training text file")->required();
     app.add_option("--valid", valid, "validation text file");
     app.add_option("--test", test, "test text file");
@@ -33,20 +41,58 @@ int main(int argc, char** argv) {
         "--vocab",
         vocab,
         "encode with this existing vocab.txt instead of building");
+    app.add_option(
+        "--spm-model",
+        spm_model,
+        "xlnet: encode with this SentencePiece model instead of training one");
+    app.add_option(
+        "--vocab-size",
+        xlnet.sentencepiece.vocab_size,
+        "xlnet: SentencePiece vocabulary size");
+    app.add_option(
+        "--character-coverage",
+        xlnet.sentencepiece.character_coverage,
+        "xlnet: characters SentencePiece covers");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
     }
     xl::run::setup_logging("info");
+    std::map<std::string, std::filesystem::path> splits;
+    for (const auto& [name, path] :
+         {std::pair{"train", train}, {"valid", valid}, {"test", test}}) {
+      if (!path.empty()) {
+        splits[name] = path;
+      }
+    }
+    if (format == "nsmc") {
+      for (const auto& [name, path] : splits) {
+        const std::filesystem::path dir = out;
+        const auto counts = xl::data::convert_nsmc(
+            path, dir / (name + ".txt"), dir / (name + ".tsv"));
+        spdlog::info(
+            "{}: {} documents ({} sentences), {} empty ones left out",
+            name,
+            counts.documents,
+            counts.sentences,
+            counts.empty);
+      }
+      return 0;
+    }
+    if (format == "xlnet") {
+      xlnet.splits = splits;
+      xlnet.out = out;
+      if (!spm_model.empty()) {
+        xlnet.model = spm_model;
+      }
+      const auto report = xl::data::prepare_xlnet_corpus(xlnet);
+      spdlog::info(
+          "wrote {} (SentencePiece {} pieces)", out, report.vocab_size);
+      return 0;
+    }
     options.kind = format == "word" ? xl::data::VocabKind::kWord
                                     : xl::data::VocabKind::kByte;
-    options.splits["train"] = train;
-    if (!valid.empty()) {
-      options.splits["valid"] = valid;
-    }
-    if (!test.empty()) {
-      options.splits["test"] = test;
-    }
+    options.splits = splits;
     options.out = out;
     if (!vocab.empty()) {
       options.vocab = vocab;

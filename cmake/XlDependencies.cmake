@@ -36,9 +36,12 @@ find_package(Threads REQUIRED)
 # CMAKE_PREFIX_PATH works as well as the system one.
 find_path(XL_SENTENCEPIECE_INCLUDE sentencepiece_processor.h REQUIRED)
 find_library(XL_SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
+# The trainer (xl-prep trains XLNet's vocabulary) is a library of its own.
+find_library(XL_SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train REQUIRED)
 add_library(xl_sentencepiece INTERFACE IMPORTED)
 target_include_directories(xl_sentencepiece SYSTEM INTERFACE ${XL_SENTENCEPIECE_INCLUDE})
-target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_LIBRARY})
+target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_TRAIN_LIBRARY}
+  ${XL_SENTENCEPIECE_LIBRARY})
 
 # yaml-cpp 0.7 exports the plain target name `yaml-cpp`; newer versions add a namespace.
 if(TARGET yaml-cpp::yaml-cpp)

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "xl/data/sentence_tokens.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::data {
 
@@ -60,6 +62,34 @@ PrepReport prepare_corpus(const PrepOptions& options) {
     write_token_file(options.out / (name + ".bin"), ids, vocab);
   }
   vocab.save(options.out / "vocab.txt");
+  return report;
+}
+
+PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
+  const auto model_path = options.out / "spiece.model";
+  if (options.model) {
+    const SentencePiece reused(*options.model); // refused under its own name
+    atomic_write(model_path, read_file(reused.path(), "SentencePiece model"));
+  } else if (options.splits.count("train") == 0) {
+    throw UserError(
+        "xl-prep needs a training split (--train FILE) to train SentencePiece "
+        "on, or an existing model (--spm-model FILE)");
+  } else {
+    train_sentencepiece(
+        {options.splits.at("train")}, model_path, options.sentencepiece);
+  }
+  const SentencePiece model(model_path);
+  PrepReport report;
+  report.vocab_size = model.size();
+  spdlog::info(
+      "SentencePiece model {}: {} pieces", model_path.string(), model.size());
+  for (const auto& [name, path] : options.splits) {
+    const auto tokens = encode_raw_text(path, model);
+    write_sentence_tokens(options.out / (name + ".pieces"), tokens, model);
+    report.tokens[name] = static_cast<int64_t>(tokens.ids.size());
+    spdlog::info(
+        "{}: {} pieces from {}", name, tokens.ids.size(), path.string());
+  }
   return report;
 }
 

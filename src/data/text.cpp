@@ -89,4 +89,38 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
+std::vector<std::string_view> split_sentences(std::string_view line) {
+  const auto words = split_words(line);
+  if (words.empty()) {
+    return {};
+  }
+  // From the first word's start to the last word's end: the stripped line.
+  const size_t first = static_cast<size_t>(words.front().data() - line.data());
+  const size_t last = static_cast<size_t>(
+      words.back().data() + words.back().size() - line.data());
+  std::vector<std::string_view> sentences;
+  size_t start = first;
+  size_t i = first;
+  while (i < last) {
+    const size_t ws = whitespace_length(line, i);
+    if (ws == 0) {
+      ++i;
+      continue;
+    }
+    const char before = line[i - 1];
+    const bool cut = before == '.' || before == '!' || before == '?';
+    if (cut) {
+      sentences.push_back(line.substr(start, i - start));
+    }
+    while (i < last && whitespace_length(line, i) > 0) {
+      i += whitespace_length(line, i);
+    }
+    if (cut) {
+      start = i;
+    }
+  }
+  sentences.push_back(line.substr(start, last - start));
+  return sentences;
+}
+
 } // namespace xl::data

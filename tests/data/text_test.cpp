@@ -41,5 +41,16 @@ TEST(SplitWords, MatchesPythonStrSplit) {
       (std::vector<std::string>{"\xc2\xa9x", "\xe2\x82\xac"}));
 }
 
+TEST(SplitSentences, MatchesRatsgosRegex) {
+  // Python: re.split(r"(?<=[.!?])\s+", " 좋다. 정말!  최고?\t끝 . 아니 ".strip())
+  EXPECT_EQ(
+      strings(split_sentences(" 좋다. 정말!  최고?\t끝 . 아니 ")),
+      (std::vector<std::string>{"좋다.", "정말!", "최고?", "끝 .", "아니"}));
+  EXPECT_EQ(
+      strings(split_sentences("a...b c")),
+      (std::vector<std::string>{"a...b c"}));
+  EXPECT_TRUE(split_sentences(" \t ").empty());
+}
+
 } // namespace
 } // namespace xl::data

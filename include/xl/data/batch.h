@@ -5,7 +5,9 @@
 //   field           shape       type     who fills it
 //   tokens          [L, B]      int64    every family
 //   targets         [T, B]      int64    language models: the next token of each of the last
-//                                        T <= L input positions (the first L - T are context)
+//                                        T <= L input positions (the first L - T are context);
+//                                        XLNet pretraining: [P, B], the input token at each
+//                                        predicted position (target_mapping), 0 for padding
 //   target_mask     [T, B]      bool     padded targets (XLNet's num_predict): true = counted;
 //                                        undefined: every target counts
 //   segment_ids     [L, B]      int64    XLNet: the segment of each input position

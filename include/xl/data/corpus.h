@@ -9,6 +9,7 @@
 #include <string>
 
 #include "xl/config/schema.h"
+#include "xl/data/sentencepiece.h"
 #include "xl/data/token_file.h"
 #include "xl/data/vocab.h"
 
@@ -35,6 +36,20 @@ struct PrepReport {
 /// Builds (or loads) the vocabulary and writes <out>/vocab.txt and
 /// <out>/<split>.bin.
 PrepReport prepare_corpus(const PrepOptions& options);
+
+struct XLNetPrepOptions {
+  /// Split name -> raw text (one sentence per line, a blank line between
+  /// documents). "train" is required unless `model` is given.
+  std::map<std::string, std::filesystem::path> splits;
+  std::filesystem::path out;
+  /// Encode with this SentencePiece model instead of training one on "train".
+  std::optional<std::filesystem::path> model;
+  SentencePieceOptions sentencepiece;
+};
+
+/// Trains a SentencePiece model on the training split (or copies `model`) to
+/// <out>/spiece.model and encodes every split into <out>/<split>.pieces.
+PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options);
 
 /// A prepared corpus: its vocabulary and memory-mapped splits, checked against
 /// each other.

@@ -18,4 +18,9 @@ std::vector<std::string_view> split_lines(std::string_view text);
 /// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
 std::vector<std::string_view> split_words(std::string_view line);
 
+/// Splits a stripped line into sentences after '.', '!' or '?' followed by
+/// whitespace, as Python's re.split(r"(?<=[.!?])\s+", line.strip()) (ratsgo's
+/// process_documents for the Korean XLNet corpus). An empty line has none.
+std::vector<std::string_view> split_sentences(std::string_view line);
+
 } // namespace xl::data

@@ -1,0 +1,101 @@
+// Classification data: labelled text files, NSMC's tsv turned into them (and into a raw
+// pretraining corpus), and the batch source of XLNet fine-tuning.
+//
+// Labelled file (".tsv"): one example per line, `label<TAB>text`, the label a non-negative
+// integer (NSMC: 0 negative, 1 positive), the text without tabs.
+//
+// LabelledTexts rows are laid out as zihangdai/xlnet's run_classifier does:
+//   [<pad> ... <pad> | pieces[:L-2] <sep> <cls>]     segment ids  4 ... 4 | 0 ... 0 0 2
+// padded on the left so that <cls>, which the classification head reads, is always position
+// L - 1. The padding is <pad> (id 5; run_classifier pads with id 0), segment id 4 marks it.
+#pragma once
+
+#include <ATen/core/Generator.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "xl/data/batch_source.h"
+#include "xl/data/sentencepiece.h"
+
+namespace xl::data {
+
+struct LabelledText {
+  int64_t label = 0;
+  std::string text;
+};
+
+/// A line without a tab or with a label that is no non-negative integer is a UserError naming
+/// the file and line; so is a file without examples.
+std::vector<LabelledText> read_labelled_texts(
+    const std::filesystem::path& path);
+/// Writes atomically.
+void write_labelled_texts(
+    const std::filesystem::path& path,
+    const std::vector<LabelledText>& examples);
+
+struct NsmcCounts {
+  int64_t documents = 0;
+  int64_t sentences = 0;
+  /// rows with an empty document, left out of both outputs
+  int64_t empty = 0;
+};
+
+/// Reads NSMC's ratings tsv (a header line, then `id<TAB>document<TAB>label`, CSV-quoted
+/// documents unquoted) and writes, atomically, the raw pretraining corpus `raw` (each review
+/// split into sentences as ratsgo's process_documents, one per line, a blank line after each
+/// review) and the labelled file `labelled`. A missing column or a label other than 0 or 1 is a
+/// UserError naming the file and line; so is a file without any document.
+NsmcCounts convert_nsmc(
+    const std::filesystem::path& tsv,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled);
+
+struct LabelledOptions {
+  int64_t batch_size = 128;
+  int64_t seq_len = 64;
+  /// Training: rows in a fresh order every pass, full batches only. Evaluation (false): file
+  /// order, the last partial batch kept.
+  bool shuffle = true;
+  uint64_t seed = 0;
+};
+
+class LabelledTexts : public BatchSource {
+ public:
+  /// Reads and encodes `path` with `model` (which need not outlive the source).
+  LabelledTexts(
+      const std::filesystem::path& path,
+      const SentencePiece& model,
+      const LabelledOptions& options);
+
+  /// tokens and segment_ids [L, B], labels [B]; n_targets = B.
+  std::optional<Batch> next() override;
+  bool continues_streams() const override {
+    return false;
+  }
+  int64_t batches_per_pass() const override;
+  int64_t epoch() const override {
+    return epoch_;
+  }
+  std::string describe() const override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  LabelledOptions options_;
+  std::string name_;
+  /// per example: [L] ids and segment ids, laid out and padded
+  torch::Tensor tokens_;
+  torch::Tensor segment_ids_;
+  torch::Tensor labels_;
+  at::Generator generator_;
+  /// the order of the current pass
+  torch::Tensor order_;
+  int64_t epoch_ = 0;
+  /// batches read in the current pass
+  int64_t read_ = 0;
+};
+
+} // namespace xl::data

@@ -1,0 +1,242 @@
+#include "xl/data/labelled_texts.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include "source_state.h"
+#include "xl/data/text.h"
+#include "xl/io/archive.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::data {
+
+namespace {
+
+constexpr int64_t kSegmentA = 0;
+constexpr int64_t kSegmentCls = 2;
+constexpr int64_t kSegmentPad = 4;
+
+// A non-negative integer, or -1.
+int64_t parse_label(std::string_view field) {
+  if (field.empty() || field.size() > 18) {
+    return -1;
+  }
+  int64_t value = 0;
+  for (const char c : field) {
+    if (c < '0' || c > '9') {
+      return -1;
+    }
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+// NSMC's documents are CSV-quoted when they contain quotes: "..." with "" inside.
+std::string unquote(std::string_view field) {
+  if (field.size() < 2 || field.front() != '"' || field.back() != '"') {
+    return std::string(field);
+  }
+  std::string out;
+  const auto inner = field.substr(1, field.size() - 2);
+  for (size_t i = 0; i < inner.size(); ++i) {
+    out += inner[i];
+    if (inner[i] == '"' && i + 1 < inner.size() && inner[i + 1] == '"') {
+      ++i;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<LabelledText> read_labelled_texts(
+    const std::filesystem::path& path) {
+  const std::string text = read_file(path, "labelled text file");
+  std::vector<LabelledText> examples;
+  const auto lines = split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto line = lines[i];
+    const size_t tab = line.find('\t');
+    const int64_t label =
+        tab == std::string_view::npos ? -1 : parse_label(line.substr(0, tab));
+    if (label < 0) {
+      throw UserError(fmt::format(
+          "{}:{}: expected 'label<TAB>text' with a non-negative integer label, "
+          "found '{}'",
+          path.string(),
+          i + 1,
+          line.substr(0, 40)));
+    }
+    examples.push_back({label, std::string(line.substr(tab + 1))});
+  }
+  if (examples.empty()) {
+    throw UserError("labelled text file has no examples: " + path.string());
+  }
+  return examples;
+}
+
+void write_labelled_texts(
+    const std::filesystem::path& path,
+    const std::vector<LabelledText>& examples) {
+  std::string out;
+  for (const auto& e : examples) {
+    out += fmt::format("{}\t{}\n", e.label, e.text);
+  }
+  atomic_write(path, out);
+}
+
+NsmcCounts convert_nsmc(
+    const std::filesystem::path& tsv,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled) {
+  const std::string text = read_file(tsv, "NSMC file");
+  const auto lines = split_lines(text);
+  NsmcCounts counts;
+  std::string corpus;
+  std::vector<LabelledText> examples;
+  // Line 1 is the header "id document label".
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto line = lines[i];
+    const size_t first = line.find('\t');
+    const size_t last = line.rfind('\t');
+    const auto where = [&] {
+      return fmt::format("{}:{}", tsv.string(), i + 1);
+    };
+    if (first == std::string_view::npos || first == last) {
+      throw UserError(
+          where() + ": expected 3 tab-separated columns (id, document, label)");
+    }
+    const auto label_field = line.substr(last + 1);
+    if (label_field != "0" && label_field != "1") {
+      throw UserError(fmt::format(
+          "{}: the label must be 0 or 1, found '{}'", where(), label_field));
+    }
+    const std::string document =
+        unquote(line.substr(first + 1, last - first - 1));
+    const auto sentences = split_sentences(document);
+    if (sentences.empty()) {
+      ++counts.empty;
+      continue;
+    }
+    for (const auto sentence : sentences) {
+      corpus.append(sentence.data(), sentence.size()).push_back('\n');
+    }
+    corpus.push_back('\n');
+    ++counts.documents;
+    counts.sentences += static_cast<int64_t>(sentences.size());
+    examples.push_back({label_field == "1" ? 1 : 0, document});
+  }
+  if (counts.documents == 0) {
+    throw UserError("NSMC file has no documents: " + tsv.string());
+  }
+  atomic_write(raw, corpus);
+  write_labelled_texts(labelled, examples);
+  return counts;
+}
+
+LabelledTexts::LabelledTexts(
+    const std::filesystem::path& path,
+    const SentencePiece& model,
+    const LabelledOptions& options)
+    : options_(options),
+      name_(path.string()),
+      generator_(at::make_generator<at::CPUGeneratorImpl>(options.seed)) {
+  if (options_.batch_size < 1 || options_.seq_len < 3) {
+    throw UserError(fmt::format(
+        "labelled texts: batch_size ({}) must be positive and seq_len ({}) at "
+        "least 3",
+        options_.batch_size,
+        options_.seq_len));
+  }
+  const auto examples = read_labelled_texts(path);
+  const auto n = static_cast<int64_t>(examples.size());
+  if (options_.shuffle && n < options_.batch_size) {
+    throw UserError(fmt::format(
+        "{} holds {} examples: too few for one training batch of batch_size {}",
+        name_,
+        n,
+        options_.batch_size));
+  }
+  const int64_t len = options_.seq_len;
+  tokens_ = torch::full({n, len}, kPadId, torch::kLong);
+  segment_ids_ = torch::full({n, len}, kSegmentPad, torch::kLong);
+  labels_ = torch::empty({n}, torch::kLong);
+  auto tokens = tokens_.accessor<int64_t, 2>();
+  auto segments = segment_ids_.accessor<int64_t, 2>();
+  auto labels = labels_.accessor<int64_t, 1>();
+  for (int64_t e = 0; e < n; ++e) {
+    const auto& example = examples[static_cast<size_t>(e)];
+    auto ids = model.encode(example.text);
+    ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(len - 2)));
+    ids.push_back(kSepId);
+    const int64_t start = len - 1 - static_cast<int64_t>(ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) {
+      tokens[e][start + static_cast<int64_t>(k)] = ids[k];
+      segments[e][start + static_cast<int64_t>(k)] = kSegmentA;
+    }
+    tokens[e][len - 1] = kClsId;
+    segments[e][len - 1] = kSegmentCls;
+    labels[e] = example.label;
+  }
+  order_ = options_.shuffle ? torch::randperm(n, generator_, torch::kLong)
+                            : torch::arange(n, torch::kLong);
+}
+
+int64_t LabelledTexts::batches_per_pass() const {
+  const int64_t n = labels_.size(0);
+  return options_.shuffle ? n / options_.batch_size
+                          : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+std::string LabelledTexts::describe() const {
+  return fmt::format(
+      "labelled texts: {} rows x {} tokens, {}, of {} ({} examples)",
+      options_.batch_size,
+      options_.seq_len,
+      options_.shuffle ? "shuffled" : "in file order",
+      name_,
+      labels_.size(0));
+}
+
+std::optional<Batch> LabelledTexts::next() {
+  if (read_ >= batches_per_pass()) {
+    ++epoch_;
+    read_ = 0;
+    if (options_.shuffle) {
+      order_ = torch::randperm(labels_.size(0), generator_, torch::kLong);
+    }
+    return std::nullopt;
+  }
+  const int64_t begin = read_ * options_.batch_size;
+  const int64_t rows = std::min(options_.batch_size, labels_.size(0) - begin);
+  const auto rows_index = order_.narrow(0, begin, rows);
+  ++read_;
+  Batch batch;
+  batch.tokens = tokens_.index_select(0, rows_index).t().contiguous();
+  batch.segment_ids = segment_ids_.index_select(0, rows_index).t().contiguous();
+  batch.labels = labels_.index_select(0, rows_index);
+  batch.n_targets = rows;
+  return batch;
+}
+
+void LabelledTexts::save(torch::serialize::OutputArchive& archive) const {
+  write_source_identity(archive, *this);
+  io::write_int(archive, "data.epoch", epoch_);
+  io::write_int(archive, "data.read", read_);
+  archive.write("data.order", order_);
+  archive.write("data.rng", generator_.get_state());
+}
+
+void LabelledTexts::load(torch::serialize::InputArchive& archive) {
+  check_source_identity(archive, *this);
+  epoch_ = io::read_int(archive, "data.epoch");
+  read_ = io::read_int(archive, "data.read");
+  archive.read("data.order", order_);
+  torch::Tensor state;
+  archive.read("data.rng", state);
+  std::lock_guard<std::mutex> lock(generator_.mutex());
+  generator_.set_state(state);
+}
+
+} // namespace xl::data

@@ -1,0 +1,200 @@
+// Classification data: NSMC's tsv into a raw corpus and labelled files, and the fine-tuning
+// batches (layout, order, resumption, errors).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "test_util.h"
+#include "xl/data/labelled_texts.h"
+#include "xl/util/error.h"
+
+namespace xl::data {
+namespace {
+
+using test::TempDir;
+using ::testing::HasSubstr;
+
+template <typename F>
+std::string user_error(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UserError";
+  return "";
+}
+
+TEST(ConvertNsmc, SplitsReviewsIntoSentencesAndUnquotes) {
+  TempDir dir;
+  test::write_file(
+      dir / "r.txt",
+      "id\tdocument\tlabel\n"
+      "1\t좋다. 정말 좋다!  최고\t1\n"
+      "2\t\t0\n"
+      "3\t\"\"\"인용\"\" 별로.\"\t0\n");
+  const auto counts =
+      convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv");
+  EXPECT_EQ(counts.documents, 2);
+  EXPECT_EQ(counts.sentences, 4);
+  EXPECT_EQ(counts.empty, 1);
+  EXPECT_EQ(
+      test::read_text(dir / "raw.txt"),
+      "좋다.\n정말 좋다!\n최고\n\n\"인용\" 별로.\n\n");
+  EXPECT_EQ(
+      test::read_text(dir / "l.tsv"),
+      "1\t좋다. 정말 좋다!  최고\n0\t\"인용\" 별로.\n");
+  const auto examples = read_labelled_texts(dir / "l.tsv");
+  ASSERT_EQ(examples.size(), 2U);
+  EXPECT_EQ(examples[1].label, 0);
+  EXPECT_EQ(examples[1].text, "\"인용\" 별로.");
+}
+
+TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
+  TempDir dir;
+  const auto convert = [&](const std::string& content) {
+    test::write_file(dir / "r.txt", content);
+    return user_error(
+        [&] { convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv"); });
+  };
+  EXPECT_THAT(
+      convert("id\tdocument\tlabel\n1\tok\t1\n2\tbad\t2\n"),
+      HasSubstr("r.txt:3: the label must be 0 or 1, found '2'"));
+  EXPECT_THAT(
+      convert("id\tdocument\tlabel\n1\tno label\n"),
+      HasSubstr("r.txt:2: expected 3 tab-separated columns"));
+  EXPECT_THAT(
+      convert("id\tdocument\tlabel\n1\t \t1\n"),
+      HasSubstr("NSMC file has no documents"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "raw.txt"));
+}
+
+TEST(ReadLabelledTexts, ABadLabelNamesTheFileAndLine) {
+  TempDir dir;
+  test::write_file(dir / "l.tsv", "1\tgood\nx\tbad\n");
+  EXPECT_THAT(
+      user_error([&] { read_labelled_texts(dir / "l.tsv"); }),
+      HasSubstr("l.tsv:2: expected 'label<TAB>text'"));
+}
+
+class LabelledTextsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    // Enough Korean text for a small model: NSMC's first reviews.
+    const std::string nsmc =
+        test::read_text(test::testdata("nsmc/ratings_train.txt"));
+    std::istringstream in(nsmc);
+    std::string line, corpus;
+    std::getline(in, line);
+    for (int i = 0; i < 2000 && std::getline(in, line); ++i) {
+      const auto a = line.find('\t');
+      const auto b = line.rfind('\t');
+      corpus += line.substr(a + 1, b - a - 1) + "\n";
+    }
+    test::write_file(*dir_ / "corpus.txt", corpus);
+    SentencePieceOptions o;
+    o.vocab_size = 1500;
+    o.character_coverage = 0.99;
+    train_sentencepiece({*dir_ / "corpus.txt"}, *dir_ / "m.model", o);
+    std::string labelled;
+    for (int i = 0; i < 10; ++i) {
+      labelled += std::to_string(i % 2) + "\t" + text(i) + "\n";
+    }
+    test::write_file(*dir_ / "l.tsv", labelled);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+  }
+  // Example i: i repeated words between two others.
+  static std::string text(int i) {
+    std::string out = "영화 ";
+    for (int k = 0; k < i; ++k) {
+      out += "정말 ";
+    }
+    return out + "좋다";
+  }
+  static TempDir* dir_;
+};
+TempDir* LabelledTextsTest::dir_ = nullptr;
+
+TEST_F(LabelledTextsTest, RowsArePaddedOnTheLeftAndEndInSepCls) {
+  const SentencePiece sp(*dir_ / "m.model");
+  LabelledOptions o;
+  o.batch_size = 4;
+  o.seq_len = 12;
+  o.shuffle = false;
+  LabelledTexts source(*dir_ / "l.tsv", sp, o);
+  EXPECT_FALSE(source.continues_streams());
+  EXPECT_EQ(source.batches_per_pass(), 3); // 4 + 4 + 2
+  const auto batch = *source.next();
+  ASSERT_EQ(batch.tokens.sizes(), (std::vector<int64_t>{12, 4}));
+  EXPECT_EQ(batch.n_targets, 4);
+  EXPECT_TRUE(torch::equal(batch.labels, torch::tensor({0, 1, 0, 1})));
+  const auto tokens = batch.tokens.accessor<int64_t, 2>();
+  const auto seg = batch.segment_ids.accessor<int64_t, 2>();
+  const auto pieces = sp.encode(text(0));
+  const auto n = static_cast<int64_t>(pieces.size());
+  for (int64_t i = 0; i < 12; ++i) {
+    const int64_t start = 12 - 2 - n;
+    if (i < start) {
+      EXPECT_EQ(tokens[i][0], kPadId);
+      EXPECT_EQ(seg[i][0], 4);
+    } else if (i < 10) {
+      EXPECT_EQ(tokens[i][0], pieces[static_cast<size_t>(i - start)]);
+      EXPECT_EQ(seg[i][0], 0);
+    }
+  }
+  EXPECT_EQ(tokens[10][0], kSepId);
+  EXPECT_EQ(seg[10][0], 0);
+  EXPECT_EQ(tokens[11][0], kClsId);
+  EXPECT_EQ(seg[11][0], 2);
+  // A long text keeps its first L - 2 pieces.
+  source.next();
+  const auto last = *source.next();
+  EXPECT_EQ(last.tokens.size(1), 2); // evaluation keeps the partial batch
+  const auto long_pieces = sp.encode(text(9));
+  ASSERT_GT(long_pieces.size(), 10U);
+  for (int64_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(
+        last.tokens[i][1].item<int64_t>(), long_pieces[static_cast<size_t>(i)]);
+    EXPECT_EQ(last.segment_ids[i][1].item<int64_t>(), 0);
+  }
+  EXPECT_FALSE(source.next().has_value());
+}
+
+TEST_F(LabelledTextsTest, TrainingShufflesEveryPassAndResumesExactly) {
+  const SentencePiece sp(*dir_ / "m.model");
+  LabelledOptions o;
+  o.batch_size = 3;
+  o.seq_len = 8;
+  o.seed = 5;
+  LabelledTexts a(*dir_ / "l.tsv", sp, o);
+  EXPECT_EQ(a.batches_per_pass(), 3); // full batches only
+  std::vector<torch::Tensor> first;
+  while (auto batch = a.next()) {
+    EXPECT_EQ(batch->labels.size(0), 3);
+    first.push_back(batch->labels);
+  }
+  next_cycling(a);
+  LabelledTexts b(*dir_ / "l.tsv", sp, o);
+  torch::serialize::OutputArchive out;
+  a.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  std::istringstream in_bytes(bytes.str());
+  torch::serialize::InputArchive in;
+  in.load_from(in_bytes);
+  b.load(in);
+  for (int k = 0; k < 5; ++k) {
+    const auto x = next_cycling(a);
+    const auto y = next_cycling(b);
+    EXPECT_TRUE(torch::equal(x.tokens, y.tokens));
+    EXPECT_TRUE(torch::equal(x.labels, y.labels));
+  }
+  EXPECT_EQ(a.epoch(), b.epoch());
+}
+
+} // namespace
+} // namespace xl::data
