@@ -4,6 +4,8 @@
 //   xl-eval --run runs/wt2_small [--set eval.mem_len=640] [--checkpoint last]
 //   xl-eval --run runs/wt2_small --set eval.mode=vanilla   (the paper's baseline evaluation;
 //            --set eval.stride=S scores the last S positions per window: bpc@stride=S)
+//   xl-eval --run runs/mini_ko_cpu --file reviews.txt   (XLNet: the permutation-LM loss on any
+//            raw text, one sentence per line, a blank line between documents)
 #include "xl/app/cli.h"
 #include "xl/app/commands.h"
 
@@ -25,6 +27,11 @@ int main(int argc, char** argv) {
         "--max-steps",
         request.max_steps,
         "score only this many segments (memory mode) or window batches (vanilla)");
+    app.add_option(
+        "--file",
+        request.file,
+        "evaluate this file instead of eval.split: raw text (XLNet pretraining) or "
+        "labelled text (classification), encoded with the run's SentencePiece model");
     app.final_callback([&] {
       if (flags.path.empty()) {
         flags.path = request.run_dir + "/config.yaml";

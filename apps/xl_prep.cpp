@@ -2,7 +2,8 @@
 //   xl-prep --format word --train wiki.train.tokens --valid wiki.valid.tokens
 //           --test wiki.test.tokens --out data/prepared/wt2
 // XLNet: NSMC's tsv into a raw corpus and labelled files, then SentencePiece and pieces files.
-//   xl-prep --format nsmc --train ratings_train.txt --test ratings_test.txt --out nsmc
+//   xl-prep --format nsmc --train ratings_train.txt --test ratings_test.txt --holdout 5000
+//           --out nsmc
 //   xl-prep --format xlnet --train nsmc/train.txt --test nsmc/test.txt --out nsmc
 //           [--spm-model spiece.model] [--vocab-size 32000] [--character-coverage 0.99995]
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
     xl::data::XLNetPrepOptions xlnet;
     std::string format = "word";
     std::string train, valid, test, out, vocab, spm_model;
+    int64_t holdout = 0;
     app.add_option(
            "--format",
            format,
@@ -50,6 +52,11 @@ int main(int argc, char** argv) {
         xlnet.sentencepiece.vocab_size,
         "xlnet: SentencePiece vocabulary size");
     app.add_option(
+           "--holdout",
+           holdout,
+           "nsmc: the last N training documents become the valid split")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option(
         "--character-coverage",
         xlnet.sentencepiece.character_coverage,
         "xlnet: characters SentencePiece covers");
@@ -68,8 +75,17 @@ int main(int argc, char** argv) {
     if (format == "nsmc") {
       for (const auto& [name, path] : splits) {
         const std::filesystem::path dir = out;
+        const int64_t held = name == "train" ? holdout : 0;
         const auto counts = xl::data::convert_nsmc(
-            path, dir / (name + ".txt"), dir / (name + ".tsv"));
+            path,
+            dir / (name + ".txt"),
+            dir / (name + ".tsv"),
+            held,
+            dir / "valid.txt",
+            dir / "valid.tsv");
+        if (held > 0) {
+          spdlog::info("valid: the last {} training documents, held out", held);
+        }
         spdlog::info(
             "{}: {} documents ({} sentences), {} empty ones left out",
             name,

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Downloads the full corpora from their public locations and encodes them with xl-prep.
-# Needs internet; tests never run it. Usage: scripts/getdata.sh [wt103|enwik8|text8|nsmc|all]
-# Output: data/prepared/<name>/{vocab.txt,train.bin,valid.bin,test.bin}
+# Downloads the full corpora from their public locations and encodes them with xl-prep (needs
+# internet; tests never run it); NSMC is bundled and only prepared.
+# Usage: scripts/getdata.sh [wt103|enwik8|text8|nsmc|all]
+# Output: data/prepared/<name>/{vocab.txt,train.bin,valid.bin,test.bin}; for nsmc the XLNet
+# files: spiece.model (32k pieces), <split>.pieces, <split>.tsv (5,000 training reviews held out
+# as valid).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -47,8 +50,12 @@ if [ "$what" = text8 ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = nsmc ] || [ "$what" = all ]; then
+  out=data/prepared/nsmc
   for split in train test; do
-    fetch "https://raw.githubusercontent.com/e9t/nsmc/master/ratings_$split.txt" "$raw/nsmc_$split.txt"
+    xz -dc "data/nsmc/ratings_$split.txt.xz" >"$raw/nsmc_$split.txt"
   done
-  echo "NSMC downloaded to $raw (the XLNet pipeline encodes it with its SentencePiece model)"
+  "$bin/xl-prep" --format nsmc --train "$raw/nsmc_train.txt" --test "$raw/nsmc_test.txt" \
+    --holdout 5000 --out "$out"
+  "$bin/xl-prep" --format xlnet --vocab-size 32000 --train "$out/train.txt" \
+    --valid "$out/valid.txt" --test "$out/test.txt" --out "$out"
 fi

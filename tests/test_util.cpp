@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace xl::test {
 
@@ -22,6 +24,19 @@ CommandResult run_command(const std::string& command, const fs::path& cwd) {
   const int status = ::pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+std::map<int64_t, double> train_losses(const fs::path& run) {
+  std::map<int64_t, double> losses;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("split", "") == "train") {
+      losses[record["step"]] = record["loss"];
+    }
+  }
+  return losses;
 }
 
 } // namespace xl::test

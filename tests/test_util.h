@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "test_paths.h"
+#include "xl/util/error.h"
 
 namespace xl::test {
 
@@ -67,5 +69,21 @@ struct CommandResult {
 CommandResult run_command(
     const std::string& command,
     const fs::path& cwd = fs::current_path());
+
+/// step -> training loss of a run directory's metrics.jsonl, from the last record of each step
+/// (a killed run may have logged steps that its resumed continuation logs again).
+std::map<int64_t, double> train_losses(const fs::path& run);
+
+/// The message of the xl::UserError that `f` throws (a test failure when it throws none).
+template <typename F>
+std::string user_error(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UserError";
+  return "";
+}
 
 } // namespace xl::test

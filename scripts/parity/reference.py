@@ -29,6 +29,18 @@ def make_optimizer(train, params):
            " check with --set train.optim=adam")
 
 
+def randomize(model):
+    """Seeded random values for every parameter (LayerNorm gains around 1), so that no term of
+    the comparison hides behind zero or one; returns the state dict before any step."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_norm.weight" in name:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.1 * torch.randn_like(p))
+    return {k: own(v) for k, v in model.state_dict().items()}
+
+
 def own(t):
     """A contiguous copy that shares memory with nothing (safetensors refuses shared storage)."""
     return t.detach().clone(memory_format=torch.contiguous_format)

@@ -29,7 +29,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import own, refuse, step_on, write  # noqa: E402
+from reference import own, randomize, refuse, step_on, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import TransfoXLConfig, TransfoXLLMHeadModel  # noqa: E402
@@ -93,14 +93,7 @@ def main():
     tgt_len = train["tgt_len"]
     torch.manual_seed(args.seed)
     model = TransfoXLLMHeadModel(hf_config(config["model"], args.n_token))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layer_norm.weight" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            else:
-                p.copy_(0.1 * torch.randn_like(p))
-    # Saved before any step.
-    state = {k: own(v) for k, v in model.state_dict().items()}
+    state = randomize(model)
 
     tokens = torch.randint(args.n_token, (args.batch, args.segments * tgt_len + 1))
     inputs, targets = tokens[:, :-1], tokens[:, 1:]

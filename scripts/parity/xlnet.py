@@ -33,7 +33,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import own, refuse, step_on, write  # noqa: E402
+from reference import own, randomize, refuse, step_on, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import XLNetConfig, XLNetLMHeadModel  # noqa: E402
@@ -131,13 +131,7 @@ def main():
     model = XLNetLMHeadModel(hf_config(config["model"], args.n_token, args.bi_data))
     if not xcfg["untie_r"]:
         share_biases(model)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layer_norm.weight" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            else:
-                p.copy_(0.1 * torch.randn_like(p))
-    state = {k: own(v) for k, v in model.state_dict().items()}
+    state = randomize(model)
 
     bsz, d_model = args.batch, model.config.d_model
     use_mems = xcfg["mem_len"] > 0

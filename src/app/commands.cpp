@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "xl/config/config.h"
-#include "xl/data/corpus.h"
+#include "xl/data/dataset.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
 #include "xl/io/archive.h"
@@ -21,29 +21,66 @@
 
 namespace xl::app {
 
+namespace {
+
+// train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
+// parameters it lacks (a new head), which keep their fresh values. Returns what it did, for the
+// log.
+std::string load_initial_weights(
+    const config::Config& config,
+    models::LanguageModelImpl& model) {
+  std::filesystem::path path = *config.train.init_from;
+  if (std::filesystem::is_directory(path)) {
+    path = run::run_paths(path).best_checkpoint();
+  }
+  torch::serialize::InputArchive archive;
+  const auto info = run::load_checkpoint(path, archive);
+  for (const auto& difference :
+       run::config_differences(info.config, config::dump(config), {"model"})) {
+    if (difference.rfind("model.type:", 0) == 0) {
+      throw UserError(fmt::format(
+          "train.init_from: {} holds another model family ({})",
+          path.string(),
+          difference));
+    }
+  }
+  const auto left =
+      io::read_module_matching(archive, "model", model, path.string());
+  return fmt::format(
+      "initialised from {} (step {}){}{}",
+      path.string(),
+      info.step,
+      left.empty() ? "" : "; fresh, not in the checkpoint: ",
+      fmt::join(left, ", "));
+}
+
+} // namespace
+
 int run_training(
     const config::Config& config,
     bool resume,
     std::optional<int64_t> stop_at) {
+  // Data, model and initial weights first: a bad corpus, batch setting or init_from fails
+  // before the run directory is written.
+  run::setup_runtime(config.train);
+  const auto dataset = data::open_dataset(config);
+  auto model = models::build_model(config.model, dataset->vocab_size());
+  const std::string initialised = config.train.init_from && !resume
+      ? load_initial_weights(config, *model)
+      : "";
   const run::RunPaths paths = run::prepare_run_directory(config, resume);
   run::setup_logging(config.run.log_level, paths.log);
   spdlog::info(
       "run directory {} (resolved config: {})",
       paths.dir.string(),
       paths.config.string());
-  run::setup_runtime(config.train);
-  data::Corpus corpus(config.data);
-  spdlog::info(
-      "data {}: {}-level vocabulary of {}, {} training and {} validation tokens",
-      config.data.dir,
-      data::to_string(corpus.vocab().kind()),
-      corpus.vocab().size(),
-      corpus.split("train").size(),
-      corpus.split("valid").size());
+  spdlog::info("data {}: {}", config.data.dir, dataset->describe());
+  if (!initialised.empty()) {
+    spdlog::info("{}", initialised);
+  }
   const torch::Device device = run::pick_device(config.train.device);
-  auto model = models::build_model(config.model, corpus.vocab().size());
   train::install_stop_handlers();
-  train::Trainer trainer(config, paths, corpus, model, device);
+  train::Trainer trainer(config, paths, *dataset, model, device);
   const train::TrainResult result = trainer.run(resume, stop_at);
   if (result.signal != 0) {
     return 128 + result.signal;
@@ -63,9 +100,9 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       ? paths.last_checkpoint()
       : paths.best_checkpoint();
   run::setup_runtime(config.train);
-  data::Corpus corpus(config.data);
+  const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train.device);
-  auto model = models::build_model(config.model, corpus.vocab().size());
+  auto model = models::build_model(config.model, dataset->vocab_size());
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(checkpoint, archive);
   run::require_matching_config(
@@ -73,22 +110,27 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   io::read_module(archive, "model", *model);
   model->to(device);
 
-  auto setup =
-      eval::eval_setup(config, corpus.split(config.eval.split), false, device);
+  const std::string split = request.file.value_or(config.eval.split);
+  auto setup = eval::eval_setup(
+      config,
+      request.file ? dataset->file_batches(*request.file)
+                   : dataset->eval_batches(split, false),
+      false,
+      device);
   setup.options.max_batches = request.max_steps;
   spdlog::info(
       "evaluating {} (step {}) on {}: {}",
       checkpoint.string(),
       info.step,
-      config.eval.split,
+      split,
       setup.setting);
   const auto result = eval::evaluate(*model, *setup.source, setup.options);
   const auto report = eval::report_evaluation(
-      config.eval.split,
+      split,
       result,
-      corpus.vocab().kind(),
+      dataset->unit(),
       {{"step", info.step},
-       {"split", config.eval.split},
+       {"split", split},
        {"mode", config::choice_name(config.eval.mode)},
        {"setting", setup.setting},
        {"checkpoint", request.checkpoint}});
@@ -99,17 +141,16 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
 
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
-  if (config.model.type != config::ModelType::kTransformerXL) {
-    throw ConfigError(
-        "model.type: only transformer_xl weights can be imported");
+  const auto dataset = data::open_dataset(config);
+  auto model = models::build_model(config.model, dataset->vocab_size());
+  const auto weights = io::SafeTensors::load(request.weights);
+  if (auto* txl = dynamic_cast<models::TransformerXLImpl*>(model.get())) {
+    models::HFImportOptions options;
+    options.reverse_clusters = request.reverse_clusters;
+    models::import_hf_transfo_xl(*txl, weights, options);
+  } else {
+    models::import_hf_xlnet(dynamic_cast<models::XLNetImpl&>(*model), weights);
   }
-  data::Corpus corpus(config.data);
-  auto model = std::make_shared<models::TransformerXLImpl>(
-      models::transformer_xl_options(config.model, corpus.vocab().size()));
-  models::HFImportOptions options;
-  options.reverse_clusters = request.reverse_clusters;
-  models::import_hf_transfo_xl(
-      *model, io::SafeTensors::load(request.weights), options);
   const run::RunPaths paths = run::prepare_run_directory(config, false);
   run::save_checkpoint(
       paths.best_checkpoint(),

@@ -136,7 +136,8 @@ nlohmann::json bench_train(Bench& b) {
 nlohmann::json bench_eval(Bench& b, config::EvalMode mode, const char* name) {
   config::Config c = b.config;
   c.eval.mode = mode;
-  auto setup = eval::eval_setup(c, b.tokens, false, b.device);
+  auto setup = eval::eval_setup(
+      c, data::token_eval_batches(c, b.tokens, false), false, b.device);
   eval::Evaluator evaluator(*b.model, setup.options);
   int64_t warmup = b.options.warmup;
   const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);

@@ -89,11 +89,15 @@ void write_labelled_texts(
 NsmcCounts convert_nsmc(
     const std::filesystem::path& tsv,
     const std::filesystem::path& raw,
-    const std::filesystem::path& labelled) {
+    const std::filesystem::path& labelled,
+    int64_t held_out,
+    const std::filesystem::path& held_raw,
+    const std::filesystem::path& held_labelled) {
   const std::string text = read_file(tsv, "NSMC file");
   const auto lines = split_lines(text);
   NsmcCounts counts;
-  std::string corpus;
+  // each document's sentences, one per line, and a blank line
+  std::vector<std::string> documents;
   std::vector<LabelledText> examples;
   // Line 1 is the header "id document label".
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -119,6 +123,7 @@ NsmcCounts convert_nsmc(
       ++counts.empty;
       continue;
     }
+    std::string& corpus = documents.emplace_back();
     for (const auto sentence : sentences) {
       corpus.append(sentence.data(), sentence.size()).push_back('\n');
     }
@@ -130,8 +135,32 @@ NsmcCounts convert_nsmc(
   if (counts.documents == 0) {
     throw UserError("NSMC file has no documents: " + tsv.string());
   }
-  atomic_write(raw, corpus);
-  write_labelled_texts(labelled, examples);
+  if (held_out >= counts.documents) {
+    throw UserError(fmt::format(
+        "{} has {} documents: cannot hold out {} and train on the rest",
+        tsv.string(),
+        counts.documents,
+        held_out));
+  }
+  const auto write = [&](size_t begin,
+                         size_t end,
+                         const std::filesystem::path& raw_path,
+                         const std::filesystem::path& labelled_path) {
+    std::string corpus;
+    for (size_t d = begin; d < end; ++d) {
+      corpus += documents[d];
+    }
+    atomic_write(raw_path, corpus);
+    write_labelled_texts(
+        labelled_path,
+        {examples.begin() + static_cast<std::ptrdiff_t>(begin),
+         examples.begin() + static_cast<std::ptrdiff_t>(end)});
+  };
+  const size_t kept = documents.size() - static_cast<size_t>(held_out);
+  write(0, kept, raw, labelled);
+  if (held_out > 0) {
+    write(kept, documents.size(), held_raw, held_labelled);
+  }
   return counts;
 }
 
@@ -215,6 +244,7 @@ std::optional<Batch> LabelledTexts::next() {
   Batch batch;
   batch.tokens = tokens_.index_select(0, rows_index).t().contiguous();
   batch.segment_ids = segment_ids_.index_select(0, rows_index).t().contiguous();
+  batch.padding = batch.segment_ids.eq(kSegmentPad);
   batch.labels = labels_.index_select(0, rows_index);
   batch.n_targets = rows;
   return batch;

@@ -421,6 +421,10 @@ std::optional<Batch> PermutationRecords::next() {
   batch.target_mapping = torch::zeros({p, len, rows}, torch::kFloat);
   batch.targets = torch::zeros({p, rows}, torch::kLong);
   batch.target_mask = torch::zeros({p, rows}, torch::kBool);
+  if (options_.bi_data) {
+    // the model negates the relative positions of these rows, whatever chunk they land in
+    batch.reversed = torch::arange(rows).ge(rows / 2);
+  }
   auto tokens = batch.tokens.accessor<int64_t, 2>();
   auto segments = batch.segment_ids.accessor<int64_t, 2>();
   auto perm = batch.perm_mask.accessor<bool, 3>();

@@ -1,5 +1,9 @@
 #include "xl/io/archive.h"
 
+#include <fmt/format.h>
+
+#include "xl/util/error.h"
+
 namespace xl::io {
 
 namespace {
@@ -75,6 +79,67 @@ void read_module(
   torch::serialize::InputArchive sub;
   archive.read(key, sub);
   module.load(sub);
+}
+
+namespace {
+
+// Parameters of `module` (named `prefix`...) found in `archive` are copied; the names of the
+// others go to `left`, shape mismatches to `wrong`.
+void read_matching(
+    torch::serialize::InputArchive& archive,
+    torch::nn::Module& module,
+    const std::string& prefix,
+    std::vector<std::string>& left,
+    std::vector<std::string>& wrong) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters(/*recurse=*/false)) {
+    const std::string name = prefix + item.key();
+    torch::Tensor stored;
+    if (!archive.try_read(item.key(), stored)) {
+      left.push_back(name);
+    } else if (stored.sizes() != item.value().sizes()) {
+      wrong.push_back(fmt::format(
+          "{}: [{}] stored, [{}] here",
+          name,
+          fmt::join(stored.sizes(), ", "),
+          fmt::join(item.value().sizes(), ", ")));
+    } else {
+      item.value().copy_(stored);
+    }
+  }
+  for (auto& child : module.named_children()) {
+    torch::serialize::InputArchive sub;
+    if (archive.try_read(child.key(), sub)) {
+      read_matching(
+          sub, *child.value(), prefix + child.key() + ".", left, wrong);
+    } else {
+      for (const auto& p : child.value()->named_parameters()) {
+        left.push_back(prefix + child.key() + "." + p.key());
+      }
+    }
+  }
+}
+
+} // namespace
+
+std::vector<std::string> read_module_matching(
+    torch::serialize::InputArchive& archive,
+    const std::string& key,
+    torch::nn::Module& module,
+    const std::string& what) {
+  torch::serialize::InputArchive sub;
+  archive.read(key, sub);
+  std::vector<std::string> left;
+  std::vector<std::string> wrong;
+  read_matching(sub, module, "", left, wrong);
+  if (!wrong.empty()) {
+    throw UserError(fmt::format(
+        "{}: {} parameters have other shapes than this model's:\n  {}",
+        what,
+        wrong.size(),
+        fmt::join(wrong, "\n  ")));
+  }
+  return left;
 }
 
 } // namespace xl::io

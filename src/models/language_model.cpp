@@ -4,6 +4,25 @@
 
 namespace xl::models {
 
+void add_lm_term(
+    ModelOutput& out,
+    const data::Batch& batch,
+    const torch::Tensor& log_probs,
+    const ForwardArgs& args) {
+  const auto& mask = batch.target_mask;
+  LossTerm lm{
+      "lm",
+      mask.defined() ? -torch::where(mask, log_probs, 0.0).sum()
+                     : -log_probs.sum(),
+      mask.defined() ? batch.n_targets : log_probs.numel(),
+      1.0,
+      TermKind::kTokenNll};
+  out.terms.push_back(std::move(lm));
+  if (args.log_probs) {
+    out.log_probs = log_probs;
+  }
+}
+
 int64_t count_parameters(const torch::nn::Module& module) {
   std::set<const void*> seen;
   int64_t total = 0;

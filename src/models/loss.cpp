@@ -40,18 +40,6 @@ std::vector<std::string> names_of(const std::vector<TermTotal>& totals) {
 
 } // namespace
 
-LossTerm token_nll(
-    std::string name,
-    const torch::Tensor& log_probs,
-    const torch::Tensor& target_mask,
-    int64_t n_targets) {
-  LossTerm term{std::move(name), {}, n_targets, 1.0, TermKind::kTokenNll};
-  term.sum = target_mask.defined()
-      ? -torch::where(target_mask, log_probs, 0.0).sum()
-      : -log_probs.sum();
-  return term;
-}
-
 void accumulate(
     std::vector<TermTotal>& totals,
     const std::vector<TermTotal>& more) {

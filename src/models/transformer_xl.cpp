@@ -173,14 +173,7 @@ ModelOutput TransformerXLImpl::forward(
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
-  out.terms.push_back(token_nll(
-      "lm",
-      log_probs,
-      batch.target_mask,
-      batch.target_mask.defined() ? batch.n_targets : targets.numel()));
-  if (args.log_probs) {
-    out.log_probs = log_probs;
-  }
+  add_lm_term(out, batch, log_probs, args);
   return out;
 }
 

@@ -230,14 +230,7 @@ void XLNetImpl::lm_terms(
   const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1)
                              .gather(2, targets.unsqueeze(2))
                              .squeeze(2); // [P, B]
-  out.terms.push_back(token_nll(
-      "lm",
-      log_probs,
-      batch.target_mask,
-      batch.target_mask.defined() ? batch.n_targets : targets.numel()));
-  if (args.log_probs) {
-    out.log_probs = log_probs;
-  }
+  add_lm_term(out, batch, log_probs, args);
 }
 
 void XLNetImpl::classification_terms(
@@ -269,7 +262,7 @@ void XLNetImpl::classification_terms(
        1.0,
        TermKind::kNll});
   out.terms.push_back(
-      {"cls_correct",
+      {"cls",
        out.logits.argmax(1).eq(labels).sum().to(torch::kFloat),
        rows,
        0.0,

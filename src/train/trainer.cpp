@@ -9,7 +9,6 @@
 #include <csignal>
 
 #include "xl/config/config.h"
-#include "xl/data/sources.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
 #include "xl/io/archive.h"
@@ -54,12 +53,12 @@ struct Trainer::State {
 Trainer::Trainer(
     config::Config config,
     run::RunPaths paths,
-    data::Corpus& corpus,
+    data::Dataset& data,
     models::LanguageModel model,
     torch::Device device)
     : config_(std::move(config)),
       paths_(std::move(paths)),
-      corpus_(corpus),
+      data_(data),
       model_(std::move(model)),
       device_(device) {}
 
@@ -201,12 +200,13 @@ void Trainer::load(State& s) {
 }
 
 double Trainer::validate(int64_t step) {
-  auto setup = eval::eval_setup(config_, corpus_.split("valid"), true, device_);
+  auto setup = eval::eval_setup(
+      config_, data_.eval_batches("valid", true), true, device_);
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
   const auto report = eval::report_evaluation(
       fmt::format("valid step {}", step),
       result,
-      corpus_.vocab().kind(),
+      data_.unit(),
       {{"step", step}, {"split", "valid"}});
   spdlog::info("{}", report.line);
   run::MetricsWriter(paths_.metrics).write(report.record);
@@ -217,10 +217,7 @@ void Trainer::start(State& s, bool resume) {
   const auto& t = config_.train;
   model_->to(device_);
   model_->train();
-  s.source = data::make_train_source(
-      t,
-      corpus_.split("train"),
-      models::training_span(config_.model).ext_len.value_or(0));
+  s.source = data_.train_source();
   s.optimizer = make_optimizer(t, model_->parameters());
   s.schedule = std::make_unique<LRSchedule>(t);
   s.mems.resize(static_cast<size_t>(t.batch_chunk));
@@ -273,7 +270,7 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   if (step % config_.train.log_interval != 0 || s.window.empty()) {
     return;
   }
-  const auto unit = corpus_.vocab().kind();
+  const auto unit = data_.unit();
   const double rate = s.progress->tokens_per_second();
   spdlog::info(
       "{} | lr {:.3g}{}",

@@ -13,18 +13,8 @@ namespace xl::data {
 namespace {
 
 using test::TempDir;
+using test::user_error;
 using ::testing::HasSubstr;
-
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UserError";
-  return "";
-}
 
 TEST(ConvertNsmc, SplitsReviewsIntoSentencesAndUnquotes) {
   TempDir dir;
@@ -138,6 +128,7 @@ TEST_F(LabelledTextsTest, RowsArePaddedOnTheLeftAndEndInSepCls) {
   const auto n = static_cast<int64_t>(pieces.size());
   for (int64_t i = 0; i < 12; ++i) {
     const int64_t start = 12 - 2 - n;
+    EXPECT_EQ(batch.padding[i][0].item<bool>(), i < start);
     if (i < start) {
       EXPECT_EQ(tokens[i][0], kPadId);
       EXPECT_EQ(seg[i][0], 4);

@@ -16,6 +16,7 @@
 namespace xl::data {
 namespace {
 
+using test::user_error;
 using ::testing::HasSubstr;
 
 constexpr int64_t kVocab = 100;
@@ -50,17 +51,6 @@ Synthetic synthetic(int64_t n, uint64_t seed) {
   s.tokens.sent_ids.resize(static_cast<size_t>(n));
   s.tokens.name = "synthetic";
   return s;
-}
-
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UserError";
-  return "";
 }
 
 void transfer(const BatchSource& source, BatchSource& other) {
@@ -382,6 +372,8 @@ TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
   EXPECT_EQ(source.batches_per_pass(), (row_len - 24) / 12 + 1);
   for (int64_t w = 0; w < source.batches_per_pass(); ++w) {
     const auto batch = *source.next();
+    EXPECT_TRUE(torch::equal(
+        batch.reversed, torch::tensor({false, false, true, true})));
     const auto tokens = batch.tokens.accessor<int64_t, 2>();
     for (int64_t b = 0; b < 4; ++b) {
       for (int64_t i = 0; i < 12 + 1;

@@ -141,8 +141,8 @@ TEST(XlTrain, MissingPreparedDataIsAClearError) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(
       r.output, HasSubstr("vocabulary file not found: absent/vocab.txt"));
-  // The run directory was made and holds the resolved config.
-  EXPECT_TRUE(fs::exists(dir / "runs/wt2_small/config.yaml"));
+  // The data is opened before the run directory is made: nothing is left behind.
+  EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
 }
 
 } // namespace

@@ -101,7 +101,8 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(
       r.output,
-      HasSubstr("tgt_len 128, mem_len 24, clamp_len 20, same_length true"));
+      HasSubstr(
+          "tgt_len 128, batch 10, mem_len 24, clamp_len 20, same_length true"));
   const auto at = r.output.find("test | loss ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const double xl_loss = std::stod(r.output.substr(at + 12));

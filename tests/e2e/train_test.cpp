@@ -41,21 +41,6 @@ std::string train_command(const fs::path& run, const std::string& extra = "") {
       " --set run.dir=" + run.string() + " " + extra;
 }
 
-// step -> training loss, from the last record of each step (a killed run may
-// have logged steps that its resumed continuation logs again).
-std::map<int64_t, double> train_losses(const fs::path& run) {
-  std::map<int64_t, double> losses;
-  std::istringstream lines(read_text(run / "metrics.jsonl"));
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto record = nlohmann::json::parse(line);
-    if (record.value("split", "") == "train") {
-      losses[record["step"]] = record["loss"];
-    }
-  }
-  return losses;
-}
-
 int64_t checkpoint_step(const fs::path& run) {
   torch::serialize::InputArchive archive;
   return run::load_checkpoint(run / "checkpoints/last.pt", archive).step;
@@ -202,7 +187,7 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
       std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
   const auto memory = run_command(eval + " --max-steps 20", dir.path());
   ASSERT_EQ(memory.status, 0) << memory.output;
-  EXPECT_THAT(memory.output, HasSubstr("tgt_len 16, mem_len 32"));
+  EXPECT_THAT(memory.output, HasSubstr("tgt_len 16, batch 4, mem_len 32"));
   EXPECT_THAT(memory.output, HasSubstr("test | loss "));
   EXPECT_THAT(memory.output, HasSubstr(" | ppl "));
   const auto vanilla = run_command(

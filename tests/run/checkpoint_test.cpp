@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include "test_util.h"
+#include "xl/io/archive.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -182,6 +183,39 @@ TEST(Checkpoint, ConfigDifferencesNameEachKey) {
     EXPECT_THAT(e.what(), HasSubstr("c.pt was made with a different config"));
     EXPECT_THAT(
         e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
+  }
+}
+
+// train.init_from: a pretrained body goes into a model with a new head; the head keeps its
+// values and is named, and a body of other shapes is refused with every mismatch listed.
+TEST(Checkpoint, ReadsTheMatchingParametersOfAnotherModel) {
+  TempDir dir;
+  torch::nn::Sequential pretrained(torch::nn::Linear(4, 3));
+  torch::nn::Sequential tuned(torch::nn::Linear(4, 3), torch::nn::Linear(3, 2));
+  const auto head = tuned[1]->as<torch::nn::Linear>()->weight.clone();
+  save_checkpoint(
+      dir / "ckpt.pt",
+      CheckpointInfo{kCheckpointFormat, 5, "model:\n  d_model: 4\n"},
+      [&](torch::serialize::OutputArchive& archive) {
+        io::write_module(archive, "model", *pretrained);
+      });
+  torch::serialize::InputArchive archive;
+  load_checkpoint(dir / "ckpt.pt", archive);
+  const auto left = io::read_module_matching(archive, "model", *tuned, "ckpt");
+  EXPECT_EQ(left, (std::vector<std::string>{"1.weight", "1.bias"}));
+  EXPECT_TRUE(torch::equal(
+      tuned[0]->as<torch::nn::Linear>()->weight,
+      pretrained[0]->as<torch::nn::Linear>()->weight));
+  EXPECT_TRUE(torch::equal(tuned[1]->as<torch::nn::Linear>()->weight, head));
+
+  torch::nn::Sequential wider(torch::nn::Linear(5, 3));
+  torch::serialize::InputArchive again;
+  load_checkpoint(dir / "ckpt.pt", again);
+  try {
+    io::read_module_matching(again, "model", *wider, "ckpt");
+    ADD_FAILURE() << "other shapes were read";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("0.weight: [3, 4] stored, [3, 5] here"));
   }
 }
 

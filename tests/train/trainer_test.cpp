@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "xl/config/config.h"
+#include "xl/data/corpus.h"
 #include "xl/data/ordered_segments.h"
 #include "xl/data/windows.h"
 #include "xl/eval/evaluator.h"
@@ -254,10 +255,10 @@ TEST(Trainer, LogsEveryTermUnderItsName) {
   DigitsCorpus corpus;
   auto& c = corpus.config;
   c.train.max_step = 10;
-  data::Corpus data(c.data);
-  auto model = fake_model(data.vocab().size(), 0.5);
+  const auto dataset = data::open_dataset(c);
+  auto model = fake_model(dataset->vocab_size(), 0.5);
   Trainer trainer(
-      c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+      c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
   trainer.run(false);
   const auto train = records(corpus.dir / "run", "train");
   ASSERT_EQ(train.size(), 10u);
@@ -286,10 +287,10 @@ void expect_exact_resume(config::Sampling sampling) {
     c.train.max_step = 14;
     c.train.sampling = s;
     c.train.batch_chunk = 2;
-    data::Corpus data(c.data);
-    auto model = fake_model(data.vocab().size(), 0.5, resume ? 99 : 1);
+    const auto dataset = data::open_dataset(c);
+    auto model = fake_model(dataset->vocab_size(), 0.5, resume ? 99 : 1);
     Trainer trainer(
-        c, run::prepare_run_directory(c, resume), data, model, torch::kCPU);
+        c, run::prepare_run_directory(c, resume), *dataset, model, torch::kCPU);
     trainer.run(resume, stop);
   };
   train(full_corpus, sampling, false, std::nullopt);
@@ -319,13 +320,13 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   auto& c = corpus.config;
   c.train.max_step = 12;
   c.train.max_bad_steps = 3;
-  data::Corpus data(c.data);
+  const auto dataset = data::open_dataset(c);
   {
     torch::manual_seed(1);
     auto model = std::make_shared<FakeModel>(
-        data.vocab().size(), 0.5, std::set<int>{3, 4});
+        dataset->vocab_size(), 0.5, std::set<int>{3, 4});
     Trainer trainer(
-        c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+        c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
     const auto result = trainer.run(false);
     EXPECT_EQ(result.step, 12);
     for (const auto& p : model->parameters()) {
@@ -343,9 +344,9 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   c.train.max_step = 20;
   torch::manual_seed(1);
   auto model = std::make_shared<FakeModel>(
-      data.vocab().size(), 0.5, std::set<int>{11, 12, 13});
+      dataset->vocab_size(), 0.5, std::set<int>{11, 12, 13});
   Trainer trainer(
-      c, run::prepare_run_directory(c, false), data, model, torch::kCPU);
+      c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
   try {
     trainer.run(false);
     FAIL() << "expected the run to stop";
@@ -384,10 +385,11 @@ TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
 
 TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
   DigitsCorpus corpus;
-  data::Corpus data(corpus.config.data);
+  data::Corpus prepared(corpus.config.data);
   torch::manual_seed(2);
-  auto model = models::build_model(corpus.config.model, data.vocab().size());
-  const auto& tokens = data.split("valid");
+  auto model =
+      models::build_model(corpus.config.model, prepared.vocab().size());
+  const auto& tokens = prepared.split("valid");
   data::OrderedSegments source(tokens, 2, 7);
   eval::EvalOptions options;
   options.span.mem_len = 1000;

@@ -22,6 +22,9 @@ struct EvalRequest {
   std::string checkpoint = "best"; // or "last"
   /// stop after this many batches (segments in memory mode, windows batches in vanilla mode)
   std::optional<int64_t> max_steps;
+  /// evaluate this file instead of eval.split (raw text for XLNet pretraining runs, labelled
+  /// text for classification runs), encoded with the run's vocabulary
+  std::optional<std::string> file;
 };
 
 /// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the process

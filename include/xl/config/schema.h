@@ -92,8 +92,8 @@ struct TransformerXLConfig {
   }
 };
 
-/// model.xlnet: memory, activation and heads of XLNet. Defaults follow zihangdai/xlnet's
-/// train_gpu.py.
+/// model.xlnet: memory, activation, heads and the permutation-LM objective of XLNet. Defaults
+/// follow zihangdai/xlnet's train_gpu.py (num_predict: its README's pretraining command).
 struct XLNetConfig {
   bool untie_r = false;
   int64_t mem_len = 0;
@@ -101,6 +101,11 @@ struct XLNetConfig {
   int64_t clamp_len = -1;
   Activation ff_activation = Activation::kRelu;
   int64_t n_class = 0;
+  bool bi_data = true;
+  std::optional<int64_t> perm_size; // null: reuse_len
+  int64_t num_predict = 85;
+  int64_t mask_alpha = 6;
+  int64_t mask_beta = 1;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -110,7 +115,12 @@ struct XLNetConfig {
     v("reuse_len", s.reuse_len, "positions of each segment cached for the next one (0: all)", at_least(0));
     v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", at_least(-1));
     v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
-    v("n_class", s.n_class, "classes of the sequence classification head (0: no head)", at_least(0));
+    v("n_class", s.n_class, "classes of the sequence classification head (0: pretraining, no head)", at_least(0));
+    v("bi_data", s.bi_data, "pretraining: half of the rows read their streams backwards");
+    v("perm_size", s.perm_size, "pretraining: positions permuted together (null: reuse_len)", at_least(1));
+    v("num_predict", s.num_predict, "pretraining: predictions per record (padded)", at_least(1));
+    v("mask_alpha", s.mask_alpha, "pretraining: a span of n words comes with n * mask_alpha / mask_beta positions of context", at_least(1));
+    v("mask_beta", s.mask_beta, "pretraining: see mask_alpha", at_least(1));
     // clang-format on
   }
 };
@@ -201,6 +211,7 @@ struct TrainConfig {
   int64_t eval_interval = 4000;
   std::optional<int64_t> max_eval_steps; // null: the whole validation split
   int64_t max_bad_steps = 5;
+  std::optional<std::string> init_from; // null: fresh weights
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -232,6 +243,7 @@ struct TrainConfig {
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));
     v("max_eval_steps", s.max_eval_steps, "validation segments per evaluation (null: all)", at_least(1));
     v("max_bad_steps", s.max_bad_steps, "consecutive NaN/Inf losses after which training stops", at_least(1));
+    v("init_from", s.init_from, "start from the weights of this run directory (its best checkpoint) or checkpoint file; parameters it lacks (new heads) keep their fresh values");
     // clang-format on
   }
 };

@@ -48,10 +48,16 @@ struct NsmcCounts {
 /// split into sentences as ratsgo's process_documents, one per line, a blank line after each
 /// review) and the labelled file `labelled`. A missing column or a label other than 0 or 1 is a
 /// UserError naming the file and line; so is a file without any document.
+/// With `held_out` > 0 the last `held_out` documents go to `held_raw` and `held_labelled`
+/// instead (a validation split carved from the training file); fewer documents than that is a
+/// UserError.
 NsmcCounts convert_nsmc(
     const std::filesystem::path& tsv,
     const std::filesystem::path& raw,
-    const std::filesystem::path& labelled);
+    const std::filesystem::path& labelled,
+    int64_t held_out = 0,
+    const std::filesystem::path& held_raw = {},
+    const std::filesystem::path& held_labelled = {});
 
 struct LabelledOptions {
   int64_t batch_size = 128;

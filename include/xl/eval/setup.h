@@ -7,7 +7,7 @@
 
 #include "xl/config/schema.h"
 #include "xl/data/batch_source.h"
-#include "xl/data/tokens.h"
+#include "xl/data/dataset.h"
 #include "xl/eval/evaluator.h"
 
 namespace xl::eval {
@@ -19,14 +19,12 @@ struct EvalSetup {
   std::string setting;
 };
 
-/// `validation`: the periodic validation during training (memory mode, the training attention
-/// span, train.max_eval_steps). Otherwise the final evaluation of the eval section: memory mode
-/// (ordered segments of eval.tgt_len with the evaluation memory) or vanilla mode (sliding windows
-/// of train.tgt_len tokens scoring their last eval.stride positions, no memory). `tokens` must
-/// outlive the source.
+/// The options of evaluating `batches` (from data::Dataset::eval_batches): the attention span
+/// (eval_span; no memory when the batches do not continue streams), the batch limit of a
+/// `validation` (train.max_eval_steps), and the setting in words.
 EvalSetup eval_setup(
     const config::Config& config,
-    const data::Tokens& tokens,
+    data::EvalBatches batches,
     bool validation,
     const torch::Device& device);
 

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 namespace xl::io {
 
@@ -40,5 +41,14 @@ void read_module(
     torch::serialize::InputArchive& archive,
     const std::string& key,
     torch::nn::Module& module);
+
+/// Reads the parameters of `module` that the archive holds under `key` (a module written by
+/// write_module, perhaps of a model with other heads), leaving the others as they are. Returns
+/// the names of those left; a parameter held with another shape is a UserError listing all such.
+std::vector<std::string> read_module_matching(
+    torch::serialize::InputArchive& archive,
+    const std::string& key,
+    torch::nn::Module& module,
+    const std::string& what);
 
 } // namespace xl::io

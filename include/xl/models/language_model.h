@@ -67,6 +67,15 @@ class LanguageModelImpl : public torch::nn::Module {
 
 using LanguageModel = std::shared_ptr<LanguageModelImpl>;
 
+/// Adds the headline term of a language model to `out`: "lm", the summed -log p(target) of
+/// `log_probs` [T, B] over the targets the batch counts (its target_mask, or all of them); keeps
+/// `log_probs` in `out` when `args` asks for them.
+void add_lm_term(
+    ModelOutput& out,
+    const data::Batch& batch,
+    const torch::Tensor& log_probs,
+    const ForwardArgs& args);
+
 /// Number of distinct parameter values (tied parameters count once).
 int64_t count_parameters(const torch::nn::Module& module);
 

@@ -33,14 +33,6 @@ struct LossTerm {
   TermKind kind = TermKind::kTokenNll;
 };
 
-/// The headline term of a language model: the summed -log p(target) of `log_probs` [T, B] over
-/// the targets `target_mask` [T, B] keeps (every one when undefined), counted by `n_targets`.
-LossTerm token_nll(
-    std::string name,
-    const torch::Tensor& log_probs,
-    const torch::Tensor& target_mask,
-    int64_t n_targets);
-
 /// A term's exact total over a step, a logging window or an evaluation, on the host.
 struct TermTotal {
   std::string name;

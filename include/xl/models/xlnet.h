@@ -8,8 +8,9 @@
 //     optional (bi_data). The query stream predicts the targets: loss term "lm".
 //   classification: tokens [L, B], labels [B], segment_ids and padding optional. The content
 //     stream's output at the last position (<cls>, inputs are left-padded) goes through the
-//     summary projection and the classifier: terms "cls" (cross-entropy) and "accuracy"
-//     (weight 0); ModelOutput::logits [B, C].
+//     summary projection and the classifier: terms "cls" of kind kNll (cross-entropy) and
+//     "cls" of kind kAccuracy (weight 0), logged as loss/cls and acc/cls; ModelOutput::logits
+//     [B, C].
 // Memory caches each layer's content-stream input over the first reuse_len positions (all of
 // them when reuse_len is 0), the last mem_len kept, detached.
 #pragma once

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "xl/config/schema.h"
-#include "xl/data/corpus.h"
+#include "xl/data/dataset.h"
 #include "xl/models/language_model.h"
 #include "xl/run/run_dir.h"
 
@@ -33,7 +33,7 @@ class Trainer {
   Trainer(
       config::Config config,
       run::RunPaths paths,
-      data::Corpus& corpus,
+      data::Dataset& data,
       models::LanguageModel model,
       torch::Device device);
 
@@ -58,7 +58,7 @@ class Trainer {
 
   config::Config config_;
   run::RunPaths paths_;
-  data::Corpus& corpus_;
+  data::Dataset& data_;
   models::LanguageModel model_;
   torch::Device device_;
 };

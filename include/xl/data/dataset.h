@@ -1,0 +1,63 @@
+// What a run reads, whichever the model family: the vocabulary size, how token losses read, and
+// the batch sources of the training and evaluation splits. The trainer, the evaluation commands
+// and the benchmark go through this interface; open_dataset() is the one place that names the
+// kinds of prepared data:
+//
+//   model family            data.dir holds (xl-prep --format ...)       batches
+//   transformer_xl          vocab.txt, <split>.bin (word, byte)          ordered segments, windows
+//   xlnet, n_class 0        spiece.model, <split>.pieces (xlnet)         permutation records
+//   xlnet, n_class > 0      spiece.model, <split>.tsv (nsmc)             labelled texts
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "xl/config/schema.h"
+#include "xl/data/batch_source.h"
+#include "xl/data/tokens.h"
+#include "xl/data/vocab.h"
+
+namespace xl::data {
+
+/// An evaluation's batches and what they are, in words.
+struct EvalBatches {
+  std::unique_ptr<BatchSource> source;
+  std::string setting;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  /// Entries of the vocabulary the model embeds.
+  virtual int64_t vocab_size() const = 0;
+  /// How token losses read: perplexity per word or piece, or bits per byte.
+  virtual VocabKind unit() const = 0;
+  /// One line for the log: the vocabulary and the training split.
+  virtual std::string describe() = 0;
+  /// The training batches (the split data.train names).
+  virtual std::unique_ptr<BatchSource> train_source() = 0;
+  /// Batches of `split` ("valid" or "test"); `validation`: the periodic validation of training,
+  /// otherwise the final evaluation the eval section describes.
+  virtual EvalBatches eval_batches(
+      const std::string& split,
+      bool validation) = 0;
+  /// Evaluation batches of a file the user names, prepared as the data.dir splits are (raw text
+  /// for XLNet pretraining, labelled text for classification); a UserError for data that needs
+  /// xl-prep first.
+  virtual EvalBatches file_batches(const std::filesystem::path& file) = 0;
+};
+
+/// Evaluation batches over one token stream as the eval section asks (memory mode: ordered
+/// segments of eval.tgt_len; vanilla mode: sliding windows of train.tgt_len scoring the last
+/// eval.stride positions); `validation` is always memory mode. `tokens` must outlive the source.
+EvalBatches token_eval_batches(
+    const config::Config& config,
+    const Tokens& tokens,
+    bool validation);
+
+/// The prepared data `config` asks for (data.dir, written by xl-prep for the model family).
+/// Missing or mismatched files, and batch options the data cannot serve, are UserErrors.
+std::unique_ptr<Dataset> open_dataset(const config::Config& config);
+
+} // namespace xl::data
