@@ -39,4 +39,22 @@ std::map<int64_t, double> train_losses(const fs::path& run) {
   return losses;
 }
 
+std::string nsmc_documents(
+    size_t first,
+    size_t count,
+    const std::string& separator) {
+  std::istringstream in(read_text(testdata("nsmc/ratings_train.txt")));
+  std::string line;
+  std::string out;
+  std::getline(in, line); // the header
+  for (size_t i = 0; i < first + count && std::getline(in, line); ++i) {
+    if (i >= first) {
+      const size_t a = line.find('\t');
+      const size_t b = line.rfind('\t');
+      out += line.substr(a + 1, b - a - 1) + separator;
+    }
+  }
+  return out;
+}
+
 } // namespace xl::test

@@ -74,6 +74,13 @@ CommandResult run_command(
 /// (a killed run may have logged steps that its resumed continuation logs again).
 std::map<int64_t, double> train_losses(const fs::path& run);
 
+/// The review texts of NSMC's training rows [first, first + count) (bundled test data), each
+/// followed by `separator`.
+std::string nsmc_documents(
+    size_t first,
+    size_t count,
+    const std::string& separator = "\n");
+
 /// The message of the xl::UserError that `f` throws (a test failure when it throws none).
 template <typename F>
 std::string user_error(F&& f) {

@@ -64,6 +64,7 @@ int run_training(
   // before the run directory is written.
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
+  dataset->prepare_training();
   auto model = models::build_model(config.model, dataset->vocab_size());
   const std::string initialised = config.train.init_from && !resume
       ? load_initial_weights(config, *model)
@@ -144,13 +145,9 @@ int run_import(const config::Config& config, const ImportRequest& request) {
   const auto dataset = data::open_dataset(config);
   auto model = models::build_model(config.model, dataset->vocab_size());
   const auto weights = io::SafeTensors::load(request.weights);
-  if (auto* txl = dynamic_cast<models::TransformerXLImpl*>(model.get())) {
-    models::HFImportOptions options;
-    options.reverse_clusters = request.reverse_clusters;
-    models::import_hf_transfo_xl(*txl, weights, options);
-  } else {
-    models::import_hf_xlnet(dynamic_cast<models::XLNetImpl&>(*model), weights);
-  }
+  models::HFImportOptions options;
+  options.reverse_clusters = request.reverse_clusters;
+  models::import_hf(*model, weights, options);
   const run::RunPaths paths = run::prepare_run_directory(config, false);
   run::save_checkpoint(
       paths.best_checkpoint(),

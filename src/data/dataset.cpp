@@ -46,7 +46,7 @@ class TokenDataset : public Dataset {
         corpus_.split("train").size(),
         corpus_.split("valid").size());
   }
-  std::unique_ptr<BatchSource> train_source() override {
+  std::unique_ptr<BatchSource> build_train_source() override {
     return make_train_source(c_.train, corpus_.split("train"), ext_len());
   }
   EvalBatches eval_batches(const std::string& split, bool validation) override {
@@ -75,11 +75,7 @@ class TokenDataset : public Dataset {
 class XLNetDataset : public Dataset {
  public:
   explicit XLNetDataset(const config::Config& c)
-      : c_(c), dir_(c.data.dir), pieces_(dir_ / c.data.vocab) {
-    // Building the training source checks the options against the data now, before anything
-    // is written; the first train_source() hands it out.
-    checked_ = split_source("train", c.train.batch_size, true);
-  }
+      : c_(c), dir_(c.data.dir), pieces_(dir_ / c.data.vocab) {}
 
   int64_t vocab_size() const override {
     return pieces_.size();
@@ -95,10 +91,7 @@ class XLNetDataset : public Dataset {
         classification() ? "labelled texts" : "permutation LM records",
         (dir_ / c_.data.train).string());
   }
-  std::unique_ptr<BatchSource> train_source() override {
-    if (checked_) {
-      return std::move(checked_);
-    }
+  std::unique_ptr<BatchSource> build_train_source() override {
     return split_source("train", c_.train.batch_size, true);
   }
   EvalBatches eval_batches(const std::string& split, bool /*validation*/)
@@ -179,7 +172,6 @@ class XLNetDataset : public Dataset {
   config::Config c_;
   fs::path dir_;
   SentencePiece pieces_;
-  std::unique_ptr<BatchSource> checked_;
 };
 
 } // namespace

@@ -300,4 +300,17 @@ void import_hf_xlnet(XLNetImpl& model, const io::SafeTensors& weights) {
   in.finish();
 }
 
+void import_hf(
+    LanguageModelImpl& model,
+    const io::SafeTensors& weights,
+    const HFImportOptions& options) {
+  if (auto* txl = dynamic_cast<TransformerXLImpl*>(&model)) {
+    import_hf_transfo_xl(*txl, weights, options);
+  } else if (auto* xlnet = dynamic_cast<XLNetImpl*>(&model)) {
+    import_hf_xlnet(*xlnet, weights);
+  } else {
+    throw UserError("no Hugging Face import for this model family");
+  }
+}
+
 } // namespace xl::models

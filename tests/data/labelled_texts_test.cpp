@@ -41,6 +41,42 @@ TEST(ConvertNsmc, SplitsReviewsIntoSentencesAndUnquotes) {
   EXPECT_EQ(examples[1].text, "\"인용\" 별로.");
 }
 
+// --holdout: the last documents become the valid split, in both outputs, in file order.
+TEST(ConvertNsmc, HoldsOutTheLastDocuments) {
+  TempDir dir;
+  test::write_file(
+      dir / "r.txt",
+      "id\tdocument\tlabel\n"
+      "1\t하나. 둘\t1\n"
+      "2\t\t0\n"
+      "3\t셋\t0\n"
+      "4\t넷! 다섯\t1\n");
+  const auto counts = convert_nsmc(
+      dir / "r.txt",
+      dir / "raw.txt",
+      dir / "l.tsv",
+      2,
+      dir / "held.txt",
+      dir / "held.tsv");
+  EXPECT_EQ(counts.documents, 3);
+  EXPECT_EQ(test::read_text(dir / "raw.txt"), "하나.\n둘\n\n");
+  EXPECT_EQ(test::read_text(dir / "l.tsv"), "1\t하나. 둘\n");
+  EXPECT_EQ(test::read_text(dir / "held.txt"), "셋\n\n넷!\n다섯\n\n");
+  EXPECT_EQ(test::read_text(dir / "held.tsv"), "0\t셋\n1\t넷! 다섯\n");
+  EXPECT_THAT(
+      user_error([&] {
+        convert_nsmc(
+            dir / "r.txt",
+            dir / "raw2.txt",
+            dir / "l2.tsv",
+            3,
+            dir / "held2.txt",
+            dir / "held2.tsv");
+      }),
+      HasSubstr("r.txt has 3 documents: cannot hold out 3"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "raw2.txt"));
+}
+
 TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
   TempDir dir;
   const auto convert = [&](const std::string& content) {
@@ -73,17 +109,7 @@ class LabelledTextsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     // Enough Korean text for a small model: NSMC's first reviews.
-    const std::string nsmc =
-        test::read_text(test::testdata("nsmc/ratings_train.txt"));
-    std::istringstream in(nsmc);
-    std::string line, corpus;
-    std::getline(in, line);
-    for (int i = 0; i < 2000 && std::getline(in, line); ++i) {
-      const auto a = line.find('\t');
-      const auto b = line.rfind('\t');
-      corpus += line.substr(a + 1, b - a - 1) + "\n";
-    }
-    test::write_file(*dir_ / "corpus.txt", corpus);
+    test::write_file(*dir_ / "corpus.txt", test::nsmc_documents(0, 2000));
     SentencePieceOptions o;
     o.vocab_size = 1500;
     o.character_coverage = 0.99;

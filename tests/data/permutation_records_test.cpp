@@ -318,17 +318,7 @@ TEST(PermutationRecords, EveryRecordKeepsTheRules) {
 TEST(PermutationRecords, RealKoreanTextKeepsTheRulesAndFillsTheBudget) {
   // NSMC's first reviews as a raw corpus, with a small SentencePiece model.
   test::TempDir dir;
-  const std::string nsmc =
-      test::read_text(test::testdata("nsmc/ratings_train.txt"));
-  std::istringstream in(nsmc);
-  std::string line, corpus;
-  std::getline(in, line);
-  for (int i = 0; i < 2000 && std::getline(in, line); ++i) {
-    const auto a = line.find('\t');
-    const auto b = line.rfind('\t');
-    corpus += line.substr(a + 1, b - a - 1) + "\n\n";
-  }
-  test::write_file(dir / "raw.txt", corpus);
+  test::write_file(dir / "raw.txt", test::nsmc_documents(0, 2000, "\n\n"));
   SentencePieceOptions spo;
   spo.vocab_size = 1500;
   spo.character_coverage = 0.99;

@@ -16,23 +16,9 @@
 namespace xl::data {
 namespace {
 
+using test::nsmc_documents;
 using test::TempDir;
 using ::testing::HasSubstr;
-
-// The documents of NSMC's training rows [first, first + count), one per line.
-std::string nsmc_documents(size_t first, size_t count) {
-  const std::string text =
-      test::read_text(test::testdata("nsmc/ratings_train.txt"));
-  const auto lines = split_lines(text);
-  std::string out;
-  for (size_t i = 1 + first; i < 1 + first + count && i < lines.size(); ++i) {
-    const auto row = lines[i];
-    const size_t a = row.find('\t');
-    const size_t b = row.rfind('\t');
-    out += std::string(row.substr(a + 1, b - a - 1)) + "\n";
-  }
-  return out;
-}
 
 class SentencePieceTest : public ::testing::Test {
  protected:

@@ -74,14 +74,9 @@ xl::models::LanguageModel imported_model(
     const xl::io::SafeTensors& weights,
     bool reverse_clusters = false) {
   auto model = xl::models::build_model(config.model, n_token);
-  if (auto* txl = dynamic_cast<TransformerXLImpl*>(model.get())) {
-    xl::models::HFImportOptions options;
-    options.reverse_clusters = reverse_clusters;
-    xl::models::import_hf_transfo_xl(*txl, weights, options);
-  } else {
-    xl::models::import_hf_xlnet(
-        dynamic_cast<xl::models::XLNetImpl&>(*model), weights);
-  }
+  xl::models::HFImportOptions options;
+  options.reverse_clusters = reverse_clusters;
+  xl::models::import_hf(*model, weights, options);
   return model;
 }
 

@@ -35,8 +35,15 @@ class Dataset {
   virtual VocabKind unit() const = 0;
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
+  /// Builds the training batches now, so that options the data cannot serve fail before a run
+  /// writes anything; the next train_source() hands them out.
+  void prepare_training() {
+    prepared_ = build_train_source();
+  }
   /// The training batches (the split data.train names).
-  virtual std::unique_ptr<BatchSource> train_source() = 0;
+  std::unique_ptr<BatchSource> train_source() {
+    return prepared_ ? std::move(prepared_) : build_train_source();
+  }
   /// Batches of `split` ("valid" or "test"); `validation`: the periodic validation of training,
   /// otherwise the final evaluation the eval section describes.
   virtual EvalBatches eval_batches(
@@ -46,6 +53,12 @@ class Dataset {
   /// for XLNet pretraining, labelled text for classification); a UserError for data that needs
   /// xl-prep first.
   virtual EvalBatches file_batches(const std::filesystem::path& file) = 0;
+
+ protected:
+  virtual std::unique_ptr<BatchSource> build_train_source() = 0;
+
+ private:
+  std::unique_ptr<BatchSource> prepared_;
 };
 
 /// Evaluation batches over one token stream as the eval section asks (memory mode: ordered

@@ -92,4 +92,10 @@ void import_hf_transfo_xl(
 /// The same for XLNet (XLNetLMHeadModel names).
 void import_hf_xlnet(XLNetImpl& model, const io::SafeTensors& weights);
 
+/// Either of the above, for whichever family `model` is.
+void import_hf(
+    LanguageModelImpl& model,
+    const io::SafeTensors& weights,
+    const HFImportOptions& options = {});
+
 } // namespace xl::models
