@@ -6,6 +6,8 @@
 //            --set eval.stride=S scores the last S positions per window: bpc@stride=S)
 //   xl-eval --run runs/mini_ko_cpu --file reviews.txt   (XLNet: the permutation-LM loss on any
 //            raw text, one sentence per line, a blank line between documents)
+//   xl-eval --run runs/imported --max-steps 3 --dump-batches batches.safetensors
+//            (the scored batches, e.g. for Hugging Face to score the same inputs)
 #include "xl/app/cli.h"
 #include "xl/app/commands.h"
 
@@ -32,6 +34,11 @@ int main(int argc, char** argv) {
         request.file,
         "evaluate this file instead of eval.split: raw text (XLNet pretraining) or "
         "labelled text (classification), encoded with the run's SentencePiece model");
+    app.add_option(
+        "--dump-batches",
+        request.dump_batches,
+        "also write the scored batches to this safetensors file (batch_<s>/<field>), to feed "
+        "another implementation the same inputs");
     app.final_callback([&] {
       if (flags.path.empty()) {
         flags.path = request.run_dir + "/config.yaml";

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Our training step against Hugging Face's TransfoXL step on the same config, batch, segment
-# length, memory and threads, in one run, on random tokens.
+# Our training step against Hugging Face's on the same config, batch, segment length, memory and
+# threads, in one run, on random data: TransfoXLLMHeadModel for Transformer-XL configs,
+# XLNetLMHeadModel for XLNet pretraining configs (same num_predict, bi_data, reuse_len).
 # Usage: scripts/bench/compare_hf.sh CONFIG N_TOKEN [STEPS] [THREADS] [--set k=v ...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,8 +21,9 @@ hf=$("$python" "$root/scripts/bench/hf_train_step.py" --config "$tmp/resolved.ya
 import json, sys
 xl = json.loads(sys.argv[1])["results"][0]
 hf = json.loads(sys.argv[2])
-print(f"xl train: {xl['tokens_per_s']:.0f} tok/s ({xl['ms_per_iteration']:.1f} ms/step)")
-print(f"HF train: {hf['tokens_per_s']:.0f} tok/s ({hf['ms_per_iteration']:.1f} ms/step), "
+print(f"xl train: {xl['input_tokens_per_s']:.0f} input tok/s ({xl['ms_per_iteration']:.1f} ms/step)")
+print(f"HF train: {hf['input_tokens_per_s']:.0f} input tok/s ({hf['ms_per_iteration']:.1f} ms/step), "
       f"{hf['threads']} threads")
-print(f"speed ratio xl / HF: {xl['tokens_per_s'] / hf['tokens_per_s']:.2f}")
+print(f"speed ratio xl / HF (steps per second): "
+      f"{hf['ms_per_iteration'] / xl['ms_per_iteration']:.2f}")
 PY

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Training-step speed of Hugging Face's TransfoXLLMHeadModel on an xl config.
+"""Training-step speed of Hugging Face's TransfoXLLMHeadModel or XLNetLMHeadModel on an xl config.
 
 The counterpart of `xl-bench --modes train`: the same hyperparameters (from a resolved xl
 config), batch, segment length, memory, optimizer (Adam), clipping and thread count, random
-tokens. Prints one JSON line with tokens/s and ms per step.
+data of the same shapes (XLNet: permutation masks over model.xlnet.num_predict targets per row,
+segment ids, bi_data from the config, the memory carried with reuse_len). Prints one JSON line
+with input tokens/s and ms per step.
 """
 import argparse
 import json
@@ -17,8 +19,62 @@ import yaml
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
-from transfo_xl import hf_config  # noqa: E402
-from transformers import TransfoXLLMHeadModel  # noqa: E402
+import transfo_xl  # noqa: E402
+import xlnet  # noqa: E402
+from transformers import TransfoXLLMHeadModel, XLNetLMHeadModel  # noqa: E402
+
+
+def transfo_xl_step(config, n_token, batch, tgt_len):
+    cfg = transfo_xl.hf_config(config["model"], n_token)
+    cfg.dropout = config["model"]["dropout"]
+    cfg.dropatt = config["model"]["dropatt"]
+    model = TransfoXLLMHeadModel(cfg)
+    mems = [torch.zeros(0, batch, cfg.d_model) for _ in range(cfg.n_layer)]
+
+    def forward():
+        nonlocal mems
+        tokens = torch.randint(n_token, (batch, tgt_len))
+        out = model(input_ids=tokens, labels=tokens, mems=mems)
+        mems = out.mems
+        return out.losses.mean()
+
+    return model, forward
+
+
+def permutation_batches(n_token, batch, tgt_len, n_predict, count):
+    """`count` random permutation-LM batches: n_predict targets per row in a random order;
+    a target hides itself and later targets from targets, and every target from the context."""
+    out = []
+    for _ in range(count):
+        tokens = torch.randint(n_token, (batch, tgt_len))
+        where = torch.rand(batch, tgt_len).argsort(1)[:, :n_predict].sort(1).values
+        rank = torch.full((batch, tgt_len), -1)
+        rank.scatter_(1, where, torch.rand(batch, n_predict).argsort(1))
+        target = rank >= 0
+        perm = target[:, None, :] & (~target[:, :, None] | (rank[:, None, :] >= rank[:, :, None]))
+        mapping = torch.zeros(batch, n_predict, tgt_len)
+        mapping.scatter_(2, where.unsqueeze(2), 1.0)
+        out.append(dict(input_ids=tokens, token_type_ids=torch.randint(3, (batch, tgt_len)),
+                        perm_mask=perm.float(), target_mapping=mapping,
+                        labels=tokens.gather(1, where)))
+    return out
+
+
+def xlnet_step(config, n_token, batch, tgt_len):
+    x = config["model"]["xlnet"]
+    cfg = xlnet.hf_config(config["model"], n_token, x["bi_data"])
+    cfg.dropout = config["model"]["dropout"]
+    model = XLNetLMHeadModel(cfg)
+    batches = permutation_batches(n_token, batch, tgt_len, x["num_predict"], 8)
+    mems, step = None, 0
+
+    def forward():
+        nonlocal mems, step
+        out = model(**batches[step % len(batches)], mems=mems, use_mems=x["mem_len"] > 0)
+        mems, step = out.mems, step + 1
+        return out.loss
+
+    return model, forward
 
 
 def main():
@@ -36,24 +92,17 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(train["seed"])
-    cfg = hf_config(config["model"], args.n_token)
-    cfg.dropout = config["model"]["dropout"]
-    cfg.dropatt = config["model"]["dropatt"]
-    model = TransfoXLLMHeadModel(cfg)
+    batch, tgt_len = train["batch_size"], train["tgt_len"]
+    family = {"transformer_xl": transfo_xl_step, "xlnet": xlnet_step}[config["model"]["type"]]
+    model, forward = family(config, args.n_token, batch, tgt_len)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=train["lr"])
-    batch, tgt_len = train["batch_size"], train["tgt_len"]
-    mems = [torch.zeros(0, batch, cfg.d_model) for _ in range(cfg.n_layer)]
 
     def step():
-        nonlocal mems
-        tokens = torch.randint(args.n_token, (batch, tgt_len))
         optimizer.zero_grad()
-        out = model(input_ids=tokens, labels=tokens, mems=mems)
-        out.losses.mean().backward()
+        forward().backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), train["clip"])
         optimizer.step()
-        mems = out.mems
 
     for _ in range(args.warmup):
         step()
@@ -63,7 +112,7 @@ def main():
     seconds = time.perf_counter() - start
     print(json.dumps({
         "mode": "hf_train",
-        "tokens_per_s": args.steps * batch * tgt_len / seconds,
+        "input_tokens_per_s": args.steps * batch * tgt_len / seconds,
         "ms_per_iteration": 1000 * seconds / args.steps,
         "threads": torch.get_num_threads(),
     }))

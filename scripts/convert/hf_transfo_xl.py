@@ -15,10 +15,11 @@ Then: build/bin/xl-import --config OUT/config.yaml --weights OUT/weights.safeten
 """
 import argparse
 import os
+import sys
 import warnings
 
-import yaml
-from safetensors.torch import save_file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import shapes, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import TransfoXLLMHeadModel  # noqa: E402
@@ -29,12 +30,7 @@ def xl_config(hf, data_dir):
     tie_projs = [bool(t) for t in hf.tie_projs] or [False] * (len(cutoffs) + 1)
     return {
         "model": {
-            "type": "transformer_xl",
-            "n_layer": hf.n_layer,
-            "n_head": hf.n_head,
-            "d_model": hf.d_model,
-            "d_head": hf.d_head,
-            "d_inner": hf.d_inner,
+            **shapes("transformer_xl", hf),
             "dropout": float(hf.dropout),
             "dropatt": float(hf.dropatt),
             "pre_lnorm": bool(hf.pre_lnorm),
@@ -73,11 +69,7 @@ def main():
     parser.add_argument("--data-dir", default="data/prepared/wikitext-103")
     args = parser.parse_args()
     model = TransfoXLLMHeadModel.from_pretrained(args.model)
-    os.makedirs(args.out, exist_ok=True)
-    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, os.path.join(args.out, "weights.safetensors"))
-    with open(os.path.join(args.out, "config.yaml"), "w") as f:
-        yaml.safe_dump(xl_config(model.config, args.data_dir), f, sort_keys=False)
+    write(model, xl_config(model.config, args.data_dir), args.out)
     print(f"wrote {args.out}/weights.safetensors and {args.out}/config.yaml "
           f"(vocabulary size {model.config.vocab_size})")
 

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "xl/config/config.h"
+#include "xl/data/batch.h"
 #include "xl/data/dataset.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
@@ -125,7 +128,31 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       info.step,
       split,
       setup.setting);
-  const auto result = eval::evaluate(*model, *setup.source, setup.options);
+  // --dump-batches: every scored batch under batch_<s>/<field>, so that another implementation
+  // can be fed exactly what xl scored.
+  std::map<std::string, torch::Tensor> dumped;
+  int64_t dumped_batches = 0;
+  const auto result = eval::evaluate(
+      *model, *setup.source, setup.options, [&](const data::Batch& b) {
+        if (!request.dump_batches) {
+          return;
+        }
+        for (const auto& [name, tensor] : data::named_fields(b)) {
+          dumped.emplace(
+              fmt::format("batch_{}/{}", dumped_batches, name), tensor);
+        }
+        ++dumped_batches;
+      });
+  if (request.dump_batches) {
+    io::save_safetensors(
+        *request.dump_batches,
+        dumped,
+        {{"batches", std::to_string(dumped_batches)},
+         {"continues_streams",
+          setup.source->continues_streams() ? "true" : "false"}});
+    spdlog::info(
+        "wrote the {} batches to {}", dumped_batches, *request.dump_batches);
+  }
   const auto report = eval::report_evaluation(
       split,
       result,

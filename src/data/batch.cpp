@@ -1,48 +1,45 @@
 #include "xl/data/batch.h"
 
+#include <algorithm>
+
 namespace xl::data {
 
 namespace {
 
-// The batch dimension of each field (see the table in batch.h).
-constexpr int64_t kTokensDim = 1;
-constexpr int64_t kPairDim = 2; // perm_mask, target_mapping
-constexpr int64_t kRowDim = 0;  // labels, reversed
-
-torch::Tensor narrow_defined(
-    const torch::Tensor& t,
-    int64_t dim,
-    int64_t start,
-    int64_t size) {
-  return t.defined() ? t.narrow(dim, start, size) : t;
-}
-
-torch::Tensor to_defined(const torch::Tensor& t, const torch::Device& device) {
-  return t.defined() ? t.to(device) : t;
-}
+// Every tensor field, its name in files and its batch dimension (see the table in batch.h).
+struct Field {
+  const char* name;
+  torch::Tensor Batch::*member;
+  int64_t batch_dim;
+};
+constexpr Field kFields[] = {
+    {"tokens", &Batch::tokens, 1},
+    {"targets", &Batch::targets, 1},
+    {"target_mask", &Batch::target_mask, 1},
+    {"segment_ids", &Batch::segment_ids, 1},
+    {"padding", &Batch::padding, 1},
+    {"reversed", &Batch::reversed, 0},
+    {"perm_mask", &Batch::perm_mask, 2},
+    {"target_mapping", &Batch::target_mapping, 2},
+    {"labels", &Batch::labels, 0},
+};
 
 } // namespace
 
 int64_t Batch::batch_size() const {
   if (tokens.defined()) {
-    return tokens.size(kTokensDim);
+    return tokens.size(1);
   }
-  return labels.defined() ? labels.size(kRowDim) : 0;
+  return labels.defined() ? labels.size(0) : 0;
 }
 
 Batch Batch::to(const torch::Device& device) const {
   Batch out = *this;
-  for (auto* t :
-       {&out.tokens,
-        &out.targets,
-        &out.target_mask,
-        &out.segment_ids,
-        &out.padding,
-        &out.reversed,
-        &out.perm_mask,
-        &out.target_mapping,
-        &out.labels}) {
-    *t = to_defined(*t, device);
+  for (const Field& f : kFields) {
+    auto& t = out.*f.member;
+    if (t.defined()) {
+      t = t.to(device);
+    }
   }
   return out;
 }
@@ -57,15 +54,12 @@ Batch Batch::narrow(int64_t start, int64_t size) const {
       ") of a batch of ",
       batch_size());
   Batch out;
-  out.tokens = narrow_defined(tokens, kTokensDim, start, size);
-  out.targets = narrow_defined(targets, kTokensDim, start, size);
-  out.target_mask = narrow_defined(target_mask, kTokensDim, start, size);
-  out.segment_ids = narrow_defined(segment_ids, kTokensDim, start, size);
-  out.padding = narrow_defined(padding, kTokensDim, start, size);
-  out.reversed = narrow_defined(reversed, kRowDim, start, size);
-  out.perm_mask = narrow_defined(perm_mask, kPairDim, start, size);
-  out.target_mapping = narrow_defined(target_mapping, kPairDim, start, size);
-  out.labels = narrow_defined(labels, kRowDim, start, size);
+  for (const Field& f : kFields) {
+    const auto& t = this->*f.member;
+    if (t.defined()) {
+      out.*f.member = t.narrow(f.batch_dim, start, size);
+    }
+  }
   out.n_targets = count_targets(out);
   return out;
 }
@@ -104,6 +98,31 @@ int64_t count_targets(const Batch& batch) {
     return batch.targets.numel();
   }
   return batch.labels.defined() ? batch.labels.numel() : 0;
+}
+
+std::map<std::string, torch::Tensor> named_fields(const Batch& batch) {
+  std::map<std::string, torch::Tensor> out;
+  for (const Field& f : kFields) {
+    if ((batch.*f.member).defined()) {
+      out.emplace(f.name, batch.*f.member);
+    }
+  }
+  return out;
+}
+
+Batch batch_from_fields(const std::map<std::string, torch::Tensor>& fields) {
+  Batch batch;
+  for (const auto& entry : fields) {
+    const auto* f = std::find_if(
+        std::begin(kFields), std::end(kFields), [&](const Field& field) {
+          return entry.first == field.name;
+        });
+    TORCH_CHECK(
+        f != std::end(kFields), "no batch field is called ", entry.first);
+    batch.*f->member = entry.second;
+  }
+  batch.n_targets = count_targets(batch);
+  return batch;
 }
 
 } // namespace xl::data

@@ -27,30 +27,42 @@ const std::string& split_file(
   return split == "valid" ? d.valid : d.test;
 }
 
-// Word or byte corpora (Transformer-XL, fixed-context models): one long token stream per split.
+// Word or byte corpora (Transformer-XL, fixed-context models): one long token stream per split,
+// from a prepared corpus or random.
 class TokenDataset : public Dataset {
  public:
-  explicit TokenDataset(const config::Config& c) : c_(c), corpus_(c.data) {}
+  explicit TokenDataset(const config::Config& c)
+      : c_(c),
+        corpus_(std::make_unique<Corpus>(c.data)),
+        n_token_(corpus_->vocab().size()),
+        unit_(corpus_->vocab().kind()) {}
+  TokenDataset(const config::Config& c, int64_t n_token, int64_t size)
+      : c_(c),
+        random_(std::make_unique<TokenTensor>(
+            torch::randint(n_token, {size}, torch::kLong),
+            "random tokens")),
+        n_token_(n_token),
+        unit_(VocabKind::kWord) {}
 
   int64_t vocab_size() const override {
-    return corpus_.vocab().size();
+    return n_token_;
   }
   VocabKind unit() const override {
-    return corpus_.vocab().kind();
+    return unit_;
   }
   std::string describe() override {
     return fmt::format(
         "{}-level vocabulary of {}, {} training and {} validation tokens",
         to_string(unit()),
         vocab_size(),
-        corpus_.split("train").size(),
-        corpus_.split("valid").size());
+        split("train").size(),
+        split("valid").size());
   }
   std::unique_ptr<BatchSource> build_train_source() override {
-    return make_train_source(c_.train, corpus_.split("train"), ext_len());
+    return make_train_source(c_.train, split("train"), ext_len());
   }
-  EvalBatches eval_batches(const std::string& split, bool validation) override {
-    return token_eval_batches(c_, corpus_.split(split), validation);
+  EvalBatches eval_batches(const std::string& name, bool validation) override {
+    return token_eval_batches(c_, split(name), validation);
   }
   EvalBatches file_batches(const fs::path& file) override {
     throw UserError(fmt::format(
@@ -66,19 +78,68 @@ class TokenDataset : public Dataset {
     return models::training_span(c_.model).ext_len.value_or(0);
   }
 
+  const Tokens& split(const std::string& name) {
+    if (corpus_) {
+      return corpus_->split(name);
+    }
+    return *random_;
+  }
+
   config::Config c_;
-  Corpus corpus_;
+  std::unique_ptr<Corpus> corpus_;
+  std::unique_ptr<TokenTensor> random_; // every split, without a corpus
+  int64_t n_token_;
+  VocabKind unit_;
 };
 
 // XLNet: a SentencePiece model and either encoded raw text (pretraining: permutation records)
-// or labelled texts (classification).
+// or labelled texts (classification); or random pieces, sentences and reviews of the same
+// shapes.
 class XLNetDataset : public Dataset {
  public:
   explicit XLNetDataset(const config::Config& c)
-      : c_(c), dir_(c.data.dir), pieces_(dir_ / c.data.vocab) {}
+      : c_(c),
+        dir_(c.data.dir),
+        pieces_(std::make_unique<SentencePiece>(dir_ / c.data.vocab)),
+        n_token_(pieces_->size()),
+        word_starts_(pieces_->word_starts()) {}
+  XLNetDataset(const config::Config& c, int64_t n_token, int64_t size)
+      : c_(c), n_token_(n_token), word_starts_(n_token, true) {
+    if (n_token <= kEopId + 1) {
+      throw UserError(fmt::format(
+          "random XLNet data needs more than XLNet's {} special pieces, got a "
+          "vocabulary of {}",
+          kEopId + 1,
+          n_token));
+    }
+    // Ordinary pieces in sentences of 8 to 31, reviews of 1 to 2 * train.tgt_len pieces.
+    auto ids = torch::randint(kEopId + 1, n_token, {size}, torch::kLong);
+    random_pieces_.name = "random pieces";
+    random_pieces_.ids.assign(
+        ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + size);
+    random_pieces_.sent_ids.resize(static_cast<size_t>(size));
+    uint8_t sentence = 0;
+    for (int64_t i = 0, next = 0; i < size; ++i) {
+      if (i == next) {
+        sentence = static_cast<uint8_t>(1 - sentence);
+        next += torch::randint(8, 32, {1}).item<int64_t>();
+      }
+      random_pieces_.sent_ids[static_cast<size_t>(i)] = sentence;
+    }
+    const int64_t classes = std::max<int64_t>(c.model.xlnet.n_class, 1);
+    for (int64_t used = 0; used < size;) {
+      const auto length =
+          torch::randint(1, 2 * c.train.tgt_len + 1, {1}).item<int64_t>();
+      const auto piece = random_pieces_.ids.begin() + used;
+      random_reviews_.push_back(
+          {torch::randint(classes, {1}).item<int64_t>(),
+           {piece, piece + std::min(length, size - used)}});
+      used += length;
+    }
+  }
 
   int64_t vocab_size() const override {
-    return pieces_.size();
+    return n_token_;
   }
   VocabKind unit() const override {
     return VocabKind::kWord;
@@ -87,9 +148,9 @@ class XLNetDataset : public Dataset {
     return fmt::format(
         "SentencePiece vocabulary of {} ({}), {} from {}",
         vocab_size(),
-        pieces_.path().string(),
+        pieces_ ? pieces_->path().string() : "random",
         classification() ? "labelled texts" : "permutation LM records",
-        (dir_ / c_.data.train).string());
+        pieces_ ? (dir_ / c_.data.train).string() : "random pieces");
   }
   std::unique_ptr<BatchSource> build_train_source() override {
     return split_source("train", c_.train.batch_size, true);
@@ -99,11 +160,17 @@ class XLNetDataset : public Dataset {
     return described(split_source(split, c_.eval.batch_size, false));
   }
   EvalBatches file_batches(const fs::path& file) override {
+    if (!pieces_) {
+      throw UserError(fmt::format(
+          "{}: random data has no SentencePiece model to encode files with",
+          file.string()));
+    }
     if (classification()) {
-      return described(source(file, c_.eval.batch_size, false));
+      return described(std::make_unique<LabelledTexts>(
+          file, *pieces_, labelled_options(c_.eval.batch_size, false)));
     }
     return described(
-        records(encode_raw_text(file, pieces_), c_.eval.batch_size, false));
+        records(encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
   }
 
  private:
@@ -122,22 +189,25 @@ class XLNetDataset : public Dataset {
       bool training) {
     const fs::path path = dir_ / split_file(c_.data, split);
     if (classification()) {
-      return source(path, batch_size, training);
+      const auto o = labelled_options(batch_size, training);
+      return pieces_ ? std::make_unique<LabelledTexts>(path, *pieces_, o)
+                     : std::make_unique<LabelledTexts>(
+                           random_reviews_, "random reviews", o);
     }
-    return records(read_sentence_tokens(path, pieces_), batch_size, training);
+    return records(
+        pieces_ ? read_sentence_tokens(path, *pieces_) : random_pieces_,
+        batch_size,
+        training);
   }
 
   // Labelled texts, shuffled for training.
-  std::unique_ptr<BatchSource> source(
-      const fs::path& path,
-      int64_t batch_size,
-      bool training) {
+  LabelledOptions labelled_options(int64_t batch_size, bool training) const {
     LabelledOptions o;
     o.batch_size = batch_size;
     o.seq_len = c_.train.tgt_len;
     o.shuffle = training;
     o.seed = static_cast<uint64_t>(c_.train.seed);
-    return std::make_unique<LabelledTexts>(path, pieces_, o);
+    return o;
   }
 
   // Permutation records; evaluation draws them from the same seed every time, so every
@@ -158,8 +228,7 @@ class XLNetDataset : public Dataset {
     o.bi_data = x.bi_data;
     o.seed = static_cast<uint64_t>(c_.train.seed);
     try {
-      return std::make_unique<PermutationRecords>(
-          tokens, pieces_.word_starts(), o);
+      return std::make_unique<PermutationRecords>(tokens, word_starts_, o);
     } catch (const UserError& e) {
       throw UserError(fmt::format(
           "{} (batch_size: {}.batch_size, seq_len: train.tgt_len, the others: "
@@ -171,7 +240,11 @@ class XLNetDataset : public Dataset {
 
   config::Config c_;
   fs::path dir_;
-  SentencePiece pieces_;
+  std::unique_ptr<SentencePiece> pieces_; // null: random data
+  int64_t n_token_;
+  std::vector<bool> word_starts_;
+  SentenceTokens random_pieces_;
+  std::vector<EncodedExample> random_reviews_;
 };
 
 } // namespace
@@ -202,6 +275,19 @@ EvalBatches token_eval_batches(
                       : fmt::format("last {} positions", stride),
           stride,
           c.eval.batch_size)};
+}
+
+std::unique_ptr<Dataset> random_dataset(
+    const config::Config& config,
+    int64_t n_token,
+    int64_t size) {
+  switch (config.model.type) {
+    case config::ModelType::kTransformerXL:
+      return std::make_unique<TokenDataset>(config, n_token, size);
+    case config::ModelType::kXLNet:
+      return std::make_unique<XLNetDataset>(config, n_token, size);
+  }
+  TORCH_CHECK(false, "unhandled model.type");
 }
 
 std::unique_ptr<Dataset> open_dataset(const config::Config& config) {

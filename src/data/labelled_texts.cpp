@@ -164,12 +164,32 @@ NsmcCounts convert_nsmc(
   return counts;
 }
 
+namespace {
+
+std::vector<EncodedExample> encode_examples(
+    const std::filesystem::path& path,
+    const SentencePiece& model) {
+  std::vector<EncodedExample> out;
+  for (auto& example : read_labelled_texts(path)) {
+    out.push_back({example.label, model.encode(example.text)});
+  }
+  return out;
+}
+
+} // namespace
+
 LabelledTexts::LabelledTexts(
     const std::filesystem::path& path,
     const SentencePiece& model,
     const LabelledOptions& options)
+    : LabelledTexts(encode_examples(path, model), path.string(), options) {}
+
+LabelledTexts::LabelledTexts(
+    const std::vector<EncodedExample>& examples,
+    std::string name,
+    const LabelledOptions& options)
     : options_(options),
-      name_(path.string()),
+      name_(std::move(name)),
       generator_(at::make_generator<at::CPUGeneratorImpl>(options.seed)) {
   if (options_.batch_size < 1 || options_.seq_len < 3) {
     throw UserError(fmt::format(
@@ -178,7 +198,6 @@ LabelledTexts::LabelledTexts(
         options_.batch_size,
         options_.seq_len));
   }
-  const auto examples = read_labelled_texts(path);
   const auto n = static_cast<int64_t>(examples.size());
   if (options_.shuffle && n < options_.batch_size) {
     throw UserError(fmt::format(
@@ -196,14 +215,16 @@ LabelledTexts::LabelledTexts(
   auto labels = labels_.accessor<int64_t, 1>();
   for (int64_t e = 0; e < n; ++e) {
     const auto& example = examples[static_cast<size_t>(e)];
-    auto ids = model.encode(example.text);
-    ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(len - 2)));
-    ids.push_back(kSepId);
-    const int64_t start = len - 1 - static_cast<int64_t>(ids.size());
-    for (size_t k = 0; k < ids.size(); ++k) {
-      tokens[e][start + static_cast<int64_t>(k)] = ids[k];
-      segments[e][start + static_cast<int64_t>(k)] = kSegmentA;
+    const auto kept =
+        std::min<int64_t>(static_cast<int64_t>(example.ids.size()), len - 2);
+    // [pad ... | text (cut to fit) | <sep> | <cls>]
+    const int64_t start = len - 2 - kept;
+    for (int64_t k = 0; k < kept; ++k) {
+      tokens[e][start + k] = example.ids[static_cast<size_t>(k)];
+      segments[e][start + k] = kSegmentA;
     }
+    tokens[e][len - 2] = kSepId;
+    segments[e][len - 2] = kSegmentA;
     tokens[e][len - 1] = kClsId;
     segments[e][len - 1] = kSegmentCls;
     labels[e] = example.label;

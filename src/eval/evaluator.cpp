@@ -54,12 +54,16 @@ EvalResult Evaluator::result() const {
 EvalResult evaluate(
     models::LanguageModelImpl& model,
     data::BatchSource& source,
-    const EvalOptions& options) {
+    const EvalOptions& options,
+    const std::function<void(const data::Batch&)>& observe) {
   Evaluator evaluator(model, options);
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
     auto batch = source.next();
     if (!batch) {
       break;
+    }
+    if (observe) {
+      observe(*batch);
     }
     evaluator.consume(*batch, source.continues_streams());
   }

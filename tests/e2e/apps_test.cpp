@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 
 namespace xl::test {
@@ -143,6 +145,37 @@ TEST(XlTrain, MissingPreparedDataIsAClearError) {
       r.output, HasSubstr("vocabulary file not found: absent/vocab.txt"));
   // The data is opened before the run directory is made: nothing is left behind.
   EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
+}
+
+// xl-bench needs no prepared data: every family runs on random data of its shapes, and a mode
+// the family lacks is skipped with the reason.
+TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
+  TempDir dir;
+  for (const std::string config :
+       {"configs/txl/tiny.yaml",
+        "configs/xlnet/tiny.yaml",
+        "configs/xlnet/tiny_cls.yaml"}) {
+    SCOPED_TRACE(config);
+    const auto r = run_command(
+        app("xl-bench") + " --config " + config_file(config) +
+            " --n-token 3000 --warmup 1 --steps 2 --json bench.json",
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto json =
+        nlohmann::json::parse(read_text(dir / "bench.json"))["results"];
+    const bool txl = config.find("txl") != std::string::npos;
+    ASSERT_EQ(json.size(), txl ? 3U : 2U) << json.dump();
+    for (const auto& record : json) {
+      EXPECT_GT(record["tokens_per_s"].get<double>(), 0.0) << record.dump();
+      EXPECT_GE(
+          record["input_tokens_per_s"].get<double>(),
+          record["tokens_per_s"].get<double>())
+          << record.dump();
+    }
+    if (!txl) {
+      EXPECT_THAT(r.output, HasSubstr("vanilla: skipped"));
+    }
+  }
 }
 
 } // namespace

@@ -126,6 +126,137 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   EXPECT_THAT(r.output, HasSubstr("acc/cls"));
 }
 
+// Random HF models over the prepared vocabulary, saved like published checkpoints: a language
+// model with memory, reuse_len and bi_data, and a sentiment classifier.
+constexpr const char* kMakeHFModels = R"PY(
+import sys, warnings
+warnings.filterwarnings("ignore")
+import sentencepiece, torch
+from transformers import XLNetConfig, XLNetForSequenceClassification, XLNetLMHeadModel
+vocab = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1]).get_piece_size()
+torch.manual_seed(5)
+shape = dict(vocab_size=vocab, d_model=32, n_layer=2, n_head=4, d_inner=64,
+             ff_activation="gelu_new", layer_norm_eps=1e-12)
+lm = XLNetLMHeadModel(XLNetConfig(mem_len=12, reuse_len=16, bi_data=True, clamp_len=20, **shape))
+cls = XLNetForSequenceClassification(XLNetConfig(num_labels=2, **shape))
+with torch.no_grad():
+    for p in list(lm.parameters()) + list(cls.parameters()):
+        p.add_(0.5 * torch.randn_like(p))
+lm.save_pretrained(sys.argv[2])
+cls.save_pretrained(sys.argv[3])
+)PY";
+
+// HF's mean loss (and accuracy) over the batches xl-eval --dump-batches wrote, memory carried
+// from batch to batch when they continue streams.
+constexpr const char* kHFLoss = R"PY(
+import sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from transformers import XLNetForSequenceClassification, XLNetLMHeadModel
+f = safe_open(sys.argv[2], "pt")
+carry = f.metadata()["continues_streams"] == "true"
+def field(s, name, rows_first=True):
+    key = f"batch_{s}/{name}"
+    if key not in f.keys():
+        return None
+    t = f.get_tensor(key)
+    return t.t() if rows_first and t.dim() == 2 else t
+classification = field(0, "labels") is not None
+model = (XLNetForSequenceClassification if classification else XLNetLMHeadModel)
+model = model.from_pretrained(sys.argv[1]).eval()
+nll, count, correct, mems = 0.0, 0, 0, None
+with torch.no_grad():
+    for s in range(int(f.metadata()["batches"])):
+        tokens, segments = field(s, "tokens"), field(s, "segment_ids")
+        rows = tokens.shape[0]
+        reversed_rows = field(s, "reversed")
+        if reversed_rows is not None:  # HF's bi_data reverses the second half of the rows
+            assert reversed_rows.tolist() == [False] * (rows // 2) + [True] * (rows // 2)
+        if classification:
+            labels = field(s, "labels")
+            logits = model(input_ids=tokens, token_type_ids=segments,
+                           attention_mask=(~field(s, "padding")).float()).logits
+            nll += F.cross_entropy(logits, labels, reduction="sum").item()
+            correct += (logits.argmax(1) == labels).sum().item()
+            count += rows
+            continue
+        out = model(input_ids=tokens, token_type_ids=segments,
+                    perm_mask=field(s, "perm_mask", False).permute(2, 0, 1).float(),
+                    target_mapping=field(s, "target_mapping", False).permute(2, 0, 1),
+                    mems=mems, use_mems=carry)
+        logp = torch.log_softmax(out.logits, -1).gather(2, field(s, "targets").unsqueeze(2))
+        counted = field(s, "target_mask")
+        nll -= logp.squeeze(2)[counted].sum().item()
+        count += counted.sum().item()
+        mems = out.mems if carry else None
+print(f"{nll / count:.6f} {correct / count:.6f}")
+)PY";
+
+// The last record of a run's metrics.jsonl (full precision, unlike the log).
+nlohmann::json last_record(const fs::path& run) {
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) {
+      last = line;
+    }
+  }
+  return nlohmann::json::parse(last);
+}
+
+// HF save_pretrained folders -> scripts/convert/hf_xlnet.py -> xl-import -> xl-eval: the loss
+// (and accuracy) Hugging Face computes on the very batches xl scored.
+TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
+  TempDir dir;
+  write_file(dir / "make_models.py", kMakeHFModels);
+  write_file(dir / "hf_loss.py", kHFLoss);
+  auto r = run_command(
+      std::string(kPython) + " make_models.py " +
+          (prepared() / "spiece.model").string() + " hf_lm hf_cls",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const std::string kind : {"lm", "cls"}) {
+    SCOPED_TRACE(kind);
+    r = run_command(
+        std::string(kPython) + " " + kSourceDir +
+            "/scripts/convert/hf_xlnet.py --model hf_" + kind + " --out conv_" +
+            kind + " --seq-len 32 --data-dir " + prepared().string(),
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = run_command(
+        bin("xl-import") + " --config conv_" + kind +
+            "/config.yaml --weights conv_" + kind +
+            "/weights.safetensors --set run.dir=run_" + kind,
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = run_command(
+        bin("xl-eval") + " --run run_" + kind +
+            " --max-steps 4 --set eval.batch_size=4 --dump-batches batches.safetensors",
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto xl = last_record(dir / ("run_" + kind));
+    const auto hf = run_command(
+        std::string(kPython) + " hf_loss.py hf_" + kind +
+            " batches.safetensors",
+        dir.path());
+    ASSERT_EQ(hf.status, 0) << hf.output;
+    std::istringstream numbers(hf.output.substr(
+        hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+    double hf_loss = 0.0;
+    double hf_accuracy = 0.0;
+    numbers >> hf_loss >> hf_accuracy;
+    EXPECT_NEAR(xl["loss"].get<double>(), hf_loss, 1e-5);
+    if (kind == "cls") {
+      EXPECT_NEAR(xl["acc/cls"].get<double>(), hf_accuracy, 1e-6);
+    } else {
+      EXPECT_THAT(xl["setting"].get<std::string>(), HasSubstr("mem_len 12"));
+    }
+  }
+}
+
 TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   TempDir dir;
   const auto fails = [&](const std::string& command, const std::string& says) {

@@ -94,20 +94,13 @@ xl::data::Batch segment(
     batch.n_targets = batch.targets.numel();
     return batch;
   }
-  for (auto [name, field] :
-       {std::pair<const char*, torch::Tensor*>{"tokens", &batch.tokens},
-        {"segment_ids", &batch.segment_ids},
-        {"perm_mask", &batch.perm_mask},
-        {"target_mapping", &batch.target_mapping},
-        {"targets", &batch.targets},
-        {"target_mask", &batch.target_mask},
-        {"reversed", &batch.reversed}}) {
-    if (data.contains(prefix + name)) {
-      *field = data.at(prefix + name);
+  std::map<std::string, torch::Tensor> fields;
+  for (const auto& name : data.names()) {
+    if (name.rfind(prefix, 0) == 0) {
+      fields.emplace(name.substr(prefix.size()), data.at(name));
     }
   }
-  batch.n_targets = xl::data::count_targets(batch);
-  return batch;
+  return xl::data::batch_from_fields(fields);
 }
 
 // The memory segment 0 starts from: the reference's, or none.

@@ -25,6 +25,9 @@ struct EvalRequest {
   /// evaluate this file instead of eval.split (raw text for XLNet pretraining runs, labelled
   /// text for classification runs), encoded with the run's vocabulary
   std::optional<std::string> file;
+  /// write every scored batch to this safetensors file (batch_<s>/<field>; metadata: batches,
+  /// continues_streams)
+  std::optional<std::string> dump_batches;
 };
 
 /// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the process

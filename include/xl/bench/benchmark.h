@@ -1,6 +1,7 @@
 // Speed and memory of a config's model: training steps, memory-mode evaluation
-// segments and vanilla (sliding-window) evaluation, on random tokens so that no
-// prepared data is needed.
+// segments and vanilla (sliding-window) evaluation, on random data of the family's
+// shapes (data::random_dataset) so that no prepared data is needed. A mode the config
+// cannot run (XLNet has no vanilla evaluation) is skipped with the reason.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,8 @@ struct BenchOptions {
   std::string modes = "train,eval,vanilla";
 };
 
-/// Runs the benchmarks and returns one record per mode: tokens/s, milliseconds
+/// Runs the benchmarks and returns one record per mode: targets/s (tokens_per_s), input
+/// tokens/s, milliseconds
 /// per iteration and peak memory (CUDA: allocator peak; CPU: peak resident set
 /// of the process).
 nlohmann::json run_benchmark(

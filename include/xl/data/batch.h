@@ -24,6 +24,8 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace xl::data {
@@ -50,6 +52,11 @@ struct Batch {
   /// `chunks` equal parts along the batch dimension (batch_size() must divide evenly).
   std::vector<Batch> split(int64_t chunks) const;
 };
+
+/// The defined fields under their names in the table above (how batches are written to files).
+std::map<std::string, torch::Tensor> named_fields(const Batch& batch);
+/// The batch of named_fields() (absent fields stay undefined), its targets counted.
+Batch batch_from_fields(const std::map<std::string, torch::Tensor>& fields);
 
 /// The targets that count in `batch`, from its mask or its shapes (host tensors only).
 int64_t count_targets(const Batch& batch);

@@ -26,6 +26,7 @@ struct EvalBatches {
   std::string setting;
 };
 
+/// The sources a Dataset hands out may read its data: keep it alive while they are used.
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -72,5 +73,13 @@ EvalBatches token_eval_batches(
 /// The prepared data `config` asks for (data.dir, written by xl-prep for the model family).
 /// Missing or mismatched files, and batch options the data cannot serve, are UserErrors.
 std::unique_ptr<Dataset> open_dataset(const config::Config& config);
+
+/// Random data in the shapes `config`'s family reads (benchmarks: no prepared data needed):
+/// `size` uniform ids below `n_token` that every split shares; for XLNet, ordinary pieces cut
+/// into sentences, and reviews of random classes.
+std::unique_ptr<Dataset> random_dataset(
+    const config::Config& config,
+    int64_t n_token,
+    int64_t size);
 
 } // namespace xl::data

@@ -27,6 +27,12 @@ struct LabelledText {
   std::string text;
 };
 
+/// An example as SentencePiece ids.
+struct EncodedExample {
+  int64_t label = 0;
+  std::vector<int64_t> ids;
+};
+
 /// A line without a tab or with a label that is no non-negative integer is a UserError naming
 /// the file and line; so is a file without examples.
 std::vector<LabelledText> read_labelled_texts(
@@ -74,6 +80,11 @@ class LabelledTexts : public BatchSource {
   LabelledTexts(
       const std::filesystem::path& path,
       const SentencePiece& model,
+      const LabelledOptions& options);
+  /// Examples already encoded; `name` says what they are, for messages.
+  LabelledTexts(
+      const std::vector<EncodedExample>& examples,
+      std::string name,
       const LabelledOptions& options);
 
   /// tokens and segment_ids [L, B], labels [B]; n_targets = B.

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,10 +72,12 @@ class Evaluator {
   std::chrono::steady_clock::time_point start_;
 };
 
-/// One pass of `source` (or its first options.max_batches batches).
+/// One pass of `source` (or its first options.max_batches batches); `observe` sees each batch
+/// before it is scored.
 EvalResult evaluate(
     models::LanguageModelImpl& model,
     data::BatchSource& source,
-    const EvalOptions& options);
+    const EvalOptions& options,
+    const std::function<void(const data::Batch&)>& observe = {});
 
 } // namespace xl::eval
