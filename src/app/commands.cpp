@@ -68,7 +68,7 @@ int run_training(
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   dataset->prepare_training();
-  auto model = models::build_model(config.model, dataset->vocab_size());
+  auto model = models::build_model(config, dataset->vocab_size());
   const std::string initialised = config.train.init_from && !resume
       ? load_initial_weights(config, *model)
       : "";
@@ -106,7 +106,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train.device);
-  auto model = models::build_model(config.model, dataset->vocab_size());
+  auto model = models::build_model(config, dataset->vocab_size());
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(checkpoint, archive);
   run::require_matching_config(
@@ -170,7 +170,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
   const auto dataset = data::open_dataset(config);
-  auto model = models::build_model(config.model, dataset->vocab_size());
+  auto model = models::build_model(config, dataset->vocab_size());
   const auto weights = io::SafeTensors::load(request.weights);
   models::HFImportOptions options;
   options.reverse_clusters = request.reverse_clusters;

@@ -181,7 +181,7 @@ nlohmann::json run_benchmark(
       : data::open_dataset(c)->vocab_size();
   run::setup_runtime(c.train);
   const torch::Device device = run::pick_device(c.train.device);
-  auto model = models::build_model(c.model, n_token);
+  auto model = models::build_model(c, n_token);
   model->to(device);
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *

@@ -167,6 +167,33 @@ void validate_xlnet(const Config& c) {
   }
 }
 
+void validate_char_transformer(const Config& c) {
+  const CharTransformerConfig& x = c.model.char_transformer;
+  if (c.train.tgt_len > x.n_ctx) {
+    fail_rule(
+        c,
+        "train.tgt_len",
+        fmt::format(
+            "windows must fit the learned position tables: at most "
+            "model.char_transformer.n_ctx = {}, found {}",
+            x.n_ctx,
+            c.train.tgt_len));
+  }
+  if (x.target_weights.empty()) {
+    fail_rule(
+        c,
+        "model.char_transformer.target_weights",
+        "needs the t+1 weight at least, found []");
+  }
+  if (c.eval.mode != EvalMode::kVanilla) {
+    fail_rule(
+        c,
+        "eval.mode",
+        "the character transformer has no memory: set vanilla (eval.stride S scores the last S "
+        "positions of each window, reported as @stride=S)");
+  }
+}
+
 void validate_model(const Config& c) {
   switch (c.model.type) {
     case ModelType::kTransformerXL:
@@ -174,6 +201,9 @@ void validate_model(const Config& c) {
       return;
     case ModelType::kXLNet:
       validate_xlnet(c);
+      return;
+    case ModelType::kCharTransformer:
+      validate_char_transformer(c);
       return;
   }
 }

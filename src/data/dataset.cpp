@@ -283,6 +283,7 @@ std::unique_ptr<Dataset> random_dataset(
     int64_t size) {
   switch (config.model.type) {
     case config::ModelType::kTransformerXL:
+    case config::ModelType::kCharTransformer:
       return std::make_unique<TokenDataset>(config, n_token, size);
     case config::ModelType::kXLNet:
       return std::make_unique<XLNetDataset>(config, n_token, size);
@@ -293,6 +294,7 @@ std::unique_ptr<Dataset> random_dataset(
 std::unique_ptr<Dataset> open_dataset(const config::Config& config) {
   switch (config.model.type) {
     case config::ModelType::kTransformerXL:
+    case config::ModelType::kCharTransformer:
       return std::make_unique<TokenDataset>(config);
     case config::ModelType::kXLNet:
       return std::make_unique<XLNetDataset>(config);

@@ -46,7 +46,9 @@ void add_terms(
     record[m->name] = m->value;
   }
   for (const auto& term : terms) {
-    record[term_key(term)] = term.mean();
+    if (term.count > 0) { // a stopped auxiliary loss counts nothing
+      record[term_key(term)] = term.mean();
+    }
   }
 }
 
@@ -60,7 +62,9 @@ std::string terms_line(
     line += fmt::format(" | {} {:.3f}", m->name, m->value);
   }
   for (size_t i = 1; i < terms.size(); ++i) {
-    line += fmt::format(" | {} {:.4f}", term_key(terms[i]), terms[i].mean());
+    if (terms[i].count > 0) {
+      line += fmt::format(" | {} {:.4f}", term_key(terms[i]), terms[i].mean());
+    }
   }
   return line;
 }

@@ -92,13 +92,43 @@ XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
       .init(init_options(m).unit_layer_norm(true));
 }
 
-LanguageModel build_model(const config::ModelConfig& model, int64_t n_token) {
+CharTransformerOptions char_transformer_options(
+    const config::Config& c,
+    int64_t n_token) {
+  const config::ModelConfig& m = c.model;
+  const config::CharTransformerConfig& x = m.char_transformer;
+  CharLosses losses;
+  losses.multiple_positions = x.multiple_positions;
+  losses.schedule.n_layer = m.n_layer;
+  losses.schedule.max_step = c.train.max_step;
+  losses.schedule.intermediate = x.intermediate_layers;
+  losses.schedule.decay = x.layer_decay == config::LayerDecay::kStep
+      ? LayerDecay::kStep
+      : LayerDecay::kLinear;
+  losses.schedule.mean = x.layer_reduce == config::LayerReduce::kMean;
+  losses.target_weights = x.target_weights;
+  return CharTransformerOptions(
+             n_token,
+             m.n_layer,
+             nn::DecoderLayerOptions(attention_options(m), m.d_inner)
+                 .inner_dropout(x.relu_dropout))
+      .n_ctx(x.n_ctx)
+      .per_layer_positions(x.positions == config::PositionTables::kPerLayer)
+      .losses(losses)
+      .init(init_options(m));
+}
+
+LanguageModel build_model(const config::Config& config, int64_t n_token) {
+  const config::ModelConfig& model = config.model;
   switch (model.type) {
     case config::ModelType::kTransformerXL:
       return std::make_shared<TransformerXLImpl>(
           transformer_xl_options(model, n_token));
     case config::ModelType::kXLNet:
       return std::make_shared<XLNetImpl>(xlnet_options(model, n_token));
+    case config::ModelType::kCharTransformer:
+      return std::make_shared<CharTransformerImpl>(
+          char_transformer_options(config, n_token));
   }
   TORCH_CHECK(false, "unhandled model.type");
 }
@@ -112,6 +142,9 @@ Span training_span(const config::ModelConfig& model) {
       break;
     case config::ModelType::kXLNet:
       span.mem_len = model.xlnet.mem_len;
+      break;
+    case config::ModelType::kCharTransformer: // nothing carried between windows
+      span.mem_len = 0;
       break;
   }
   return span;
@@ -146,6 +179,9 @@ Span eval_span(const config::Config& c, bool validation) {
           validation ? x.clamp_len : c.eval.clamp_len.value_or(x.clamp_len);
       break;
     }
+    case config::ModelType::kCharTransformer:
+      span.mem_len = 0;
+      break;
   }
   return span;
 }

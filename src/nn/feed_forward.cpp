@@ -17,6 +17,9 @@ void FeedForwardImpl::reset() {
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})
                                .eps(options.layer_norm_eps())));
   drop = register_module("drop", torch::nn::Dropout(options.dropout()));
+  inner_drop = register_module(
+      "inner_drop",
+      torch::nn::Dropout(options.inner_dropout().value_or(options.dropout())));
 }
 
 void FeedForwardImpl::reset_parameters(const InitOptions& init) {
@@ -45,7 +48,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
       ", got ",
       x.sizes());
   const auto core = [&](const torch::Tensor& in) {
-    return drop(fc2(drop(activate(fc1(in)))));
+    return drop(fc2(inner_drop(activate(fc1(in)))));
   };
   return options.pre_lnorm() ? x + core(layer_norm(x))
                              : layer_norm(x + core(x));

@@ -20,12 +20,12 @@ config::Config shipped(const std::string& name) {
 
 // kimiyoung/transformer-xl train.py prints these for its wt103 scripts.
 TEST(TransformerXLParameters, Wt103BaseMatchesPublishedCount) {
-  auto model = build_model(shipped("wt103_base").model, kWt103Vocab);
+  auto model = build_model(shipped("wt103_base"), kWt103Vocab);
   EXPECT_EQ(count_parameters(*model), 151107538);
 }
 
 TEST(TransformerXLParameters, Wt103LargeMatchesPublishedCount) {
-  auto model = build_model(shipped("wt103_large").model, kWt103Vocab);
+  auto model = build_model(shipped("wt103_large"), kWt103Vocab);
   EXPECT_EQ(count_parameters(*model), 285170506);
 }
 

@@ -227,7 +227,7 @@ TEST(XLNet, RefusesABatchWithoutPredictionsOrLabels) {
 TEST(XLNetParameters, MiniKoreanMatchesTheTutorialArithmetic) {
   const auto config = config::load(
       std::string(test::kSourceDir) + "/configs/xlnet/mini_ko.yaml");
-  const auto model = build_model(config.model, 32000);
+  const auto model = build_model(config, 32000);
   EXPECT_EQ(count_parameters(*model), 24691712);
 }
 

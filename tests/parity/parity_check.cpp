@@ -73,7 +73,7 @@ xl::models::LanguageModel imported_model(
     int64_t n_token,
     const xl::io::SafeTensors& weights,
     bool reverse_clusters = false) {
-  auto model = xl::models::build_model(config.model, n_token);
+  auto model = xl::models::build_model(config, n_token);
   xl::models::HFImportOptions options;
   options.reverse_clusters = reverse_clusters;
   xl::models::import_hf(*model, weights, options);

@@ -387,8 +387,7 @@ TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
   DigitsCorpus corpus;
   data::Corpus prepared(corpus.config.data);
   torch::manual_seed(2);
-  auto model =
-      models::build_model(corpus.config.model, prepared.vocab().size());
+  auto model = models::build_model(corpus.config, prepared.vocab().size());
   const auto& tokens = prepared.split("valid");
   data::OrderedSegments source(tokens, 2, 7);
   eval::EvalOptions options;

@@ -17,7 +17,7 @@
 
 namespace xl::config {
 
-enum class ModelType { kTransformerXL, kXLNet };
+enum class ModelType { kTransformerXL, kXLNet, kCharTransformer };
 enum class AttnType { kRelative, kAbsolute };
 enum class Activation { kRelu, kGelu, kGeluTanh };
 enum class Init { kNormal, kUniform };
@@ -26,10 +26,13 @@ enum class Sampling { kOrdered, kRandomWindows };
 enum class Optim { kAdam, kAdamW, kSgd, kLamb };
 enum class Scheduler { kCosine, kInvSqrt, kConstant, kPlateau };
 enum class EvalMode { kMemory, kVanilla };
+enum class PositionTables { kPerLayer, kInput };
+enum class LayerDecay { kStep, kLinear };
+enum class LayerReduce { kSum, kMean };
 
 // clang-format off
 template <> struct Choices<ModelType> {
-  static constexpr std::array<Choice<ModelType>, 2> all{{{ModelType::kTransformerXL, "transformer_xl"}, {ModelType::kXLNet, "xlnet"}}};
+  static constexpr std::array<Choice<ModelType>, 3> all{{{ModelType::kTransformerXL, "transformer_xl"}, {ModelType::kXLNet, "xlnet"}, {ModelType::kCharTransformer, "char_transformer"}}};
 };
 template <> struct Choices<AttnType> {
   static constexpr std::array<Choice<AttnType>, 2> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}}};
@@ -54,6 +57,15 @@ template <> struct Choices<Scheduler> {
 };
 template <> struct Choices<EvalMode> {
   static constexpr std::array<Choice<EvalMode>, 2> all{{{EvalMode::kMemory, "memory"}, {EvalMode::kVanilla, "vanilla"}}};
+};
+template <> struct Choices<PositionTables> {
+  static constexpr std::array<Choice<PositionTables>, 2> all{{{PositionTables::kPerLayer, "per_layer"}, {PositionTables::kInput, "input"}}};
+};
+template <> struct Choices<LayerDecay> {
+  static constexpr std::array<Choice<LayerDecay>, 2> all{{{LayerDecay::kStep, "step"}, {LayerDecay::kLinear, "linear"}}};
+};
+template <> struct Choices<LayerReduce> {
+  static constexpr std::array<Choice<LayerReduce>, 2> all{{{LayerReduce::kSum, "sum"}, {LayerReduce::kMean, "mean"}}};
 };
 // clang-format on
 
@@ -125,6 +137,33 @@ struct XLNetConfig {
   }
 };
 
+/// model.char_transformer: the deep character transformer of Al-Rfou et al. (T12, T64): learned
+/// positions, and the auxiliary losses of its training (docs/char-transformer.md).
+struct CharTransformerConfig {
+  int64_t n_ctx = 512;
+  PositionTables positions = PositionTables::kPerLayer;
+  double relu_dropout = 0.0;
+  bool multiple_positions = true;
+  bool intermediate_layers = true;
+  LayerDecay layer_decay = LayerDecay::kStep;
+  LayerReduce layer_reduce = LayerReduce::kSum;
+  std::vector<double> target_weights{1.0, 0.5};
+
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    // clang-format off
+    v("n_ctx", s.n_ctx, "rows of the learned position tables: the longest window (train.tgt_len)", at_least(1));
+    v("positions", s.positions, "per_layer: a learned table added to every layer's input (the paper); input: one table at the input");
+    v("relu_dropout", s.relu_dropout, "dropout after the feed-forward's ReLU (model.dropout: residual, model.dropatt: attention)", fraction());
+    v("multiple_positions", s.multiple_positions, "training loss at every position of the window (false: the last only)");
+    v("intermediate_layers", s.intermediate_layers, "heads on every layer; layer l of n stops at l/(2n) of train.max_step");
+    v("layer_decay", s.layer_decay, "an intermediate layer's weight until it stops: step (1) or linear (1 down to 0)");
+    v("layer_reduce", s.layer_reduce, "sum or mean of the active layers' losses");
+    v("target_weights", s.target_weights, "weights of the t+1, t+2, ... targets in each layer's loss (one head each)", greater_than(0));
+    // clang-format on
+  }
+};
+
 struct ModelConfig {
   ModelType type = ModelType::kTransformerXL;
   int64_t n_layer = 12;
@@ -141,6 +180,7 @@ struct ModelConfig {
   double layer_norm_eps = 1e-5;
   TransformerXLConfig transformer_xl;
   XLNetConfig xlnet;
+  CharTransformerConfig char_transformer;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -160,6 +200,7 @@ struct ModelConfig {
     v("layer_norm_eps", s.layer_norm_eps, "LayerNorm epsilon", greater_than(0));
     v.family("transformer_xl", s.transformer_xl, ModelType::kTransformerXL, s.type);
     v.family("xlnet", s.xlnet, ModelType::kXLNet, s.type);
+    v.family("char_transformer", s.char_transformer, ModelType::kCharTransformer, s.type);
     // clang-format on
   }
 };

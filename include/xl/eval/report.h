@@ -27,7 +27,8 @@ std::optional<Metric> metric(
     data::VocabKind unit,
     const std::string& qualifier = "");
 
-/// Adds "loss" and the headline metric (terms[0]), then every term under "loss/<name>" or, for
+/// Adds "loss" and the headline metric (terms[0]), then every term that counted anything (a
+/// stopped auxiliary loss counts nothing) under "loss/<name>" or, for
 /// accuracy counts, "acc/<name>".
 void add_terms(
     nlohmann::json& record,
@@ -35,7 +36,8 @@ void add_terms(
     data::VocabKind unit,
     const std::string& qualifier = "");
 
-/// " | loss 5.6512 | ppl 284.47", then " | <name> <mean>" for each further term.
+/// " | loss 5.6512 | ppl 284.47", then " | <name> <mean>" for each further term that counted
+/// anything.
 std::string terms_line(
     const std::vector<models::TermTotal>& terms,
     data::VocabKind unit,

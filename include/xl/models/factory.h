@@ -3,6 +3,7 @@
 #pragma once
 
 #include "xl/config/schema.h"
+#include "xl/models/char_transformer.h"
 #include "xl/models/language_model.h"
 #include "xl/models/transformer_xl.h"
 #include "xl/models/xlnet.h"
@@ -18,8 +19,14 @@ TransformerXLOptions transformer_xl_options(
 /// XLNet options for `model` over a vocabulary of `n_token`.
 XLNetOptions xlnet_options(const config::ModelConfig& model, int64_t n_token);
 
+/// Character-transformer options for `config` (its loss schedule runs over train.max_step) over a
+/// vocabulary of `n_token`.
+CharTransformerOptions char_transformer_options(
+    const config::Config& config,
+    int64_t n_token);
+
 /// The model family `model.type` names, freshly initialised from the torch random state.
-LanguageModel build_model(const config::ModelConfig& model, int64_t n_token);
+LanguageModel build_model(const config::Config& config, int64_t n_token);
 
 /// The attention lengths of training: the model's own (extended context, memory).
 Span training_span(const config::ModelConfig& model);

@@ -17,6 +17,8 @@ struct DecoderLayerOptions {
   /// inner size of the feed-forward
   TORCH_ARG(int64_t, d_inner);
   TORCH_ARG(Activation, activation) = Activation::kRelu;
+  /// the feed-forward's dropout after the activation; unset: the attention's dropout
+  TORCH_ARG(std::optional<double>, inner_dropout);
 
  public:
   FeedForwardOptions feed_forward() const {
@@ -24,7 +26,8 @@ struct DecoderLayerOptions {
         .dropout(attention().dropout())
         .pre_lnorm(attention().pre_lnorm())
         .layer_norm_eps(attention().layer_norm_eps())
-        .activation(activation());
+        .activation(activation())
+        .inner_dropout(inner_dropout());
   }
 };
 

@@ -1,8 +1,11 @@
-// Position-wise feed-forward: Linear(D, Di) -> activation -> Dropout -> Linear(Di, D) -> Dropout,
+// Position-wise feed-forward: Linear(D, Di) -> activation -> Dropout (inner_dropout) ->
+// Linear(Di, D) -> Dropout,
 // with the residual and LayerNorm after (post-LN) or LayerNorm on the input (pre-LN).
 #pragma once
 
 #include <torch/torch.h>
+
+#include <optional>
 
 #include "xl/nn/init.h"
 
@@ -18,6 +21,8 @@ struct FeedForwardOptions {
   TORCH_ARG(int64_t, d_model);
   TORCH_ARG(int64_t, d_inner);
   TORCH_ARG(double, dropout) = 0.0;
+  /// after the activation (tensor2tensor's relu_dropout); unset: `dropout`
+  TORCH_ARG(std::optional<double>, inner_dropout);
   TORCH_ARG(bool, pre_lnorm) = false;
   TORCH_ARG(double, layer_norm_eps) = 1e-5;
   TORCH_ARG(Activation, activation) = Activation::kRelu;
@@ -37,6 +42,7 @@ class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
   torch::nn::Linear fc2{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
   torch::nn::Dropout drop{nullptr};
+  torch::nn::Dropout inner_drop{nullptr};
 
  private:
   torch::Tensor activate(const torch::Tensor& x) const;

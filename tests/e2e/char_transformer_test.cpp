@@ -1,0 +1,79 @@
+// The character transformer as a user runs it: bytes prepared with xl-prep, training with the
+// auxiliary losses and exact resume, the paper's evaluation and its labelled approximation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string bin(const std::string& app) {
+  return std::string(kBinDir) + "/" + app;
+}
+
+TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
+  TempDir dir;
+  const auto text = read_text(testdata("enwik8/enwik8-prefix-1M"));
+  write_file(dir / "train.txt", text.substr(0, 200000));
+  write_file(dir / "test.txt", text.substr(200000, 20000));
+  auto r = run_command(
+      bin("xl-prep") +
+          " --format byte --vocab-from all --train train.txt --valid test.txt --test "
+          "test.txt --out data",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string train = bin("xl-train") + " --config " + kSourceDir +
+      "/configs/char/tiny.yaml --set data.dir=data --set train.max_step=16 "
+      "--set train.eval_interval=8 ";
+  r = run_command(train + "--set run.dir=whole", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto whole = train_losses(dir / "whole");
+  ASSERT_EQ(whole.size(), 16U);
+
+  // Every head's term is logged while its layer contributes: layer 1 of 4 until 16 / 8 = 2
+  // steps are done, layer 3 until 6; the last layer's t+2 always.
+  std::map<int64_t, nlohmann::json> records;
+  std::istringstream lines(read_text(dir / "whole/metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("split", "") == "train") {
+      records[record["step"]] = record;
+    }
+  }
+  EXPECT_TRUE(records.at(2).contains("loss/l1/t+1"));
+  EXPECT_FALSE(records.at(3).contains("loss/l1/t+1"));
+  EXPECT_TRUE(records.at(6).contains("loss/l3/t+2"));
+  EXPECT_FALSE(records.at(7).contains("loss/l3/t+2"));
+  EXPECT_TRUE(records.at(16).contains("loss/l4/t+2"));
+
+  // Stopped and resumed: the same windows and the same losses.
+  r = run_command(train + "--set run.dir=split --stop-at-step 5", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(train + "--set run.dir=split --resume", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto split = train_losses(dir / "split");
+  for (const auto& [step, loss] : whole) {
+    EXPECT_DOUBLE_EQ(split.at(step), loss) << "step " << step;
+  }
+
+  // The approximation is labelled; the paper's metric (stride 1) is not.
+  r = run_command(bin("xl-eval") + " --run whole", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bpc@stride=8"));
+  r = run_command(
+      bin("xl-eval") + " --run whole --set eval.stride=1 --max-steps 3",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("last position scored"));
+  EXPECT_THAT(r.output, HasSubstr("| bpc "));
+}
+
+} // namespace
+} // namespace xl::test
