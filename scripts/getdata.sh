@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads the full corpora from their public locations and encodes them with xl-prep (needs
-# internet; tests never run it); NSMC is bundled and only prepared.
-# Usage: scripts/getdata.sh [wt103|enwik8|text8|nsmc|all]
+# internet; tests never run it); NSMC and the 1 MB enwik8 prefix are bundled and only prepared.
+# Usage: scripts/getdata.sh [wt103|enwik8|text8|nsmc|enwik8-prefix|all]
 # Output: data/prepared/<name>/{vocab.txt,train.bin,valid.bin,test.bin}; for nsmc the XLNet
 # files: spiece.model (32k pieces), <split>.pieces, <split>.tsv (5,000 training reviews held out
 # as valid).
@@ -18,13 +18,14 @@ fetch() { # url file
   [ -f "$2" ] || { echo "downloading $1"; curl -fL --retry 3 -o "$2.part" "$1" && mv "$2.part" "$2"; }
 }
 
-# The standard character-level split of a 100M file: 90M train, 5M valid, 5M test; then a
-# byte vocabulary over all three splits (as kimiyoung's code counts them).
-split_and_prep() { # name
-  local f=$raw/$1
-  head -c 90000000 "$f" >"$f.train"
-  head -c 95000000 "$f" | tail -c 5000000 >"$f.valid"
-  tail -c 5000000 "$f" >"$f.test"
+# The standard character-level split of a 100M file: 90M train, 5M valid, 5M test (the same
+# proportions for the prefix); then a byte vocabulary over all three splits (as kimiyoung's code
+# counts them).
+split_and_prep() { # name [train bytes] [valid and test bytes]
+  local f=$raw/$1 n_train=${2:-90000000} n_eval=${3:-5000000}
+  head -c "$n_train" "$f" >"$f.train"
+  head -c $((n_train + n_eval)) "$f" | tail -c "$n_eval" >"$f.valid"
+  tail -c "$n_eval" "$f" >"$f.test"
   "$bin/xl-prep" --format byte --vocab-from all --train "$f.train" --valid "$f.valid" \
     --test "$f.test" --out "data/prepared/$1"
 }
@@ -47,6 +48,11 @@ if [ "$what" = text8 ] || [ "$what" = all ]; then
   fetch http://mattmahoney.net/dc/text8.zip "$raw/text8.zip"
   (cd "$raw" && unzip -qo text8.zip)
   split_and_prep text8
+fi
+
+if [ "$what" = enwik8-prefix ] || [ "$what" = all ]; then
+  xz -dc data/enwik8/enwik8-prefix-1M.xz >"$raw/enwik8-prefix"
+  split_and_prep enwik8-prefix 900000 50000
 fi
 
 if [ "$what" = nsmc ] || [ "$what" = all ]; then

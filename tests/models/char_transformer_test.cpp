@@ -153,6 +153,25 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
   EXPECT_EQ(by_name(out).at("l1/t+1").weight, 0.0);
   EXPECT_EQ(by_name(out).at("l2/t+1").count, 30);
 
+  // Each loss switched off takes its terms (and heads) with it.
+  auto options = tiny();
+  auto& losses = options.losses();
+  losses.schedule.intermediate = false;
+  const auto names_of = [&](CharTransformerImpl& m) {
+    std::vector<std::string> out_names;
+    for (const auto& t : m.forward(batch, {}, args).terms) {
+      out_names.push_back(t.name);
+    }
+    return out_names;
+  };
+  CharTransformerImpl last_layer_only(options);
+  EXPECT_EQ(
+      names_of(last_layer_only), (std::vector<std::string>{"lm", "l3/t+2"}));
+  losses.target_weights = {1.0};
+  CharTransformerImpl plain(options);
+  EXPECT_EQ(names_of(plain), (std::vector<std::string>{"lm"}));
+  EXPECT_FALSE(plain.heads);
+
   // One position: t+1 at the last, t+2 at the one before.
   CharTransformerImpl last(tiny(false));
   args.step = 1;
