@@ -101,7 +101,8 @@ LossTerm CharTransformerImpl::head_term(
   const auto name = layer == options.n_layer() - 1 && offset == 0
       ? std::string("lm")
       : fmt::format("l{}/t+{}", layer + 1, offset + 1);
-  if (rows == 0) {
+  if (rows == 0 ||
+      weight == 0.0) { // nothing to score, or a stopped layer: no head runs
     return {name, torch::zeros({}, h.options().dtype(torch::kFloat)), 0, 0.0};
   }
   auto x = h.narrow(0, first + len - n_targets, rows);
@@ -174,20 +175,14 @@ ModelOutput CharTransformerImpl::forward(
         continue;
       }
       const double weight = w * losses.target_weights[static_cast<size_t>(k)];
-      auto term = w > 0.0
-          ? head_term(
-                batch,
-                l,
-                k,
-                h,
-                scored,
-                weight,
-                own && args.log_probs ? &output.log_probs : nullptr)
-          : LossTerm{
-                fmt::format("l{}/t+{}", l + 1, k + 1),
-                torch::zeros({}, h.options().dtype(torch::kFloat)),
-                0,
-                0.0};
+      auto term = head_term(
+          batch,
+          l,
+          k,
+          h,
+          scored,
+          weight,
+          own && args.log_probs ? &output.log_probs : nullptr);
       if (own) {
         output.terms.push_back(std::move(term));
       } else {

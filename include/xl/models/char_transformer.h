@@ -85,8 +85,8 @@ class CharTransformerImpl : public LanguageModelImpl {
 
  private:
   /// The t+1+`offset` term of layer `layer`'s output `h` [L, B, D], scored as the class comment
-  /// says: -sum log p over the scored positions and their count; `keep`: where to put the
-  /// log-probs [rows, B] too.
+  /// says: -sum log p over the scored positions and their count (count 0, no head run, at weight
+  /// 0 or with nothing to score); `keep`: where to put the log-probs [rows, B] too.
   LossTerm head_term(
       const data::Batch& batch,
       int64_t layer,
