@@ -130,8 +130,51 @@ void validate_memory_spans(const Config& c) {
   }
 }
 
+// Learned positions cover [memory | segment] up to n_ctx keys, in training and evaluation.
+void validate_learned_positions(const Config& c) {
+  const TransformerXLConfig& x = c.model.transformer_xl;
+  if (x.attn_type != AttnType::kLearned) {
+    if (x.n_ctx) {
+      fail_rule(
+          c,
+          "model.transformer_xl.n_ctx",
+          "sizes the learned position tables, which only attn_type learned has; set null");
+    }
+    return;
+  }
+  const int64_t span = x.mem_len + c.train.tgt_len;
+  const int64_t n_ctx = x.n_ctx.value_or(span);
+  if (span > n_ctx) {
+    fail_rule(
+        c,
+        "model.transformer_xl.n_ctx",
+        fmt::format(
+            "the position tables have {} rows, but training reads mem_len + train.tgt_len = "
+            "{} + {} = {} positions",
+            n_ctx,
+            x.mem_len,
+            c.train.tgt_len,
+            span));
+  }
+  const EvalConfig& e = c.eval;
+  const int64_t eval_tgt_len = e.tgt_len.value_or(c.train.tgt_len);
+  const int64_t eval_span =
+      e.mem_len.value_or(span - eval_tgt_len) + eval_tgt_len;
+  if (e.mode == EvalMode::kMemory && eval_span > n_ctx) {
+    fail_rule(
+        c,
+        "eval.mem_len",
+        fmt::format(
+            "the evaluation reads eval.mem_len + eval.tgt_len = {} positions, more than the {} "
+            "rows of the learned position tables (model.transformer_xl.n_ctx)",
+            eval_span,
+            n_ctx));
+  }
+}
+
 void validate_transformer_xl(const Config& c) {
   validate_adaptive(c);
+  validate_learned_positions(c);
   if (c.model.d_model % 2 != 0) { // both attention types use sinusoid positions
     fail_rule(
         c,

@@ -35,14 +35,27 @@ class TokenDataset : public Dataset {
       : c_(c),
         corpus_(std::make_unique<Corpus>(c.data)),
         n_token_(corpus_->vocab().size()),
-        unit_(corpus_->vocab().kind()) {}
+        unit_(corpus_->vocab().kind()) {
+    if (c.model.type == config::ModelType::kCharTransformer &&
+        unit_ != VocabKind::kByte) {
+      throw UserError(fmt::format(
+          "{}: the character transformer reads bytes, but this is a {}-level vocabulary "
+          "of {}; prepare the corpus with xl-prep --format byte",
+          (fs::path(c.data.dir) / c.data.vocab).string(),
+          to_string(unit_),
+          n_token_));
+    }
+  }
   TokenDataset(const config::Config& c, int64_t n_token, int64_t size)
       : c_(c),
         random_(std::make_unique<TokenTensor>(
             torch::randint(n_token, {size}, torch::kLong),
             "random tokens")),
         n_token_(n_token),
-        unit_(VocabKind::kWord) {}
+        unit_(
+            c.model.type == config::ModelType::kCharTransformer
+                ? VocabKind::kByte
+                : VocabKind::kWord) {}
 
   int64_t vocab_size() const override {
     return n_token_;
@@ -269,12 +282,14 @@ EvalBatches token_eval_batches(
       std::make_unique<SlidingWindows>(
           tokens, window, stride, c.eval.batch_size),
       fmt::format(
-          "vanilla: window {}, {} scored, slide {}, {} windows per batch",
+          "vanilla: window {}, {} scored, slide {}, {} windows per batch; the first {} "
+          "tokens are context only (every scored position sees a full window)",
           window,
           stride == 1 ? std::string("last position")
                       : fmt::format("last {} positions", stride),
           stride,
-          c.eval.batch_size)};
+          c.eval.batch_size,
+          window)};
 }
 
 std::unique_ptr<Dataset> random_dataset(

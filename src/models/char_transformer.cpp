@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "xl/nn/checkpoint.h"
+#include "xl/nn/learned_positions.h"
 #include "xl/nn/masks.h"
 #include "xl/nn/vanilla_decoder_layer.h"
 
@@ -35,10 +37,10 @@ void CharTransformerImpl::reset() {
   const int64_t d_model = attention.d_model();
   word_embedding = register_module(
       "word_embedding", torch::nn::Embedding(o.n_token(), d_model));
-  positions = register_parameter(
+  positions = register_module(
       "positions",
-      torch::empty(
-          {o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model}));
+      nn::LearnedPositions(nn::LearnedPositionsOptions(
+          o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
@@ -67,7 +69,7 @@ void CharTransformerImpl::reset_parameters() {
   const nn::InitOptions& init = options.init();
   torch::NoGradGuard no_grad;
   init.weight(word_embedding->weight);
-  init.weight(positions);
+  positions->reset_parameters(init);
   for (const auto& layer : *layers) {
     layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
   }
@@ -134,14 +136,7 @@ ModelOutput CharTransformerImpl::forward(
       tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
       " and ",
       targets.defined() ? targets.sizes() : torch::IntArrayRef{});
-  const int64_t len = tokens.size(0);
-  TORCH_CHECK(
-      len <= options.n_ctx(),
-      "a window of ",
-      len,
-      " positions is longer than the position tables (n_ctx ",
-      options.n_ctx(),
-      ")");
+  const int64_t len = tokens.size(0); // positions 0..len-1 must fit the tables
   const auto& losses = options.losses();
   const int64_t n_layer = options.n_layer();
   const bool training = is_training();
@@ -160,14 +155,20 @@ ModelOutput CharTransformerImpl::forward(
   const auto mask = nn::causal_mask(len, 0, false, 0, tokens.device());
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   for (int64_t l = 0; l < n_layer; ++l) {
-    if (options.per_layer_positions() || l == 0) {
-      h = h +
-          positions[options.per_layer_positions() ? l : 0]
-              .narrow(0, 0, len)
-              .unsqueeze(1);
-    }
-    h = layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-            ->forward(h, mask, torch::Tensor());
+    // Captures by value: a replay runs after forward has returned.
+    const auto layer =
+        [this, l, len, mask](const std::vector<torch::Tensor>& in) {
+          auto x = in[0];
+          if (options.per_layer_positions() || l == 0) {
+            x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
+          }
+          return std::vector<torch::Tensor>{
+              layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+                  ->forward(x, mask, torch::Tensor())};
+        };
+    h =
+        (options.checkpoint_layers() ? nn::checkpoint(layer, {h})
+                                     : layer({h}))[0];
     const double w = weights[static_cast<size_t>(l)];
     for (int64_t k = 0; k < n_target; ++k) {
       const bool own = l == n_layer - 1 && k == 0;

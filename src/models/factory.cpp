@@ -38,8 +38,9 @@ nn::Activation activation(config::Activation a) {
 } // namespace
 
 TransformerXLOptions transformer_xl_options(
-    const config::ModelConfig& m,
+    const config::Config& c,
     int64_t n_token) {
+  const config::ModelConfig& m = c.model;
   const config::TransformerXLConfig& x = m.transformer_xl;
   if (!x.cutoffs.empty() && x.cutoffs.back() >= n_token) {
     throw ConfigError(fmt::format(
@@ -71,6 +72,8 @@ TransformerXLOptions transformer_xl_options(
                  .tie_projs(tie_projs))
       .untie_r(x.untie_r)
       .relative(x.attn_type == config::AttnType::kRelative)
+      .learned_positions(x.attn_type == config::AttnType::kLearned)
+      .n_ctx(x.n_ctx.value_or(x.mem_len + c.train.tgt_len))
       .lengths(lengths)
       .init(init_options(m).proj_std(x.proj_init_std));
 }
@@ -120,15 +123,19 @@ CharTransformerOptions char_transformer_options(
 
 LanguageModel build_model(const config::Config& config, int64_t n_token) {
   const config::ModelConfig& model = config.model;
+  const bool checkpoint = config.train.activation_checkpointing;
   switch (model.type) {
     case config::ModelType::kTransformerXL:
       return std::make_shared<TransformerXLImpl>(
-          transformer_xl_options(model, n_token));
+          transformer_xl_options(config, n_token)
+              .checkpoint_layers(checkpoint));
     case config::ModelType::kXLNet:
-      return std::make_shared<XLNetImpl>(xlnet_options(model, n_token));
+      return std::make_shared<XLNetImpl>(
+          xlnet_options(model, n_token).checkpoint_layers(checkpoint));
     case config::ModelType::kCharTransformer:
       return std::make_shared<CharTransformerImpl>(
-          char_transformer_options(config, n_token));
+          char_transformer_options(config, n_token)
+              .checkpoint_layers(checkpoint));
   }
   TORCH_CHECK(false, "unhandled model.type");
 }

@@ -1,5 +1,6 @@
 #include "xl/models/transformer_xl.h"
 
+#include "xl/nn/checkpoint.h"
 #include "xl/nn/masks.h"
 #include "xl/nn/rel_decoder_layer.h"
 #include "xl/nn/vanilla_decoder_layer.h"
@@ -42,6 +43,18 @@ void TransformerXLImpl::reset() {
   pos_emb = register_module(
       "pos_emb",
       nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));
+  TORCH_CHECK(
+      !o.learned_positions() || (!o.relative() && o.n_ctx() >= 1),
+      "learned positions need vanilla attention and n_ctx >= 1, got relative ",
+      o.relative(),
+      ", n_ctx ",
+      o.n_ctx());
+  if (o.learned_positions()) {
+    positions = register_module(
+        "positions",
+        nn::LearnedPositions(nn::LearnedPositionsOptions(
+            o.n_layer(), o.n_ctx(), attention.d_model())));
+  }
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   if (o.relative()) {
     const std::vector<int64_t> shape = o.untie_r()
@@ -72,6 +85,9 @@ void TransformerXLImpl::reset_parameters() {
     init.weight(r_w_bias);
     init.weight(r_r_bias);
   }
+  if (positions) {
+    positions->reset_parameters(init);
+  }
   word_emb->reset_parameters(init);
   for (const auto& layer : *layers) {
     if (auto* rel = layer->as<nn::RelDecoderLayerImpl>()) {
@@ -100,14 +116,17 @@ std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
   const auto float_options =
       torch::dtype(torch::kFloat).device(tokens.device());
   if (options.relative()) {
-    const auto positions =
+    const auto distances =
         nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
     // Positions first: the reference draws their dropout mask before the words'.
-    auto r = drop(pos_emb(positions));
+    auto r = drop(pos_emb(distances));
     return {drop(embedded), std::move(r)};
   }
-  const auto positions = torch::arange(qlen, float_options);
-  return {drop(embedded + pos_emb(positions).unsqueeze(1)), torch::Tensor()};
+  if (options.learned_positions()) { // added at every layer
+    return {drop(embedded), torch::Tensor()};
+  }
+  const auto steps = torch::arange(qlen, float_options);
+  return {drop(embedded + pos_emb(steps).unsqueeze(1)), torch::Tensor()};
 }
 
 torch::Tensor TransformerXLImpl::run_layers(
@@ -120,14 +139,35 @@ torch::Tensor TransformerXLImpl::run_layers(
   for (int64_t i = 0; i < options.n_layer(); ++i) {
     const auto index = static_cast<size_t>(i);
     hiddens.push_back(core);
+    // The memory is detached and r a sinusoid: only core carries gradient into a layer.
+    // Captures by value: a replay runs after forward has returned.
     const auto mem = mems.empty() ? torch::Tensor() : mems[index];
-    if (options.relative()) {
-      core = layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-          core, {r, u(i), v(i)}, mask, mem);
-    } else {
-      core = layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
-          core, mask, mem);
-    }
+    const auto layer = [this, i, index, r, mask, mem](
+                           const std::vector<torch::Tensor>& in) {
+      if (options.relative()) {
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
+                in[0], {r, u(i), v(i)}, mask, mem)};
+      }
+      if (!options.learned_positions()) {
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+                in[0], mask, mem)};
+      }
+      // The last rows of the table for [memory | segment]: the segment always reads the
+      // same rows. The memory keeps no positions; they are added where it is read.
+      const int64_t mlen = mem.defined() ? mem.size(0) : 0;
+      const int64_t qlen = in[0].size(0);
+      const int64_t first = options.n_ctx() - mlen - qlen;
+      return std::vector<torch::Tensor>{
+          layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+              in[0] + positions(i, first + mlen, qlen),
+              mask,
+              mlen > 0 ? mem + positions(i, first, mlen) : mem)};
+    };
+    core =
+        (options.checkpoint_layers() ? nn::checkpoint(layer, {core})
+                                     : layer({core}))[0];
   }
   return drop(core);
 }

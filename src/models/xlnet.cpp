@@ -1,5 +1,6 @@
 #include "xl/models/xlnet.h"
 
+#include "xl/nn/checkpoint.h"
 #include "xl/nn/memory.h"
 #include "xl/nn/two_stream_layer.h"
 
@@ -307,11 +308,32 @@ ModelOutput XLNetImpl::forward(
   for (int64_t i = 0; i < options.n_layer(); ++i) {
     const auto index = static_cast<size_t>(i);
     hiddens.push_back(h);
-    terms.r_w_bias = bias(r_w_bias, i);
-    terms.r_r_bias = bias(r_r_bias, i);
-    terms.r_s_bias = bias(r_s_bias, i);
-    std::tie(h, g) = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
-        h, g, terms, mems.empty() ? torch::Tensor() : mems[index]);
+    // in = {h} or {h, g}. The biases are sliced inside, so that a replay's backward reaches
+    // the parameters; the memory is detached and r a sinusoid.
+    // Captures by value: a replay runs after forward has returned.
+    const auto mem = mems.empty() ? torch::Tensor() : mems[index];
+    const auto layer = [this, i, index, terms, mem](
+                           const std::vector<torch::Tensor>& in) {
+      nn::TwoStreamTerms layer_terms = terms;
+      layer_terms.r_w_bias = bias(r_w_bias, i);
+      layer_terms.r_r_bias = bias(r_r_bias, i);
+      layer_terms.r_s_bias = bias(r_s_bias, i);
+      auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
+          in[0], in.size() > 1 ? in[1] : torch::Tensor(), layer_terms, mem);
+      std::vector<torch::Tensor> out{std::move(h_out)};
+      if (g_out.defined()) {
+        out.push_back(std::move(g_out));
+      }
+      return out;
+    };
+    std::vector<torch::Tensor> in{h};
+    if (g.defined()) {
+      in.push_back(g);
+    }
+    const auto out =
+        options.checkpoint_layers() ? nn::checkpoint(layer, in) : layer(in);
+    h = out[0];
+    g = out.size() > 1 ? out[1] : torch::Tensor();
   }
 
   ModelOutput out;

@@ -411,6 +411,33 @@ TEST(ConfigErrors, VanillaStrideFitsTheWindow) {
   EXPECT_EQ(error_of(path, {"eval.mode=vanilla", "eval.stride=16"}), "");
 }
 
+TEST(ConfigErrors, LearnedPositionTablesCoverEverySpan) {
+  TempDir dir;
+  const auto path = write_config(
+      dir,
+      "model:\n  transformer_xl:\n    attn_type: learned\n    mem_len: 30\n"
+      "train:\n  tgt_len: 20\n");
+  EXPECT_EQ(error_of(path), ""); // n_ctx null: 30 + 20
+  EXPECT_THAT(
+      error_of(path, {"model.transformer_xl.n_ctx=49"}),
+      HasSubstr(
+          "model.transformer_xl.n_ctx: the position tables have 49 rows, but "
+          "training reads mem_len + train.tgt_len = 30 + 20 = 50 positions"));
+  EXPECT_THAT(
+      error_of(path, {"eval.mem_len=40"}),
+      HasSubstr(
+          "eval.mem_len: the evaluation reads eval.mem_len + eval.tgt_len = 60 "
+          "positions, more than the 50 rows"));
+  EXPECT_EQ(
+      error_of(path, {"eval.mem_len=40", "model.transformer_xl.n_ctx=60"}), "");
+  EXPECT_THAT(
+      error_of(
+          path,
+          {"model.transformer_xl.attn_type=relative",
+           "model.transformer_xl.n_ctx=60"}),
+      HasSubstr("only attn_type learned has"));
+}
+
 TEST(FamilySections, AFamilysKeyAtTheTopLevelPointsToItsSection) {
   TempDir dir;
   EXPECT_THAT(

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -73,6 +74,40 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("last position scored"));
   EXPECT_THAT(r.output, HasSubstr("| bpc "));
+}
+
+// Each refused up front with exit 2 and one line naming the cause.
+TEST(CharTransformerE2E, BadInputIsAOneLineError) {
+  TempDir dir;
+  const auto text = read_text(testdata("enwik8/enwik8-prefix-1M"));
+  write_file(dir / "train.txt", text.substr(0, 20000));
+  for (const std::string format : {"byte", "word"}) {
+    const auto r = run_command(
+        bin("xl-prep") + " --format " + format +
+            " --vocab-from all --train train.txt --valid train.txt --test "
+            "train.txt --out " +
+            format,
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const std::string char_train = bin("xl-train") + " --config " + kSourceDir +
+      "/configs/char/tiny.yaml --set run.dir=run --set data.dir=";
+  for (const auto& [args, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {char_train + "word", "the character transformer reads bytes"},
+           {bin("xl-train") + " --config " + kSourceDir +
+                "/configs/txl/wt103_base.yaml --set data.dir=byte",
+            "must be below the vocabulary size"},
+           {char_train + "byte --set train.tgt_len=33",
+            "model.char_transformer.n_ctx = 32"},
+           {char_train + "byte --set eval.stride=33", "eval.stride"}}) {
+    SCOPED_TRACE(args);
+    const auto r = run_command(args, dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << r.output;
+  }
 }
 
 } // namespace

@@ -11,14 +11,17 @@
 namespace xl::models {
 namespace {
 
-TransformerXLOptions options() {
+TransformerXLOptions options(double dropout = 0.0) {
   TransformerXLLengths lengths;
   lengths.mem_len = 12;
   lengths.same_length = true;
   lengths.clamp_len = 10;
   return TransformerXLOptions(
              3,
-             nn::DecoderLayerOptions(nn::AttentionOptions(64, 4, 16), 128),
+             nn::DecoderLayerOptions(
+                 nn::AttentionOptions(64, 4, 16).dropout(dropout).dropatt(
+                     dropout),
+                 128),
              nn::AdaptiveSoftmaxOptions(
                  nn::AdaptiveOptions(500, 64, 64).cutoffs({50, 200}).div_val(2))
                  .tie_projs({false, true, true}))
@@ -98,6 +101,40 @@ TEST_F(Cuda, Bf16AutocastTrainingStepIsFinite) {
   }
   for (const auto& p : model->parameters()) {
     EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  }
+}
+
+// The replay of a checkpointed layer runs under the forward's bf16 autocast and draws the
+// forward's CUDA dropout masks: the gradients are the plain path's.
+TEST_F(Cuda, CheckpointedBf16StepGivesThePlainGradients) {
+  torch::manual_seed(2);
+  const auto batch = random_batch(16, 4);
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const bool checkpointed : {false, true}) {
+    torch::manual_seed(3);
+    torch::cuda::manual_seed_all(3);
+    auto model = std::make_shared<TransformerXLImpl>(
+        options(0.2).checkpoint_layers(checkpointed));
+    model->to(torch::kCUDA);
+    model->train();
+    config::TrainConfig t;
+    auto optimizer = train::make_optimizer(t, model->parameters());
+    train::StepOptions step_options;
+    step_options.bf16 = true;
+    step_options.device = torch::kCUDA;
+    std::vector<nn::Memory> mems(1);
+    ASSERT_TRUE(
+        train::train_step(
+            *model, *optimizer, batch, true, mems, 1e-3, 1, step_options)
+            .finite);
+    grads.emplace_back();
+    for (const auto& p : model->parameters()) {
+      grads.back().push_back(p.grad().cpu());
+    }
+  }
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-3, 1e-5))
+        << "parameter " << i;
   }
 }
 

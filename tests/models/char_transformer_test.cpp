@@ -205,7 +205,7 @@ TEST(CharTransformer, EveryHeadIsCausal) {
     auto h = model.word_embedding(x.tokens);
     const auto mask = nn::causal_mask(10, 0, false, 0);
     for (int64_t l = 0; l < 3; ++l) {
-      h = h + model.positions[l].narrow(0, 0, 10).unsqueeze(1);
+      h = h + model.positions(l, 0, 10);
       h = model.layers->ptr<nn::VanillaDecoderLayerImpl>(l)->forward(
           h, mask, torch::Tensor());
       for (int64_t k = 0; k < 2; ++k) {

@@ -57,10 +57,16 @@ ForwardArgs with_log_probs() {
   return args;
 }
 
+// Al-Rfou et al.'s positions (kimiyoung's attn_type 3): a table per layer, memory 6 and
+// segments of 8 fit its 16 rows.
+TransformerXLOptions tiny_learned() {
+  return tiny(false).learned_positions(true).n_ctx(16);
+}
+
 TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
-  for (const bool relative : {true, false}) {
+  for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
     torch::manual_seed(3);
-    auto model = std::make_shared<TransformerXLImpl>(tiny(relative));
+    auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
     const auto input = torch::randint(40, {8, 2});
     const auto target = torch::randint(40, {8, 2});
@@ -208,6 +214,39 @@ TEST(TransformerXL, GradientsReachEveryParameter) {
     ASSERT_TRUE(p.value().grad().defined()) << "no gradient for " << p.key();
     EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
   }
+}
+
+// The segment reads the last rows of each layer's table and the memory the rows before them;
+// the memory itself keeps no positions (layer 0's is the bare embedding).
+TEST(TransformerXL, LearnedPositionsReadTheTablesLastRows) {
+  torch::manual_seed(10);
+  auto model = std::make_shared<TransformerXLImpl>(tiny_learned());
+  model->eval(); // no dropout: the memory can be compared with the embedding
+  EXPECT_EQ(
+      count_parameters(*model),
+      count_parameters(TransformerXLImpl(tiny(false))) + 2 * 16 * 16);
+  const auto input = torch::randint(40, {8, 2});
+  const auto target = torch::randint(40, {8, 2});
+  const auto rows_with_gradient = [&](const nn::Memory& memory) {
+    model->zero_grad();
+    auto out = model->forward(lm_batch(input, target), memory);
+    out.terms[0].sum.backward();
+    const auto used = model->positions->table.grad()
+                          .abs()
+                          .sum(std::vector<int64_t>{0, 2})
+                          .gt(0);
+    return std::make_pair(used, out.mems);
+  };
+  const auto [first, memory] = rows_with_gradient({});
+  auto expected = torch::zeros({16}, torch::kBool);
+  expected.narrow(0, 8, 8).fill_(true);
+  EXPECT_TRUE(torch::equal(first, expected)) << first;
+  ASSERT_EQ(memory[0].size(0), 6);
+  EXPECT_TRUE(torch::allclose(
+      memory[0], model->word_emb(input).narrow(0, 2, 6), 1e-6, 1e-6));
+  const auto second = rows_with_gradient(memory).first;
+  expected.narrow(0, 2, 6).fill_(true);
+  EXPECT_TRUE(torch::equal(second, expected)) << second;
 }
 
 } // namespace

@@ -18,7 +18,7 @@
 namespace xl::config {
 
 enum class ModelType { kTransformerXL, kXLNet, kCharTransformer };
-enum class AttnType { kRelative, kAbsolute };
+enum class AttnType { kRelative, kAbsolute, kLearned };
 enum class Activation { kRelu, kGelu, kGeluTanh };
 enum class Init { kNormal, kUniform };
 enum class Device { kAuto, kCpu, kCuda };
@@ -35,7 +35,7 @@ template <> struct Choices<ModelType> {
   static constexpr std::array<Choice<ModelType>, 3> all{{{ModelType::kTransformerXL, "transformer_xl"}, {ModelType::kXLNet, "xlnet"}, {ModelType::kCharTransformer, "char_transformer"}}};
 };
 template <> struct Choices<AttnType> {
-  static constexpr std::array<Choice<AttnType>, 2> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}}};
+  static constexpr std::array<Choice<AttnType>, 3> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}, {AttnType::kLearned, "learned"}}};
 };
 template <> struct Choices<Activation> {
   static constexpr std::array<Choice<Activation>, 3> all{{{Activation::kRelu, "relu"}, {Activation::kGelu, "gelu"}, {Activation::kGeluTanh, "gelu_tanh"}}};
@@ -77,6 +77,7 @@ struct TransformerXLConfig {
   int64_t ext_len = 0;
   bool same_length = false;
   int64_t clamp_len = -1;
+  std::optional<int64_t> n_ctx;   // null: mem_len + train.tgt_len
   std::optional<int64_t> d_embed; // null: model.d_model
   std::vector<int64_t> cutoffs;
   int64_t div_val = 1;
@@ -88,12 +89,13 @@ struct TransformerXLConfig {
   template <class Self, class V>
   static void fields(Self& s, V& v) {
     // clang-format off
-    v("attn_type", s.attn_type, "relative (Transformer-XL) or absolute (vanilla attention, sinusoid positions)");
+    v("attn_type", s.attn_type, "relative (Transformer-XL), absolute (vanilla attention, sinusoid positions added to the embeddings) or learned (vanilla attention, a learned position table added to every layer's input: Al-Rfou et al., kimiyoung's attn_type 3)");
     v("untie_r", s.untie_r, "per-layer u/v attention biases instead of shared ones");
     v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
     v("ext_len", s.ext_len, "extended context without gradient or memory", at_least(0));
     v("same_length", s.same_length, "every query attends to the same number of keys (needs mem_len > 0)");
     v("clamp_len", s.clamp_len, "clamp relative distances above this (-1: no clamping)", at_least(-1));
+    v("n_ctx", s.n_ctx, "attn_type learned: rows of each position table, the longest memory + segment (null: mem_len + train.tgt_len)", at_least(1));
     v("d_embed", s.d_embed, "embedding size before projection (null: model.d_model)", at_least(1));
     v("cutoffs", s.cutoffs, "adaptive softmax/input cluster boundaries (empty: full softmax)", at_least(1));
     v("div_val", s.div_val, "embedding size divisor per adaptive cluster", at_least(1));
@@ -248,6 +250,7 @@ struct TrainConfig {
   double lr_min = 0.0;
   double clip = 0.25;
   bool bf16 = false;
+  bool activation_checkpointing = false;
   int64_t log_interval = 200;
   int64_t eval_interval = 4000;
   std::optional<int64_t> max_eval_steps; // null: the whole validation split
@@ -280,6 +283,7 @@ struct TrainConfig {
     v("lr_min", s.lr_min, "plateau: lower bound of the learning rate", at_least(0));
     v("clip", s.clip, "global gradient-norm clipping (0: off)", at_least(0));
     v("bf16", s.bf16, "bfloat16 autocast (CUDA only)");
+    v("activation_checkpointing", s.activation_checkpointing, "keep no layer activations for the backward pass and recompute them there: less memory for about one more forward pass per step, same gradients");
     v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));
     v("max_eval_steps", s.max_eval_steps, "validation segments per evaluation (null: all)", at_least(1));

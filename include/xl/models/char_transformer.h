@@ -24,6 +24,7 @@
 #include "xl/models/language_model.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
+#include "xl/nn/learned_positions.h"
 
 namespace xl::models {
 
@@ -52,6 +53,8 @@ struct CharTransformerOptions {
   TORCH_ARG(bool, per_layer_positions) = true;
   TORCH_ARG(CharLosses, losses) = {};
   TORCH_ARG(nn::InitOptions, init) = {};
+  /// recompute each layer's activations in the backward pass instead of keeping them
+  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class CharTransformerImpl : public LanguageModelImpl {
@@ -71,8 +74,8 @@ class CharTransformerImpl : public LanguageModelImpl {
 
   CharTransformerOptions options;
   torch::nn::Embedding word_embedding{nullptr};
-  /// [n_layer or 1, n_ctx, D]
-  torch::Tensor positions;
+  /// a table per layer, or one at the input
+  nn::LearnedPositions positions{nullptr};
   torch::nn::Dropout drop{nullptr};
   /// nn::VanillaDecoderLayer each
   torch::nn::ModuleList layers{nullptr};

@@ -10,10 +10,11 @@
 
 namespace xl::models {
 
-/// Transformer-XL options for `model` over a vocabulary of `n_token`. A config that does not fit
-/// the vocabulary (a cutoff >= n_token) is a ConfigError.
+/// Transformer-XL options for `config`'s model over a vocabulary of `n_token` (the learned
+/// position tables default to the training span). A config that does not fit the vocabulary (a
+/// cutoff >= n_token) is a ConfigError.
 TransformerXLOptions transformer_xl_options(
-    const config::ModelConfig& model,
+    const config::Config& config,
     int64_t n_token);
 
 /// XLNet options for `model` over a vocabulary of `n_token`.

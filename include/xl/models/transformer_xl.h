@@ -15,6 +15,7 @@
 #include "xl/nn/adaptive.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
+#include "xl/nn/learned_positions.h"
 #include "xl/nn/positional.h"
 
 namespace xl::models {
@@ -45,10 +46,17 @@ struct TransformerXLOptions {
   TORCH_ARG(nn::AdaptiveSoftmaxOptions, output);
   /// per-layer u/v biases instead of one shared pair
   TORCH_ARG(bool, untie_r) = false;
-  /// relative attention; false: vanilla attention with absolute sinusoid positions
+  /// relative attention; false: vanilla attention with absolute positions
   TORCH_ARG(bool, relative) = true;
+  /// vanilla attention only: learned positions added to every layer's input (Al-Rfou et al.;
+  /// kimiyoung's attn_type 3) instead of sinusoids added to the embeddings
+  TORCH_ARG(bool, learned_positions) = false;
+  /// rows of the learned position tables: the longest [memory | segment] span
+  TORCH_ARG(int64_t, n_ctx) = 0;
   TORCH_ARG(TransformerXLLengths, lengths) = {};
   TORCH_ARG(nn::InitOptions, init) = {};
+  /// recompute each layer's activations in the backward pass instead of keeping them
+  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class TransformerXLImpl : public LanguageModelImpl {
@@ -71,6 +79,8 @@ class TransformerXLImpl : public LanguageModelImpl {
   TransformerXLOptions options;
   nn::AdaptiveEmbedding word_emb{nullptr};
   nn::SinusoidEmbedding pos_emb{nullptr};
+  /// learned_positions only: a table per layer
+  nn::LearnedPositions positions{nullptr};
   torch::nn::Dropout drop{nullptr};
   /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
   torch::Tensor r_w_bias;

@@ -49,6 +49,8 @@ struct XLNetOptions {
   TORCH_ARG(int64_t, n_class) = 0;
   TORCH_ARG(XLNetLengths, lengths) = {};
   TORCH_ARG(nn::InitOptions, init) = {};
+  /// recompute each layer's activations in the backward pass instead of keeping them
+  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class XLNetImpl : public LanguageModelImpl {
