@@ -26,9 +26,10 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint", request.checkpoint, "best or last")
         ->check(CLI::IsMember({"best", "last"}));
     app.add_option(
-        "--max-steps",
-        request.max_steps,
-        "score only this many segments (memory mode) or window batches (vanilla)");
+           "--max-steps",
+           request.max_steps,
+           "score only this many segments (memory mode) or window batches (vanilla)")
+        ->check(xl::app::positive_count());
     app.add_option(
         "--file",
         request.file,

@@ -12,6 +12,7 @@
 #include "xl/data/corpus.h"
 #include "xl/data/labelled_texts.h"
 #include "xl/run/logging.h"
+#include "xl/util/error.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
@@ -63,6 +64,11 @@ int main(int argc, char** argv) {
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
+    }
+    if (std::error_code ec; std::filesystem::exists(out, ec) &&
+        !std::filesystem::is_directory(out, ec)) {
+      throw xl::UserError(
+          "--out " + out + " is a file; xl-prep writes a folder there");
     }
     xl::run::setup_logging("info");
     std::map<std::string, std::filesystem::path> splits;

@@ -15,9 +15,10 @@ int main(int argc, char** argv) {
     app.add_flag(
         "--resume", resume, "continue the run from its last checkpoint");
     app.add_option(
-        "--stop-at-step",
-        stop_at,
-        "checkpoint and stop at this step (continue later with --resume)");
+           "--stop-at-step",
+           stop_at,
+           "checkpoint and stop at this step (continue later with --resume)")
+        ->check(xl::app::positive_count());
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {

@@ -5,6 +5,7 @@
 
 #include <malloc.h>
 
+#include <csignal>
 #include <iostream>
 
 #include "xl/config/config.h"
@@ -31,6 +32,18 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
       "--print-schema",
       flags.print_schema,
       "print every config key with its type, default and meaning, and exit");
+}
+
+CLI::Validator positive_count() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        int64_t n = 0;
+        if (!CLI::detail::lexical_cast(value, n) || n < 1) {
+          return "expected a count >= 1, found '" + value + "'";
+        }
+        return "";
+      },
+      "COUNT >= 1");
 }
 
 bool load_config(const ConfigFlags& flags, config::Config& out) {
@@ -87,6 +100,9 @@ void tune_allocator() {
 
 int run_main(const std::function<int()>& body) {
   tune_allocator();
+  // Past a file-size limit a write fails with EFBIG, which the writers report, instead of
+  // killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return body();
   } catch (const UserError& e) {

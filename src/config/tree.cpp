@@ -209,6 +209,7 @@ void apply_override(Tree& tree, const std::string& assignment) {
   }
   Tree top;
   top.is_map = true;
+  top.source = source; // it replaces a scalar when the path runs through one
   top.children.emplace_back(keys.back(), tree_from_yaml(value, source));
   merge_into(*node, top);
 }

@@ -1,6 +1,8 @@
 #include "xl/config/visitors.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 namespace xl::config {
@@ -46,8 +48,12 @@ bool parse_scalar(const YAML::Node& node, double& out) {
   if (!plain_scalar(node) || !std::regex_match(node.Scalar(), kNumber)) {
     return false;
   }
-  out = std::stod(node.Scalar());
-  return std::isfinite(out);
+  // strtod, not stod: a value beyond double's range (1e400, 1e-400) is a type error naming the
+  // key, not an exception.
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(node.Scalar().c_str(), &end);
+  return errno != ERANGE && std::isfinite(out);
 }
 
 bool parse_scalar(const YAML::Node& node, bool& out) {

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -24,9 +26,53 @@ struct Header {
   uint64_t count;
   uint64_t vocab_checksum;
   uint64_t vocab_size;
-  unsigned char reserved[24];
+  uint64_t data_checksum; // hash64 over the token bytes, chained block by block
+  unsigned char reserved[16];
 };
 static_assert(sizeof(Header) == 64, "token file header must be 64 bytes");
+
+// The checksum covers the data in blocks of this many bytes, so that the writer can compute
+// it without holding the encoded file and the reader can check ids in the same pass.
+constexpr size_t kBlock = 1 << 20;
+
+// Encodes ids little-endian, `width` bytes each, and hands them to `block` in kBlock pieces.
+void encode_blocks(
+    const std::vector<int64_t>& ids,
+    uint32_t width,
+    const std::function<void(const unsigned char*, size_t)>& block) {
+  std::vector<unsigned char> buffer;
+  buffer.reserve(kBlock);
+  for (const int64_t id : ids) {
+    for (uint32_t b = 0; b < width; ++b) {
+      buffer.push_back(
+          static_cast<unsigned char>(static_cast<uint32_t>(id) >> (8 * b)));
+    }
+    if (buffer.size() == kBlock) {
+      block(buffer.data(), buffer.size());
+      buffer.clear();
+    }
+  }
+  if (!buffer.empty()) {
+    block(buffer.data(), buffer.size());
+  }
+}
+
+template <class T>
+int64_t first_at_or_above(const T* ids, size_t n, uint64_t limit) {
+  T largest = 0;
+  for (size_t i = 0; i < n; ++i) { // a reduction the compiler vectorises
+    largest = std::max(largest, ids[i]);
+  }
+  if (largest < limit) {
+    return -1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] >= limit) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
 
 } // namespace
 
@@ -41,30 +87,27 @@ void write_token_file(
   header.count = ids.size();
   header.vocab_checksum = vocab.checksum();
   header.vocab_size = static_cast<uint64_t>(vocab.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    TORCH_CHECK(
+        ids[i] >= 0 && ids[i] < vocab.size(),
+        "token id ",
+        ids[i],
+        " at position ",
+        i,
+        " is outside the vocabulary of size ",
+        vocab.size());
+  }
+  // Two passes over the ids (checksum, then bytes) rather than a second copy of the corpus.
+  uint64_t checksum = 0;
+  encode_blocks(ids, header.width, [&](const unsigned char* data, size_t n) {
+    checksum = hash64(data, n, checksum);
+  });
+  header.data_checksum = checksum;
   atomic_write(path, [&](const ByteSink& sink) {
     sink(&header, sizeof(header));
-    constexpr size_t kChunk = 1 << 16;
-    std::vector<unsigned char> buffer;
-    buffer.reserve(kChunk * header.width);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      TORCH_CHECK(
-          ids[i] >= 0 && ids[i] < vocab.size(),
-          "token id ",
-          ids[i],
-          " at position ",
-          i,
-          " is outside the vocabulary of size ",
-          vocab.size());
-      const auto id = static_cast<uint32_t>(ids[i]);
-      for (uint32_t b = 0; b < header.width; ++b) {
-        buffer.push_back(static_cast<unsigned char>(id >> (8 * b)));
-      }
-      if (buffer.size() >= kChunk * header.width) {
-        sink(buffer.data(), buffer.size());
-        buffer.clear();
-      }
-    }
-    sink(buffer.data(), buffer.size());
+    encode_blocks(ids, header.width, [&](const unsigned char* data, size_t n) {
+      sink(data, n);
+    });
   });
 }
 
@@ -144,6 +187,40 @@ TokenFile::TokenFile(
   width_ = header.width;
   count_ = static_cast<int64_t>(header.count);
   data_ = static_cast<const unsigned char*>(map_) + sizeof(Header);
+  // One pass over the data: its checksum, and every id against the vocabulary.
+  const size_t bytes = map_size_ - sizeof(Header);
+  uint64_t checksum = 0;
+  int64_t outside = -1;
+  for (size_t at = 0; at < bytes; at += kBlock) {
+    const size_t n = std::min(kBlock, bytes - at);
+    checksum = hash64(data_ + at, n, checksum);
+    if (outside < 0) {
+      const int64_t i = width_ == 2
+          ? first_at_or_above(
+                reinterpret_cast<const uint16_t*>(data_ + at),
+                n / 2,
+                header.vocab_size)
+          : first_at_or_above(
+                reinterpret_cast<const uint32_t*>(data_ + at),
+                n / 4,
+                header.vocab_size);
+      outside = i < 0 ? -1 : static_cast<int64_t>(at / width_) + i;
+    }
+  }
+  if (checksum != header.data_checksum) {
+    fail(
+        "the token data does not match the checksum in its header: the file is corrupt; "
+        "re-run xl-prep");
+  }
+  if (outside >= 0) {
+    fail(fmt::format(
+        "token id {} at position {} is outside the vocabulary of {} ({}); the file was not "
+        "written by xl-prep for it; re-run xl-prep",
+        at(outside),
+        outside,
+        header.vocab_size,
+        vocab_path.string()));
+  }
 }
 
 TokenFile::~TokenFile() {

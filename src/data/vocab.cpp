@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstdlib>
 
 #include "xl/data/text.h"
 #include "xl/util/error.h"
@@ -147,7 +149,18 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   if (size_at == std::string::npos) {
     throw bad(1, "expected size=N in the header");
   }
-  const int64_t declared = std::stoll(header.substr(size_at + 6));
+  int64_t declared = -1;
+  {
+    const std::string digits = header.substr(size_at + 6);
+    char* end = nullptr;
+    errno = 0;
+    declared = std::strtoll(digits.c_str(), &end, 10);
+    if (end == digits.c_str() || errno == ERANGE || declared < 0 ||
+        (*end != '\0' && *end != ' ')) {
+      throw bad(
+          1, "expected size=N (a count) in the header, found '" + digits + "'");
+    }
+  }
   std::vector<std::string> tokens;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (kind == VocabKind::kByte) {

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <set>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -44,10 +45,23 @@ void save_checkpoint(
   archive.write("xl.config", c10::IValue(info.config));
   fill(archive);
   atomic_write(path, [&](const ByteSink& sink) {
+    // No error may reach LibTorch's writer: on a failed write it aborts the process (its
+    // destructor writes the end of the archive again). The first failure is kept, the rest of
+    // the archive is dropped, and the failure is rethrown once the writer is done.
+    std::exception_ptr failure;
     archive.save_to([&](const void* data, size_t size) -> size_t {
-      sink(data, size);
+      if (!failure) {
+        try {
+          sink(data, size);
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      }
       return size;
     });
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
   });
 }
 
@@ -98,7 +112,15 @@ CheckpointInfo load_checkpoint(
   return info;
 }
 
-std::vector<std::string> config_differences(
+namespace {
+
+struct Difference {
+  std::string key;
+  std::string saved;
+  std::string current;
+};
+
+std::vector<Difference> differing_keys(
     const std::string& checkpoint_config,
     const std::string& current_config,
     const std::vector<std::string>& sections) {
@@ -114,7 +136,7 @@ std::vector<std::string> config_differences(
     }
     return false;
   };
-  std::vector<std::string> differences;
+  std::vector<Difference> differences;
   std::map<std::string, std::string> all = saved;
   all.insert(current.begin(), current.end());
   for (const auto& [key, unused] : all) {
@@ -126,11 +148,44 @@ std::vector<std::string> config_differences(
     const std::string left = a == saved.end() ? "(absent)" : a->second;
     const std::string right = b == current.end() ? "(absent)" : b->second;
     if (left != right) {
-      differences.push_back(
-          fmt::format("{}: checkpoint {}, config {}", key, left, right));
+      differences.push_back({key, left, right});
     }
   }
   return differences;
+}
+
+} // namespace
+
+std::vector<std::string> config_differences(
+    const std::string& checkpoint_config,
+    const std::string& current_config,
+    const std::vector<std::string>& sections) {
+  std::vector<std::string> out;
+  for (const auto& d :
+       differing_keys(checkpoint_config, current_config, sections)) {
+    out.push_back(
+        fmt::format("{}: checkpoint {}, config {}", d.key, d.saved, d.current));
+  }
+  return out;
+}
+
+ResumeChanges resume_changes(
+    const std::string& checkpoint_config,
+    const std::string& current_config) {
+  static const std::set<std::string> kRefused{
+      "train.sampling",
+      "train.batch_size",
+      "train.batch_chunk",
+      "train.tgt_len",
+      "train.optim",
+      "train.seed"};
+  ResumeChanges changes;
+  for (const auto& d : differing_keys(
+           checkpoint_config, current_config, {"train", "eval", "run"})) {
+    (kRefused.count(d.key) > 0 ? changes.refused : changes.applied)
+        .push_back(fmt::format("{}: {} -> {}", d.key, d.saved, d.current));
+  }
+  return changes;
 }
 
 void require_matching_config(

@@ -1,10 +1,48 @@
 #include "xl/run/run_dir.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "xl/config/config.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
 namespace xl::run {
+
+RunLock::RunLock(const std::filesystem::path& dir) {
+  const auto path = dir / ".lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw UserError(
+        fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = read_file(path, "lock file");
+    ::close(fd_);
+    throw UserError(fmt::format(
+        "run directory {} is in use by another xl-train (pid {}); wait for it to finish or "
+        "stop it, or choose another run.name or run.dir",
+        dir.string(),
+        holder.empty() ? "unknown" : holder));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, pid.data(), pid.size(), 0) !=
+          static_cast<ssize_t>(pid.size())) {
+    // The lock holds without it; a second trainer's message just lacks the pid.
+    spdlog::warn("could not note the pid in {}", path.string());
+  }
+}
+
+RunLock::~RunLock() {
+  ::close(fd_); // releases the lock
+}
 
 std::filesystem::path RunPaths::last_checkpoint() const {
   return checkpoints / "last.pt";
@@ -25,20 +63,26 @@ RunPaths run_paths(const std::filesystem::path& dir) {
       dir / "config.yaml",
       dir / "train.log",
       dir / "metrics.jsonl",
-      dir / "checkpoints"};
+      dir / "checkpoints",
+      nullptr};
 }
 
 RunPaths prepare_run_directory(const config::Config& config, bool resume) {
-  const RunPaths paths = run_paths(run_directory(config));
+  RunPaths paths = run_paths(run_directory(config));
   std::error_code ec;
-  const bool has_checkpoint =
-      std::filesystem::exists(paths.last_checkpoint(), ec);
-  if (resume && !has_checkpoint) {
+  if (resume && !std::filesystem::exists(paths.last_checkpoint(), ec)) {
     throw UserError(
         "--resume: no checkpoint to resume from in " + paths.dir.string() +
         " (expected " + paths.last_checkpoint().string() + ")");
   }
-  if (!resume && has_checkpoint) {
+  std::filesystem::create_directories(paths.dir, ec);
+  if (ec) {
+    throw UserError(
+        "cannot create run directory " + paths.dir.string() + ": " +
+        ec.message());
+  }
+  paths.lock = std::make_shared<const RunLock>(paths.dir);
+  if (!resume && std::filesystem::exists(paths.last_checkpoint(), ec)) {
     throw UserError(
         "run directory " + paths.dir.string() +
         " already holds checkpoints; pass --resume to continue that run, or "
@@ -50,7 +94,13 @@ RunPaths prepare_run_directory(const config::Config& config, bool resume) {
         "cannot create run directory " + paths.dir.string() + ": " +
         ec.message());
   }
-  atomic_write(paths.config, config::dump(config));
+  // What a save killed half-way left; nobody else writes here while the lock is held.
+  for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {
+    remove_stale_temporaries(file);
+  }
+  if (!resume) { // a resumed run's config is written once its checkpoint accepted it
+    atomic_write(paths.config, config::dump(config));
+  }
   return paths;
 }
 

@@ -32,12 +32,36 @@ class TorchOptimizer : public Optimizer {
   void load(torch::serialize::InputArchive& archive) override {
     optimizer_.load(archive);
   }
+  std::vector<torch::Tensor> state_tensors() const override {
+    std::vector<torch::Tensor> out;
+    for (const auto& [key, state] : optimizer_.state()) {
+      if constexpr (std::is_same_v<Torch, torch::optim::SGD>) {
+        out.push_back(static_cast<const torch::optim::SGDParamState&>(*state)
+                          .momentum_buffer());
+      } else {
+        using State = std::conditional_t<
+            std::is_same_v<Torch, torch::optim::Adam>,
+            torch::optim::AdamParamState,
+            torch::optim::AdamWParamState>;
+        const auto& s = static_cast<const State&>(*state);
+        out.insert(
+            out.end(), {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()});
+      }
+    }
+    return out;
+  }
 
  private:
   mutable Torch optimizer_;
 };
 
 } // namespace
+
+std::vector<torch::Tensor> Lamb::state_tensors() const {
+  std::vector<torch::Tensor> out = exp_avg_;
+  out.insert(out.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
+  return out;
+}
 
 Lamb::Lamb(
     std::vector<torch::Tensor> params,

@@ -1,6 +1,7 @@
 #include "xl/train/step.h"
 
 #include <cmath>
+#include <limits>
 
 #include "xl/run/device.h"
 
@@ -116,15 +117,21 @@ StepResult train_step(
   for (const auto& term : result.terms) {
     result.finite = result.finite && std::isfinite(term.sum);
   }
+  if (result.finite) {
+    // The norm (clipping with clip 0 only measures): a finite loss can still give a
+    // non-finite gradient, which must not reach the weights.
+    result.grad_norm = torch::nn::utils::clip_grad_norm_(
+        model.parameters(),
+        options.clip > 0 ? options.clip
+                         : std::numeric_limits<double>::infinity());
+    result.finite = std::isfinite(result.grad_norm);
+  }
   if (!result.finite) {
     optimizer.zero_grad();
     return result;
   }
   if (continues_streams) {
     mems = std::move(next_mems);
-  }
-  if (options.clip > 0) {
-    torch::nn::utils::clip_grad_norm_(model.parameters(), options.clip);
   }
   optimizer.set_lr(lr);
   optimizer.step();

@@ -48,6 +48,8 @@ struct Trainer::State {
   std::vector<models::TermTotal> window;
   std::unique_ptr<run::MetricsWriter> metrics;
   std::unique_ptr<run::Progress> progress;
+  /// resumed with these settings changed ("train.lr: 0.001 -> 0.002")
+  std::vector<std::string> changes;
 };
 
 Trainer::Trainer(
@@ -136,7 +138,41 @@ void set_generator_state(at::Generator generator, const torch::Tensor& state) {
 
 } // namespace
 
+namespace {
+
+// Whether every defined tensor holds only finite values.
+bool all_finite(const std::vector<torch::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (t.defined() && t.is_floating_point() &&
+        !torch::isfinite(t).all().item<bool>()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::string Trainer::last_good_checkpoint() const {
+  std::error_code ec;
+  return std::filesystem::exists(paths_.last_checkpoint(), ec)
+      ? "The last good checkpoint is " + paths_.last_checkpoint().string() +
+          "; lower train.lr or raise train.warmup_step and resume from it."
+      : "No checkpoint was written yet; lower train.lr or raise train.warmup_step and start "
+        "again.";
+}
+
 void Trainer::save(const State& s, bool best) {
+  // A diverged model is never saved: the checkpoint on disk stays the last good one.
+  if (!all_finite(model_->parameters()) ||
+      !all_finite(s.optimizer->state_tensors())) {
+    throw UserError(fmt::format(
+        "training diverged by step {}: the {} hold non-finite values, so they were not "
+        "saved. {}",
+        s.step,
+        all_finite(model_->parameters()) ? "optimizer state does" : "weights",
+        last_good_checkpoint()));
+  }
   const auto fill = [&](torch::serialize::OutputArchive& archive) {
     io::write_module(archive, "model", *model_);
     torch::serialize::OutputArchive optimizer_archive;
@@ -158,12 +194,14 @@ void Trainer::save(const State& s, bool best) {
   };
   const run::CheckpointInfo info{
       run::kCheckpointFormat, s.step, config::dump(config_)};
-  run::save_checkpoint(paths_.last_checkpoint(), info, fill);
+  // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
+  // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
+  // older than the best step last.pt knows of.
+  const auto& first =
+      best ? paths_.best_checkpoint() : paths_.last_checkpoint();
+  run::save_checkpoint(first, info, fill);
   if (best) {
-    // The same bytes: copy the finished file rather than serialize everything again.
-    atomic_write(
-        paths_.best_checkpoint(),
-        read_file(paths_.last_checkpoint(), "checkpoint"));
+    atomic_write(paths_.last_checkpoint(), read_file(first, "checkpoint"));
   }
 }
 
@@ -177,6 +215,16 @@ void Trainer::load(State& s) {
       info.config,
       config::dump(config_),
       {"model", "data"});
+  auto changes = run::resume_changes(info.config, config::dump(config_));
+  if (!changes.refused.empty()) {
+    throw UserError(fmt::format(
+        "cannot resume {} with these changes: its saved state (the batches it reads, the "
+        "optimizer's state, the random stream) depends on them:\n  {}\nundo them, or start a "
+        "new run from its weights with train.init_from",
+        paths_.last_checkpoint().string(),
+        fmt::join(changes.refused, "\n  ")));
+  }
+  s.changes = std::move(changes.applied);
   io::read_module(archive, "model", *model_);
   model_->to(device_);
   torch::serialize::InputArchive optimizer_archive;
@@ -224,16 +272,21 @@ void Trainer::start(State& s, bool resume) {
   if (resume) {
     load(s);
     spdlog::info(
-        "resumed {} at step {} (pass {})",
+        "resumed {} at step {} (pass {}){}{}",
         paths_.last_checkpoint().string(),
         s.step,
-        s.source->epoch() + 1);
+        s.source->epoch() + 1,
+        s.changes.empty() ? "" : "; changed: ",
+        fmt::join(s.changes, ", "));
+    // Only a resume the checkpoint accepted replaces the run's config.
+    atomic_write(paths_.config, config::dump(config_));
   }
   s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics);
   if (resume) {
     // Records after this line supersede those of the same steps before it (a killed run may
     // have logged steps beyond its last checkpoint).
-    s.metrics->write({{"event", "resumed"}, {"step", s.step}});
+    s.metrics->write(
+        {{"event", "resumed"}, {"step", s.step}, {"changes", s.changes}});
   }
   s.progress = std::make_unique<run::Progress>(t.max_step, s.step);
   spdlog::info(
@@ -250,19 +303,20 @@ void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
   ++s.skipped;
   s.metrics->write(
-      {{"step", step}, {"skipped", true}, {"reason", "non-finite loss"}});
+      {{"step", step},
+       {"skipped", true},
+       {"reason", "non-finite loss or gradient"}});
   spdlog::warn(
-      "step {}: non-finite loss, update skipped ({} in a row)",
+      "step {}: non-finite loss or gradient, update skipped ({} in a row)",
       step,
       s.bad_streak + 1);
   if (++s.bad_streak >= config_.train.max_bad_steps) {
     throw UserError(fmt::format(
-        "training stopped at step {}: {} consecutive non-finite losses "
-        "(train.max_bad_steps). The last good checkpoint is {}; lower train.lr or "
-        "raise train.warmup_step and resume from it.",
+        "training stopped at step {}: {} consecutive non-finite losses or gradients "
+        "(train.max_bad_steps). {}",
         step,
         s.bad_streak,
-        paths_.last_checkpoint().string()));
+        last_good_checkpoint()));
   }
 }
 
@@ -294,6 +348,14 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   bool best = false;
   if (!signalled) {
     const double valid = validate(step);
+    if (!std::isfinite(valid)) {
+      throw UserError(fmt::format(
+          "training diverged by step {}: the validation loss is {}, so the model was not "
+          "saved. {}",
+          step,
+          valid,
+          last_good_checkpoint()));
+    }
     if (s.schedule->observe(valid)) {
       spdlog::info(
           "validation loss stalled: learning rate x {}",

@@ -72,7 +72,10 @@ void atomic_write(
     produce([&](const void* data, size_t size) {
       if (size > 0 && std::fwrite(data, 1, size, file) != size) {
         throw UserError(
-            "write failed for " + tmp.string() + ": " + errno_text());
+            "cannot write " + path.string() + ": " + errno_text() +
+            " (in the file system of " +
+            (dir.empty() ? fs::path(".") : dir).string() +
+            "); the previous file is kept");
       }
     });
     if (std::fflush(file) != 0 || ::fsync(::fileno(file)) != 0) {
@@ -114,6 +117,57 @@ void remove_stale_temporaries(const fs::path& path) {
       fs::remove(entry.path(), ec);
     }
   }
+}
+
+namespace {
+
+constexpr uint64_t kPrime1 = 0x9e3779b185ebca87ULL;
+constexpr uint64_t kPrime2 = 0xc2b2ae3d27d4eb4fULL;
+
+uint64_t rotate_left(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+
+uint64_t lane(uint64_t acc, uint64_t word) {
+  return rotate_left(acc + word * kPrime2, 31) * kPrime1;
+}
+
+uint64_t load64(const unsigned char* p) {
+  uint64_t w = 0;
+  std::memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+// Spreads every input bit over the whole word (the finaliser of MurmurHash3).
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+} // namespace
+
+uint64_t hash64(const void* data, size_t size, uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t acc[4] = {seed + kPrime1, seed + kPrime2, seed, seed - kPrime1};
+  size_t i = 0;
+  for (; i + 32 <= size; i += 32) {
+    for (size_t k = 0; k < 4; ++k) {
+      acc[k] = lane(acc[k], load64(p + i + 8 * k));
+    }
+  }
+  uint64_t h = rotate_left(acc[0], 1) + rotate_left(acc[1], 7) +
+      rotate_left(acc[2], 12) + rotate_left(acc[3], 18) + size;
+  for (; i + 8 <= size; i += 8) {
+    h = lane(h, load64(p + i));
+  }
+  for (; i < size; ++i) {
+    h = lane(h, p[i]);
+  }
+  return mix(h);
 }
 
 uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {

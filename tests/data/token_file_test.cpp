@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "test_util.h"
 #include "xl/data/corpus.h"
 #include "xl/util/error.h"
@@ -10,6 +12,7 @@
 namespace xl::data {
 namespace {
 
+namespace fs = std::filesystem;
 using test::TempDir;
 using test::write_file;
 using ::testing::HasSubstr;
@@ -95,6 +98,46 @@ TEST(TokenFile, RefusesTruncatedForeignAndMissingFiles) {
   EXPECT_THAT(
       error_of([&] { TokenFile(dir / "none.bin", v, "v"); }),
       HasSubstr("token file not found"));
+}
+
+// Overwrites `size` bytes of `path` at `offset` with `bytes`.
+void patch(const fs::path& path, long offset, const void* bytes, size_t size) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(offset);
+  file.write(
+      static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+}
+
+TEST(TokenFile, RefusesCorruptDataAndIdsOutsideTheVocabulary) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 600000; ++i) { // more than one checksum block of 1 MiB
+    text += "w" + std::to_string(i % 5000) + (i % 20 == 19 ? "\n" : " ");
+  }
+  const auto f = write_file(dir / "t.txt", text);
+  const Vocab vocab = Vocab::build_word({f});
+  write_token_file(dir / "t.bin", vocab.encode_file(f), vocab);
+  ASSERT_GT(fs::file_size(dir / "t.bin"), 64U + (1U << 20));
+  // One flipped byte in the second block.
+  fs::copy_file(dir / "t.bin", dir / "flipped.bin");
+  const unsigned char flip = 0x5a;
+  patch(dir / "flipped.bin", 64 + (1 << 20) + 1001, &flip, 1);
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "flipped.bin", vocab, "v"); }),
+      HasSubstr("flipped.bin: the token data does not match the checksum"));
+  // Ids beyond a smaller vocabulary, with a header that names it and a matching checksum,
+  // as a writer other than xl-prep could leave them.
+  const auto small_text = write_file(dir / "small.txt", "w0 w1\n");
+  const Vocab small = Vocab::build_word({small_text});
+  const uint64_t checksum = small.checksum();
+  const auto size = static_cast<uint64_t>(small.size());
+  patch(dir / "t.bin", 24, &checksum, 8);
+  patch(dir / "t.bin", 32, &size, 8);
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "t.bin", small, "small/vocab.txt"); }),
+      HasSubstr(
+          "is outside the vocabulary of " + std::to_string(small.size()) +
+          " (small/vocab.txt)"));
 }
 
 TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {

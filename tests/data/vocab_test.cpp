@@ -130,6 +130,15 @@ TEST(Vocab, RefusesEmptyMissingAndMalformedFiles) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("header says 3 tokens, file has 2"));
   }
+  write_file(dir / "abc.txt", "#xl-vocab v1 kind=word size=abc\na\nb\n");
+  try {
+    Vocab::load(dir / "abc.txt");
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("expected size=N (a count) in the header, found 'abc'"));
+  }
   write_file(dir / "foreign.txt", "the\nof\n");
   EXPECT_THROW(Vocab::load(dir / "foreign.txt"), UserError);
 }

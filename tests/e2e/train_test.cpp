@@ -18,6 +18,7 @@ namespace xl::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A small WikiText-2 corpus (valid split as training data), prepared once.
 const fs::path& corpus_dir() {
@@ -44,6 +45,13 @@ std::string train_command(const fs::path& run, const std::string& extra = "") {
 int64_t checkpoint_step(const fs::path& run) {
   torch::serialize::InputArchive archive;
   return run::load_checkpoint(run / "checkpoints/last.pt", archive).step;
+}
+
+// A run "r" in `dir`, stopped (with a checkpoint) at step 10.
+void train_ten_steps(const TempDir& dir) {
+  const auto r =
+      run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
 }
 
 void expect_same_losses_after(
@@ -111,7 +119,7 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   EXPECT_THAT(second.output, HasSubstr("resumed"));
   EXPECT_THAT(
       read_text(dir / "split/metrics.jsonl"),
-      HasSubstr("{\"event\":\"resumed\",\"step\":17}"));
+      HasSubstr("{\"changes\":[],\"event\":\"resumed\",\"step\":17}"));
   expect_same_losses_after(
       train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
@@ -163,17 +171,41 @@ TEST(Training, SigtermCheckpointsThenExits) {
   EXPECT_LT(saved, 40);
 }
 
-TEST(Training, ResumeRefusesAnotherModel) {
+// Another model, or settings the saved state depends on, are refused before anything in the
+// run changes; other settings are applied and listed.
+TEST(Training, ResumeRefusesAnotherModelOrBatchesAndAppliesTheRest) {
   TempDir dir;
-  ASSERT_EQ(
-      run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path())
-          .status,
-      0);
-  const auto r = run_command(
+  train_ten_steps(dir);
+  const auto config = read_text(dir / "r/config.yaml");
+  auto r = run_command(
       train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("was made with a different config"));
   EXPECT_THAT(r.output, HasSubstr("model.d_inner: checkpoint 64, config 48"));
+  EXPECT_EQ(read_text(dir / "r/config.yaml"), config);
+  r = run_command(
+      train_command(
+          dir / "r",
+          "--resume --set train.batch_size=8 --set train.optim=sgd --set train.lr=0.01"),
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("train.batch_size: 4 -> 8"));
+  EXPECT_THAT(r.output, HasSubstr("train.optim: adam -> sgd"));
+  EXPECT_THAT(r.output, Not(HasSubstr("train.lr")));
+  EXPECT_EQ(read_text(dir / "r/config.yaml"), config);
+  EXPECT_EQ(checkpoint_step(dir / "r"), 10);
+  r = run_command(
+      train_command(
+          dir / "r", "--resume --set train.lr=0.001 --set train.max_step=12"),
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("changed: train.lr: 0.002 -> 0.001"));
+  EXPECT_THAT(
+      read_text(dir / "r/metrics.jsonl"),
+      HasSubstr(
+          "{\"changes\":[\"train.lr: 0.002 -> 0.001\",\"train.max_step: 40 -> 12\"],"
+          "\"event\":\"resumed\",\"step\":10}"));
+  EXPECT_THAT(read_text(dir / "r/config.yaml"), HasSubstr("lr: 0.001"));
 }
 
 TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
@@ -211,6 +243,114 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
       dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found"));
+}
+
+// A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
+// error; the previous checkpoint and nothing else stays.
+TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const auto r = run_command(
+      "ulimit -f 200 && " + train_command(dir / "r", "--resume"), dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("error: cannot write "));
+  EXPECT_THAT(r.output, HasSubstr("File too large"));
+  EXPECT_THAT(r.output, Not(HasSubstr("terminate")));
+  EXPECT_EQ(checkpoint_step(dir / "r"), 10);
+  for (const auto& entry : fs::directory_iterator(dir / "r/checkpoints")) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
+        << entry.path();
+  }
+}
+
+// A learning rate that blows the weights up: the updates that would make them non-finite are
+// skipped, validation notices the divergence, and the last good checkpoint stays.
+TEST(Integrity, ADivergedModelIsNeverSaved) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const auto r = run_command(
+      train_command(
+          dir / "r",
+          "--resume --set train.lr=1e6 --set train.max_bad_steps=100 "
+          "--set train.scheduler=constant"),
+      dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("training diverged by step 20"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("The last good checkpoint is " + (dir / "r").string()));
+  EXPECT_EQ(checkpoint_step(dir / "r"), 10);
+  const auto eval = run_command(
+      std::string(kBinDir) + "/xl-eval --run r --checkpoint last --max-steps 2",
+      dir.path());
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  EXPECT_THAT(eval.output, HasSubstr("| ppl "));
+  EXPECT_THAT(eval.output, Not(HasSubstr("nan")));
+}
+
+TEST(Integrity, OneTrainerPerRunDirectory) {
+  TempDir dir;
+  const pid_t pid = spawn(
+      train_command(dir / "r", "--set train.max_step=1000000"), dir.path());
+  for (int i = 0; i < 3000 && !fs::exists(dir / "r/metrics.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto second = run_command(train_command(dir / "r"), dir.path());
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(second.status, 2) << second.output;
+  EXPECT_THAT(
+      second.output,
+      HasSubstr("is in use by another xl-train (pid " + std::to_string(pid)));
+  // The kernel released the killed trainer's lock: the run resumes.
+  EXPECT_EQ(
+      run_command(
+          train_command(dir / "r", "--resume --set train.max_step=21"),
+          dir.path())
+          .status,
+      0);
+}
+
+TEST(Integrity, AMetricsRecordThatCannotBeWrittenIsAnError) {
+  TempDir dir;
+  train_ten_steps(dir);
+  fs::remove(dir / "r/metrics.jsonl");
+  fs::create_symlink("/dev/full", dir / "r/metrics.jsonl");
+  const auto r = run_command(
+      std::string(kBinDir) + "/xl-eval --run r --max-steps 2", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot append to r/metrics.jsonl"));
+}
+
+// Flags and values that used to get "internal error" or a silent result.
+TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
+  TempDir dir;
+  write_file(dir / "afile", "not a folder\n");
+  const std::string train = std::string(kBinDir) + "/xl-train --config " +
+      kSourceDir + "/configs/txl/tiny.yaml ";
+  for (
+      const auto& [command, message] :
+      std::vector<std::pair<std::string, std::string>>{
+          {train + "--stop-at-step 0",
+           "--stop-at-step: expected a count >= 1, found '0'"},
+          {std::string(kBinDir) + "/xl-eval --run r --max-steps 0",
+           "--max-steps: expected a count >= 1, found '0'"},
+          {train + "--set train.lr=1e400 --dump-config",
+           "--set train.lr=1e400: train.lr: expected a number > 0, found '1e400'"},
+          {train + "--set train.lr=1e-400 --dump-config",
+           "--set train.lr=1e-400: train.lr: expected a number > 0"},
+          {train + "--set model.n_layer.x=3 --dump-config",
+           "error: --set model.n_layer.x=3: model.n_layer: expected an integer"},
+          {std::string(kBinDir) +
+               "/xl-prep --format byte --train afile --out afile",
+           "--out afile is a file"}}) {
+    SCOPED_TRACE(command);
+    const auto r = run_command(command, dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+    EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  }
 }
 
 } // namespace

@@ -208,6 +208,36 @@ TEST(TrainStep, BatchChunksGiveTheWholeBatchsUpdate) {
   }
 }
 
+// sqrt(w) at w = 0: a finite loss whose gradient is infinite.
+class InfiniteGradient : public models::LanguageModelImpl {
+ public:
+  InfiniteGradient() {
+    w = register_parameter("w", torch::zeros({3}));
+  }
+  void reset_parameters() override {}
+  models::ModelOutput forward(
+      const data::Batch& batch,
+      const nn::Memory& /*mems*/,
+      const models::ForwardArgs& /*args*/) override {
+    models::ModelOutput out;
+    out.terms.push_back({"lm", w.sqrt().sum(), batch.n_targets});
+    return out;
+  }
+  torch::Tensor w;
+};
+
+TEST(TrainStep, ANonFiniteGradientMakesNoUpdate) {
+  InfiniteGradient model;
+  config::TrainConfig t;
+  auto optimizer = make_optimizer(t, model.parameters());
+  std::vector<nn::Memory> mems(1);
+  const auto result = train_step(
+      model, *optimizer, digits_batch(4, 3), true, mems, 0.5, 1, StepOptions{});
+  EXPECT_FALSE(result.finite);
+  EXPECT_TRUE(std::isfinite(result.terms[0].sum));
+  EXPECT_TRUE(torch::equal(model.w, torch::zeros({3})));
+}
+
 TEST(TrainStep, PaddedChunksStayExact) {
   // Chunk 0 counts 6 targets, chunk 1 only 2: each is weighted by its share.
   torch::manual_seed(5);
@@ -337,7 +367,7 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
     EXPECT_THAT(
         metrics,
         HasSubstr(
-            "{\"reason\":\"non-finite loss\",\"skipped\":true,\"step\":3}"));
+            "{\"reason\":\"non-finite loss or gradient\",\"skipped\":true,\"step\":3}"));
     EXPECT_THAT(metrics, HasSubstr("\"skipped\":true,\"step\":4}"));
   }
   std::filesystem::remove_all(corpus.dir / "run");

@@ -25,6 +25,9 @@ struct ConfigFlags {
 /// `app`.
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
+/// A check for flags that count steps: an integer >= 1.
+CLI::Validator positive_count();
+
 /// Loads the config the flags name. Handles --print-schema and --dump-config by
 /// printing to stdout; returns false when the app should then exit with status
 /// 0.

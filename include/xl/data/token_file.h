@@ -1,5 +1,5 @@
 // Encoded corpora: a 64-byte header (magic "XLTOKENS", format version, bytes
-// per token, token count, vocabulary checksum and size) followed by
+// per token, token count, vocabulary checksum and size, data checksum) followed by
 // little-endian token ids, 2 bytes each when the vocabulary has at most 65,536
 // entries and 4 otherwise. Read through a memory map, so a WikiText-103-sized
 // split costs no load time and no private memory.
@@ -25,11 +25,13 @@ void write_token_file(
 
 class TokenFile : public Tokens {
  public:
-  static constexpr uint32_t kFormatVersion = 1;
+  /// 2: a checksum of the token data in the header
+  static constexpr uint32_t kFormatVersion = 2;
 
   /// Maps `path` and checks its header against `vocab` (`vocab_path` names it
-  /// in messages). A file made with another vocabulary, a truncated file or a
-  /// foreign file is a UserError.
+  /// in messages), its data against the header's checksum and every id against the
+  /// vocabulary (one pass, about 0.25 s per GB of a file in the page cache). A file made with another vocabulary, a
+  /// truncated, corrupt or foreign file, or an id outside the vocabulary is a UserError.
   TokenFile(
       const std::filesystem::path& path,
       const Vocab& vocab,

@@ -44,6 +44,18 @@ std::vector<std::string> config_differences(
     const std::string& current_config,
     const std::vector<std::string>& sections);
 
+/// What resuming a checkpoint with another config changes in its train, eval and run
+/// sections, as "train.lr: 0.001 -> 0.002": `applied` takes effect from the next step on;
+/// `refused` are the keys the saved state depends on (the batches it reads, the optimizer's
+/// state, the random stream: train.sampling, batch_size, batch_chunk, tgt_len, optim, seed).
+struct ResumeChanges {
+  std::vector<std::string> applied;
+  std::vector<std::string> refused;
+};
+ResumeChanges resume_changes(
+    const std::string& checkpoint_config,
+    const std::string& current_config);
+
 /// Throws a UserError listing config_differences() when there are any.
 void require_matching_config(
     const std::filesystem::path& checkpoint,

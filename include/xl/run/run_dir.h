@@ -3,10 +3,25 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 
 #include "xl/config/schema.h"
 
 namespace xl::run {
+
+/// An exclusive lock on a run directory (flock on <dir>/.lock, which holds the pid): one
+/// writer per run. The kernel releases it when the process ends, however it ends.
+class RunLock {
+ public:
+  /// Takes the lock, or throws a UserError naming the process that holds it.
+  explicit RunLock(const std::filesystem::path& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 struct RunPaths {
   std::filesystem::path dir;
@@ -14,6 +29,8 @@ struct RunPaths {
   std::filesystem::path log;         // train.log
   std::filesystem::path metrics;     // metrics.jsonl
   std::filesystem::path checkpoints; // checkpoints/
+  /// held by a run being trained (prepare_run_directory); null for readers
+  std::shared_ptr<const RunLock> lock;
   std::filesystem::path last_checkpoint() const;
   std::filesystem::path best_checkpoint() const;
 };
@@ -24,8 +41,10 @@ std::filesystem::path run_directory(const config::Config& config);
 /// Paths inside the run directory `dir`.
 RunPaths run_paths(const std::filesystem::path& dir);
 
-/// Creates (or, with `resume`, reopens) the run directory and writes the
-/// resolved config into it atomically. Starting a new run where checkpoints
+/// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
+/// same run is refused), removes the temporary files a killed save left, and writes the
+/// resolved config into it atomically (not when resuming: the trainer writes it once the
+/// checkpoint accepted the config, so a refused resume changes nothing). Starting a new run where checkpoints
 /// already exist is refused, so that a finished run is never overwritten by
 /// accident; resuming a directory without a checkpoint is refused too.
 RunPaths prepare_run_directory(const config::Config& config, bool resume);

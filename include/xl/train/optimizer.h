@@ -19,6 +19,8 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
   virtual void save(torch::serialize::OutputArchive& archive) const = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
+  /// Every tensor of the optimizer's state (moments, momentum buffers).
+  virtual std::vector<torch::Tensor> state_tensors() const = 0;
 };
 
 /// LAMB as NVIDIA's Transformer-XL uses it (You et al. 2019, without bias
@@ -37,6 +39,7 @@ class Lamb : public Optimizer {
       double eps,
       double weight_decay);
   void step() override;
+  std::vector<torch::Tensor> state_tensors() const override;
   void zero_grad() override;
   void set_lr(double lr) override {
     lr_ = lr;

@@ -30,8 +30,11 @@ struct StepOptions {
 };
 
 struct StepResult {
-  /// false: a term was NaN or infinite; no update was made and the memory was kept
+  /// false: a term or the gradient norm was NaN or infinite; no update was made and the
+  /// memory was kept
   bool finite = true;
+  /// the global gradient norm before clipping (unset when a term was not finite)
+  double grad_norm = 0.0;
   /// every term over the whole batch
   std::vector<models::TermTotal> terms;
   /// the batch's counted targets

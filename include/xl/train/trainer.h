@@ -54,6 +54,8 @@ class Trainer {
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
   double validate(int64_t step);
   void save(const State& s, bool best);
+  /// The hint after a divergence: the last checkpoint, when one exists.
+  std::string last_good_checkpoint() const;
   void load(State& s);
 
   config::Config config_;
