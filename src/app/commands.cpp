@@ -111,6 +111,8 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   const auto info = run::load_checkpoint(checkpoint, archive);
   run::require_matching_config(
       checkpoint, info.config, config::dump(config), {"model", "data"});
+  run::require_same_vocabulary(
+      checkpoint, info.vocabulary, dataset->vocabulary());
   io::read_module(archive, "model", *model);
   model->to(device);
 
@@ -178,7 +180,11 @@ int run_import(const config::Config& config, const ImportRequest& request) {
   const run::RunPaths paths = run::prepare_run_directory(config, false);
   run::save_checkpoint(
       paths.best_checkpoint(),
-      run::CheckpointInfo{run::kCheckpointFormat, 0, config::dump(config)},
+      run::CheckpointInfo{
+          run::kCheckpointFormat,
+          0,
+          config::dump(config),
+          dataset->vocabulary()},
       [&](torch::serialize::OutputArchive& archive) {
         io::write_module(archive, "model", *model);
       });

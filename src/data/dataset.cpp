@@ -11,6 +11,7 @@
 #include "xl/data/windows.h"
 #include "xl/models/factory.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::data {
 
@@ -62,6 +63,14 @@ class TokenDataset : public Dataset {
   }
   VocabKind unit() const override {
     return unit_;
+  }
+  std::string vocabulary() const override {
+    return corpus_ ? fmt::format(
+                         "{}-level vocabulary of {}, checksum {:016x}",
+                         to_string(unit_),
+                         n_token_,
+                         corpus_->vocab().checksum())
+                   : "";
   }
   std::string describe() override {
     return fmt::format(
@@ -156,6 +165,16 @@ class XLNetDataset : public Dataset {
   }
   VocabKind unit() const override {
     return VocabKind::kWord;
+  }
+  std::string vocabulary() const override {
+    if (!pieces_) {
+      return "";
+    }
+    const std::string model = read_file(pieces_->path(), "SentencePiece model");
+    return fmt::format(
+        "SentencePiece vocabulary of {}, checksum {:016x}",
+        n_token_,
+        hash64(model.data(), model.size()));
   }
   std::string describe() override {
     return fmt::format(

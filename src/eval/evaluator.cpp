@@ -1,5 +1,7 @@
 #include "xl/eval/evaluator.h"
 
+#include <utility>
+
 #include "xl/run/device.h"
 
 namespace xl::eval {
@@ -15,7 +17,7 @@ double EvalResult::tokens_per_second() const {
 
 Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
     : model_(model),
-      options_(options),
+      options_(std::move(options)),
       was_training_(model.is_training()),
       start_(std::chrono::steady_clock::now()) {
   model_.eval();
@@ -57,7 +59,12 @@ EvalResult evaluate(
     const EvalOptions& options,
     const std::function<void(const data::Batch&)>& observe) {
   Evaluator evaluator(model, options);
+  bool stopped = false;
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
+    if (options.stop && options.stop()) {
+      stopped = true;
+      break;
+    }
     auto batch = source.next();
     if (!batch) {
       break;
@@ -69,6 +76,7 @@ EvalResult evaluate(
   }
   auto result = evaluator.result();
   result.qualifier = source.metric_qualifier();
+  result.stopped = stopped;
   return result;
 }
 

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <spdlog/spdlog.h>
+
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -15,6 +18,54 @@ namespace {
 
 constexpr const char* kMagicKey = "xl.magic";
 constexpr const char* kMagicValue = "xl-checkpoint";
+constexpr const char* kVocabularyKey = "xl.vocabulary";
+
+// After the LibTorch archive: its length and checksum (StreamHash over its bytes).
+struct Trailer {
+  char magic[8];
+  uint64_t length;
+  uint64_t checksum;
+};
+static_assert(sizeof(Trailer) == 24, "checkpoint trailer must be 24 bytes");
+constexpr char kTrailerMagic[8] = {'X', 'L', 'C', 'K', 'S', 'U', 'M', '1'};
+
+// The archive bytes of a checkpoint file, or an error saying what is wrong with it.
+struct Verified {
+  std::string bytes;
+  size_t length = 0;
+  bool has_checksum = false;
+  std::string error;
+};
+
+Verified verify(const std::filesystem::path& path) {
+  Verified v;
+  v.bytes = read_file(path, "checkpoint");
+  v.length = v.bytes.size();
+  Trailer t{};
+  if (v.bytes.size() >= sizeof(t)) {
+    std::memcpy(&t, v.bytes.data() + v.bytes.size() - sizeof(t), sizeof(t));
+  }
+  if (std::memcmp(t.magic, kTrailerMagic, sizeof(kTrailerMagic)) != 0) {
+    return v; // written before checkpoints carried checksums
+  }
+  v.has_checksum = true;
+  v.length = v.bytes.size() - sizeof(t);
+  StreamHash hash;
+  hash.update(v.bytes.data(), v.length);
+  if (t.length != v.length || hash.digest() != t.checksum) {
+    v.error = t.length != v.length
+        ? fmt::format(
+              "{} archive bytes where {} were saved", v.length, t.length)
+        : "its bytes do not match the checksum saved with them";
+  }
+  return v;
+}
+
+// best.pt for last.pt and the other way round.
+std::filesystem::path sibling(const std::filesystem::path& path) {
+  return path.parent_path() /
+      (path.filename() == "best.pt" ? "last.pt" : "best.pt");
+}
 
 void flatten(
     const YAML::Node& node,
@@ -43,16 +94,21 @@ void save_checkpoint(
   archive.write("xl.format", c10::IValue(info.format));
   archive.write("xl.step", c10::IValue(info.step));
   archive.write("xl.config", c10::IValue(info.config));
+  archive.write(kVocabularyKey, c10::IValue(info.vocabulary));
   fill(archive);
   atomic_write(path, [&](const ByteSink& sink) {
     // No error may reach LibTorch's writer: on a failed write it aborts the process (its
     // destructor writes the end of the archive again). The first failure is kept, the rest of
     // the archive is dropped, and the failure is rethrown once the writer is done.
     std::exception_ptr failure;
+    StreamHash hash;
+    uint64_t length = 0;
     archive.save_to([&](const void* data, size_t size) -> size_t {
       if (!failure) {
         try {
           sink(data, size);
+          hash.update(data, size);
+          length += size;
         } catch (...) {
           failure = std::current_exception();
         }
@@ -62,6 +118,11 @@ void save_checkpoint(
     if (failure) {
       std::rethrow_exception(failure);
     }
+    Trailer t{};
+    std::memcpy(t.magic, kTrailerMagic, sizeof(kTrailerMagic));
+    t.length = length;
+    t.checksum = hash.digest();
+    sink(&t, sizeof(t));
   });
 }
 
@@ -72,8 +133,26 @@ CheckpointInfo load_checkpoint(
   if (!std::filesystem::exists(path, ec)) {
     throw UserError("checkpoint not found: " + path.string());
   }
+  const Verified file = verify(path);
+  if (!file.error.empty()) {
+    const auto other = sibling(path);
+    std::error_code exists;
+    std::string hint;
+    if (std::filesystem::exists(other, exists)) {
+      hint = verify(other).error.empty()
+          ? fmt::format("; {} still verifies", other.string())
+          : fmt::format("; {} is corrupt too", other.string());
+    }
+    throw UserError(fmt::format(
+        "corrupt checkpoint: {} ({}){}", path.string(), file.error, hint));
+  }
+  if (!file.has_checksum) {
+    spdlog::warn(
+        "{} has no checksum (written by an older xl): loaded unverified",
+        path.string());
+  }
   try {
-    archive.load_from(path.string());
+    archive.load_from(file.bytes.data(), file.length);
   } catch (const c10::Error& e) {
     throw UserError(
         "cannot read checkpoint " + path.string() +
@@ -109,6 +188,9 @@ CheckpointInfo load_checkpoint(
   info.step = value.toInt();
   archive.read("xl.config", value);
   info.config = value.toStringRef();
+  if (archive.try_read(kVocabularyKey, value)) {
+    info.vocabulary = value.toStringRef();
+  }
   return info;
 }
 
@@ -200,6 +282,20 @@ void require_matching_config(
         "checkpoint {} was made with a different config:\n  {}",
         checkpoint.string(),
         fmt::join(differences, "\n  ")));
+  }
+}
+
+void require_same_vocabulary(
+    const std::filesystem::path& checkpoint,
+    const std::string& saved,
+    const std::string& current) {
+  if (!saved.empty() && !current.empty() && saved != current) {
+    throw UserError(fmt::format(
+        "{} was trained on data with another vocabulary ({}) than data.dir holds now ({}); "
+        "prepare the data again with the vocabulary it was trained on",
+        checkpoint.string(),
+        saved,
+        current));
   }
 }
 

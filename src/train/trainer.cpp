@@ -5,8 +5,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <limits>
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
@@ -29,7 +31,13 @@ std::atomic<int>& stop_signal() {
 }
 
 void install_stop_handlers() {
-  const auto handler = [](int sig) { stop_signal().store(sig); };
+  // The first signal stops at the next step or evaluation batch, with a checkpoint; a second
+  // one stops at once (the checkpoints on disk are complete: saves are atomic).
+  const auto handler = [](int sig) {
+    if (stop_signal().exchange(sig) != 0) {
+      ::_exit(128 + sig);
+    }
+  };
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);
 }
@@ -48,6 +56,8 @@ struct Trainer::State {
   std::vector<models::TermTotal> window;
   std::unique_ptr<run::MetricsWriter> metrics;
   std::unique_ptr<run::Progress> progress;
+  /// the step of the last checkpoint written
+  int64_t saved_step = 0;
   /// resumed with these settings changed ("train.lr: 0.001 -> 0.002")
   std::vector<std::string> changes;
 };
@@ -193,7 +203,10 @@ void Trainer::save(const State& s, bool best) {
     }
   };
   const run::CheckpointInfo info{
-      run::kCheckpointFormat, s.step, config::dump(config_)};
+      run::kCheckpointFormat,
+      s.step,
+      config::dump(config_),
+      data_.vocabulary()};
   // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
   // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
   // older than the best step last.pt knows of.
@@ -215,6 +228,8 @@ void Trainer::load(State& s) {
       info.config,
       config::dump(config_),
       {"model", "data"});
+  run::require_same_vocabulary(
+      paths_.last_checkpoint(), info.vocabulary, data_.vocabulary());
   auto changes = run::resume_changes(info.config, config::dump(config_));
   if (!changes.refused.empty()) {
     throw UserError(fmt::format(
@@ -250,7 +265,12 @@ void Trainer::load(State& s) {
 double Trainer::validate(int64_t step) {
   auto setup = eval::eval_setup(
       config_, data_.eval_batches("valid", true), true, device_);
+  setup.options.stop = [] { return stop_signal().load() != 0; };
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
+  if (result.stopped) {
+    spdlog::warn("validation at step {} interrupted by a signal", step);
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   const auto report = eval::report_evaluation(
       fmt::format("valid step {}", step),
       result,
@@ -348,6 +368,14 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   bool best = false;
   if (!signalled) {
     const double valid = validate(step);
+    if (stop_signal().load() !=
+        0) { // during validation: save without judging it
+      save(s, false);
+      s.saved_step = step;
+      spdlog::info(
+          "checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
+      return;
+    }
     if (!std::isfinite(valid)) {
       throw UserError(fmt::format(
           "training diverged by step {}: the validation loss is {}, so the model was not "
@@ -365,6 +393,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
     s.best_valid = std::min(s.best_valid, valid);
   }
   save(s, best);
+  s.saved_step = step;
   spdlog::info(
       "checkpoint step {} -> {}{}",
       step,
@@ -407,7 +436,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     }
     const bool signalled = stop_signal().load() != 0;
     validate_and_checkpoint(s, step, signalled);
-    if (signalled) {
+    // A signal during this step's validation was checkpointed there too.
+    if (signalled || (stop_signal().load() != 0 && s.saved_step == step)) {
       result.signal = stop_signal().load();
       spdlog::warn(
           "signal {}: checkpointed step {}, stopping", result.signal, step);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -168,6 +169,29 @@ uint64_t hash64(const void* data, size_t size, uint64_t seed) {
     h = lane(h, p[i]);
   }
   return mix(h);
+}
+
+void StreamHash::update(const void* data, size_t size) {
+  constexpr size_t kBlock = 1 << 20;
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const size_t n = std::min(size, kBlock - block_.size());
+    block_.append(p, n);
+    p += n;
+    size -= n;
+    if (block_.size() == kBlock) {
+      hash_ = hash64(block_.data(), block_.size(), hash_);
+      block_.clear();
+    }
+  }
+}
+
+uint64_t StreamHash::digest() {
+  if (!block_.empty()) {
+    hash_ = hash64(block_.data(), block_.size(), hash_);
+    block_.clear();
+  }
+  return hash_;
 }
 
 uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {

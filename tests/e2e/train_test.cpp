@@ -288,6 +288,71 @@ TEST(Integrity, ADivergedModelIsNeverSaved) {
   EXPECT_THAT(eval.output, Not(HasSubstr("nan")));
 }
 
+// The data folder prepared again from another corpus: same config, another vocabulary.
+TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
+  TempDir dir;
+  const auto prepare = [&](const std::string& corpus) {
+    data::PrepOptions options;
+    for (const char* split : {"train", "valid", "test"}) {
+      options.splits[split] = testdata("wikitext-2/" + corpus);
+    }
+    options.out = dir / "data";
+    data::prepare_corpus(options);
+  };
+  prepare("wiki.test.tokens");
+  const std::string train = std::string(kBinDir) + "/xl-train --config " +
+      kSourceDir +
+      "/configs/txl/tiny.yaml --set data.dir=data --set run.dir=r ";
+  ASSERT_EQ(run_command(train + "--stop-at-step 10", dir.path()).status, 0);
+  prepare("wiki.valid.tokens");
+  for (const auto& command :
+       {train + "--resume",
+        std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
+    SCOPED_TRACE(command);
+    const auto r = run_command(command, dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(
+        r.output, HasSubstr("was trained on data with another vocabulary"));
+  }
+}
+
+// SIGTERM while a long validation runs: the run stops within seconds, not after the whole
+// validation, with a checkpoint of the step it reached.
+TEST(Integrity, ASignalDuringValidationStopsItPromptly) {
+  TempDir dir;
+  const pid_t pid = spawn(
+      train_command(
+          dir / "r",
+          "--set train.eval_interval=5 --set train.max_eval_steps=null "
+          "--set eval.batch_size=1 --set train.max_step=1000000"),
+      dir.path());
+  // Validation over the whole split (about 15k batches of 16 tokens) starts after step 5.
+  for (int i = 0; i < 3000; ++i) {
+    std::error_code ec;
+    if (fs::exists(dir / "r/metrics.jsonl", ec) &&
+        !train_losses(dir / "r").empty() &&
+        train_losses(dir / "r").rbegin()->first >= 5) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_EQ(checkpoint_step(dir / "r"), 5);
+  EXPECT_THAT(
+      read_text(dir / "r/train.log"),
+      HasSubstr("validation at step 5 interrupted by a signal"));
+}
+
 TEST(Integrity, OneTrainerPerRunDirectory) {
   TempDir dir;
   const pid_t pid = spawn(

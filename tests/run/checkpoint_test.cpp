@@ -26,7 +26,7 @@ void save_with_weight(
     const torch::Tensor& weight) {
   save_checkpoint(
       path,
-      CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n"},
+      CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n", ""},
       [&](torch::serialize::OutputArchive& archive) {
         archive.write("weight", weight);
       });
@@ -53,6 +53,44 @@ TEST(Checkpoint, RoundTripsInfoAndTensors) {
   torch::Tensor loaded;
   archive.read("weight", loaded);
   EXPECT_TRUE(torch::equal(loaded, weight));
+}
+
+// XORs `size` bytes of `path` from `offset` with 0xA5.
+void corrupt(const std::filesystem::path& path, size_t offset, size_t size) {
+  std::string bytes = read_file(path);
+  for (size_t i = offset; i < offset + size && i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>(bytes[i] ^ 0xA5);
+  }
+  test::write_file(path, bytes);
+}
+
+std::string load_error(const std::filesystem::path& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    load_checkpoint(path, archive);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, CorruptBytesAreCaughtAndTheOtherCheckpointIsNamed) {
+  TempDir dir;
+  const auto weight = torch::randn({256, 256}); // 256 KB of tensor data
+  save_with_weight(dir / "last.pt", 7, weight);
+  save_with_weight(dir / "best.pt", 5, weight);
+  // 4 KB inside the tensor, as in the reported case.
+  const auto size = std::filesystem::file_size(dir / "last.pt");
+  corrupt(dir / "last.pt", size / 2, 4096);
+  EXPECT_THAT(
+      load_error(dir / "last.pt"),
+      HasSubstr(
+          "corrupt checkpoint: " + (dir / "last.pt").string() +
+          " (its bytes do not match the checksum saved with them); " +
+          (dir / "best.pt").string() + " still verifies"));
+  EXPECT_EQ(load_error(dir / "best.pt"), "");
+  corrupt(dir / "best.pt", 100, 1); // the archive's first record
+  EXPECT_THAT(load_error(dir / "best.pt"), HasSubstr("last.pt is corrupt too"));
 }
 
 TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
@@ -140,7 +178,7 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
   }
   save_checkpoint(
       dir / "future.pt",
-      CheckpointInfo{kCheckpointFormat + 1, 5, ""},
+      CheckpointInfo{kCheckpointFormat + 1, 5, "", ""},
       [](torch::serialize::OutputArchive&) {});
   try {
     torch::serialize::InputArchive a;
@@ -153,7 +191,7 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
   // Checkpoints of xl before the model interface say what to do.
   save_checkpoint(
       dir / "old.pt",
-      CheckpointInfo{1, 5, ""},
+      CheckpointInfo{1, 5, "", ""},
       [](torch::serialize::OutputArchive&) {});
   try {
     torch::serialize::InputArchive a;
@@ -195,7 +233,7 @@ TEST(Checkpoint, ReadsTheMatchingParametersOfAnotherModel) {
   const auto head = tuned[1]->as<torch::nn::Linear>()->weight.clone();
   save_checkpoint(
       dir / "ckpt.pt",
-      CheckpointInfo{kCheckpointFormat, 5, "model:\n  d_model: 4\n"},
+      CheckpointInfo{kCheckpointFormat, 5, "model:\n  d_model: 4\n", ""},
       [&](torch::serialize::OutputArchive& archive) {
         io::write_module(archive, "model", *pretrained);
       });

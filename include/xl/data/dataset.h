@@ -34,6 +34,9 @@ class Dataset {
   virtual int64_t vocab_size() const = 0;
   /// How token losses read: perplexity per word or piece, or bits per byte.
   virtual VocabKind unit() const = 0;
+  /// Names the vocabulary with its checksum, for checkpoints to record and compare ("" for
+  /// random data).
+  virtual std::string vocabulary() const = 0;
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
   /// Builds the training batches now, so that options the data cannot serve fail before a run

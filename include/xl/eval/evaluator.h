@@ -23,6 +23,8 @@ struct EvalOptions {
   std::optional<int64_t> max_batches;
   torch::Device device = torch::kCPU;
   bool bf16 = false;
+  /// asked between batches: true stops the evaluation there (a training run's stop signal)
+  std::function<bool()> stop;
 };
 
 struct EvalResult {
@@ -32,6 +34,8 @@ struct EvalResult {
   std::string qualifier;
   int64_t batches = 0;
   double seconds = 0.0;
+  /// options.stop ended it before the pass was over
+  bool stopped = false;
 
   const models::TermTotal& headline() const;
   double loss() const {

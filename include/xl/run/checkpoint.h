@@ -21,16 +21,27 @@ struct CheckpointInfo {
   int64_t format = kCheckpointFormat;
   int64_t step = 0;
   std::string config; // resolved config YAML
+  /// the training data's vocabulary, as data::Dataset::vocabulary() names it ("" unknown)
+  std::string vocabulary;
 };
 
-/// Writes `info` plus the archive entries that `fill` adds, atomically.
+/// Refuses (UserError) to go on from `checkpoint` with data whose vocabulary is not the one
+/// it was trained on; an unknown one ("") on either side passes.
+void require_same_vocabulary(
+    const std::filesystem::path& checkpoint,
+    const std::string& saved,
+    const std::string& current);
+
+/// Writes `info` plus the archive entries that `fill` adds, atomically, followed by a trailer
+/// with the archive's length and checksum.
 void save_checkpoint(
     const std::filesystem::path& path,
     const CheckpointInfo& info,
     const std::function<void(torch::serialize::OutputArchive&)>& fill);
 
 /// Opens a checkpoint into `archive` and returns its info. A missing file, a
-/// file that is not an xl checkpoint, or another format version is a UserError
+/// file that is not an xl checkpoint, another format version, or bytes that do not match the
+/// saved checksum ("corrupt checkpoint: <file> (...); <other> still verifies") is a UserError
 /// that says so.
 CheckpointInfo load_checkpoint(
     const std::filesystem::path& path,

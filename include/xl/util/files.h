@@ -46,4 +46,16 @@ uint64_t fnv1a64(
 /// Stable across platforms of the same endianness; not cryptographic.
 uint64_t hash64(const void* data, size_t size, uint64_t seed = 0);
 
+/// hash64 over a stream fed in pieces of any size: blocks of 1 MiB chained through the seed,
+/// so the digest depends on the bytes only.
+class StreamHash {
+ public:
+  void update(const void* data, size_t size);
+  uint64_t digest();
+
+ private:
+  std::string block_;
+  uint64_t hash_ = 0;
+};
+
 } // namespace xl
