@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       return *status;
     }
     xl::run::setup_logging(config.run.log_level);
+    options.enforce_memory = !flags.skip_memory_check;
     const auto results = xl::bench::run_benchmark(config, options);
     if (!json_path.empty()) {
       std::ofstream(json_path) << results.dump(2) << '\n';

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
+    request.enforce_memory = !flags.skip_memory_check;
     return xl::app::run_evaluation(config, request);
   });
 }

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
-    return xl::app::run_training(config, resume, stop_at);
+    return xl::app::run_training(
+        config, resume, stop_at, !flags.skip_memory_check);
   });
 }

@@ -27,12 +27,18 @@ CommandResult run_command(const std::string& command, const fs::path& cwd) {
 }
 
 std::map<int64_t, double> train_losses(const fs::path& run) {
+  return split_losses(run, "train");
+}
+
+std::map<int64_t, double> split_losses(
+    const fs::path& run,
+    const std::string& split) {
   std::map<int64_t, double> losses;
   std::istringstream lines(read_text(run / "metrics.jsonl"));
   std::string line;
   while (std::getline(lines, line)) {
     const auto record = nlohmann::json::parse(line);
-    if (record.value("split", "") == "train") {
+    if (record.value("split", "") == split) {
       losses[record["step"]] = record["loss"];
     }
   }

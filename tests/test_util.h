@@ -74,6 +74,11 @@ CommandResult run_command(
 /// (a killed run may have logged steps that its resumed continuation logs again).
 std::map<int64_t, double> train_losses(const fs::path& run);
 
+/// The same for the records of `split` ("valid": the validations during training).
+std::map<int64_t, double> split_losses(
+    const fs::path& run,
+    const std::string& split);
+
 /// The review texts of NSMC's training rows [first, first + count) (bundled test data), each
 /// followed by `separator`.
 std::string nsmc_documents(

@@ -32,6 +32,10 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
       "--print-schema",
       flags.print_schema,
       "print every config key with its type, default and meaning, and exit");
+  app.add_flag(
+      "--skip-memory-check",
+      flags.skip_memory_check,
+      "build the model even when its memory estimate exceeds the available memory");
 }
 
 CLI::Validator positive_count() {

@@ -14,6 +14,7 @@
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
 #include "xl/models/hf_import.h"
+#include "xl/models/memory_estimate.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/device.h"
 #include "xl/run/logging.h"
@@ -57,17 +58,37 @@ std::string load_initial_weights(
       fmt::join(left, ", "));
 }
 
+void check_memory(
+    const std::string& what,
+    const models::MemoryEstimate& need,
+    const torch::Device& device,
+    bool enforce) {
+  models::check_memory(
+      need,
+      what,
+      run::available_memory(device),
+      run::device_name(device),
+      enforce);
+}
+
 } // namespace
 
 int run_training(
     const config::Config& config,
     bool resume,
-    std::optional<int64_t> stop_at) {
-  // Data, model and initial weights first: a bad corpus, batch setting or init_from fails
-  // before the run directory is written.
+    std::optional<int64_t> stop_at,
+    bool enforce_memory) {
+  // Data, model and initial weights first: a bad corpus, batch setting, size or init_from
+  // fails before the run directory is written.
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   dataset->prepare_training();
+  const torch::Device device = run::pick_device(config.train.device);
+  check_memory(
+      "training",
+      models::estimate_training_memory(config, dataset->vocab_size()),
+      device,
+      enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
   const std::string initialised = config.train.init_from && !resume
       ? load_initial_weights(config, *model)
@@ -82,7 +103,6 @@ int run_training(
   if (!initialised.empty()) {
     spdlog::info("{}", initialised);
   }
-  const torch::Device device = run::pick_device(config.train.device);
   train::install_stop_handlers();
   train::Trainer trainer(config, paths, *dataset, model, device);
   const train::TrainResult result = trainer.run(resume, stop_at);
@@ -106,6 +126,11 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train.device);
+  check_memory(
+      "evaluation",
+      models::estimate_evaluation_memory(config, dataset->vocab_size()),
+      device,
+      request.enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(checkpoint, archive);
@@ -113,7 +138,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       checkpoint, info.config, config::dump(config), {"model", "data"});
   run::require_same_vocabulary(
       checkpoint, info.vocabulary, dataset->vocabulary());
-  io::read_module(archive, "model", *model);
+  io::read_module(archive, "model", *model, checkpoint.string());
   model->to(device);
 
   const std::string split = request.file.value_or(config.eval.split);
@@ -172,6 +197,11 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
   const auto dataset = data::open_dataset(config);
+  check_memory(
+      "the imported model",
+      models::estimate_evaluation_memory(config, dataset->vocab_size()),
+      torch::kCPU,
+      request.enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
   const auto weights = io::SafeTensors::load(request.weights);
   models::HFImportOptions options;

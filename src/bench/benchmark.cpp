@@ -12,6 +12,7 @@
 #include "xl/eval/evaluator.h"
 #include "xl/eval/setup.h"
 #include "xl/models/factory.h"
+#include "xl/models/memory_estimate.h"
 #include "xl/run/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/step.h"
@@ -20,6 +21,8 @@
 namespace xl::bench {
 
 namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
 
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) {
@@ -87,7 +90,7 @@ nlohmann::json measure(
       {"input_tokens_per_s", static_cast<double>(total.inputs) / seconds},
       {"ms_per_iteration",
        1000.0 * seconds / static_cast<double>(options.steps)},
-      {"peak_memory_mib", peak_bytes(device) / (1024.0 * 1024.0)},
+      {"peak_memory_mib", peak_bytes(device) / kMiB},
       {"iterations", options.steps}};
   spdlog::info(
       "{:8s} {:>10.0f} targets/s {:>10.0f} inputs/s {:>9.2f} ms/it  peak {:.0f} MiB",
@@ -145,6 +148,8 @@ nlohmann::json bench_train(Bench& b) {
   });
   record["batch_size"] = t.batch_size;
   record["tgt_len"] = t.tgt_len;
+  record["estimated_memory_mib"] =
+      models::estimate_training_memory(b.config, b.n_token).total() / kMiB;
   record["setting"] = source->describe();
   return record;
 }
@@ -168,6 +173,8 @@ nlohmann::json bench_eval(Bench& b, const config::Config& c, const char* name) {
   });
   record["batch_size"] = c.eval.batch_size;
   record["setting"] = setup.setting;
+  record["estimated_memory_mib"] =
+      models::estimate_evaluation_memory(c, b.n_token).total() / kMiB;
   return record;
 }
 
@@ -181,6 +188,14 @@ nlohmann::json run_benchmark(
       : data::open_dataset(c)->vocab_size();
   run::setup_runtime(c.train);
   const torch::Device device = run::pick_device(c.train.device);
+  if (wants(options, "train")) {
+    models::check_memory(
+        models::estimate_training_memory(c, n_token),
+        "training",
+        run::available_memory(device),
+        run::device_name(device),
+        options.enforce_memory);
+  }
   auto model = models::build_model(c, n_token);
   model->to(device);
   // Enough random tokens for every batch the modes read.

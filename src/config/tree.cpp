@@ -27,8 +27,17 @@ Tree from_yaml(
   }
   tree.is_map = true;
   for (const auto& item : node) {
-    const std::string key = item.first.as<std::string>();
     Source key_source = fixed != nullptr ? *fixed : source_at(file, item.first);
+    if (!item.first.IsScalar()) {
+      // YAML allows any node as a key ("? [a, b]"); a config key is a name.
+      throw ConfigError(
+          key_source.str() + ": expected a key name, found a " +
+          (item.first.IsMap()            ? "mapping"
+               : item.first.IsSequence() ? "list"
+                                         : "null") +
+          " as a key");
+    }
+    const std::string key = item.first.as<std::string>();
     if (tree.find(key) != nullptr) {
       throw ConfigError(key_source.str() + ": duplicate key '" + key + "'");
     }

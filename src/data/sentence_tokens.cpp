@@ -3,7 +3,10 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "xl/data/text.h"
 #include "xl/util/error.h"
@@ -14,7 +17,8 @@ namespace xl::data {
 namespace {
 
 constexpr char kMagic[8] = {'X', 'L', 'P', 'I', 'E', 'C', 'E', 'S'};
-constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the data checksum.
+constexpr uint32_t kFormatVersion = 2;
 
 struct Header {
   char magic[8];
@@ -23,7 +27,8 @@ struct Header {
   uint64_t count;
   uint64_t model_checksum;
   uint64_t vocab_size;
-  unsigned char reserved[24];
+  uint64_t data_checksum; // hash64 over everything after the header
+  unsigned char reserved[16];
 };
 static_assert(sizeof(Header) == 64, "pieces file header must be 64 bytes");
 
@@ -89,7 +94,14 @@ void write_sentence_tokens(
       bits[i / 8] = static_cast<char>(bits[i / 8] | (1 << (i % 8)));
     }
   }
-  atomic_write(path, bytes + bits);
+  bytes += bits;
+  const uint64_t checksum =
+      hash64(bytes.data() + sizeof(header), bytes.size() - sizeof(header));
+  std::memcpy(
+      bytes.data() + offsetof(Header, data_checksum),
+      &checksum,
+      sizeof(checksum));
+  atomic_write(path, bytes);
 }
 
 SentenceTokens read_sentence_tokens(
@@ -117,8 +129,11 @@ SentenceTokens read_sentence_tokens(
   if (header.width != 2 && header.width != 4) {
     fail(fmt::format("unsupported id width {} bytes", header.width));
   }
-  const uint64_t expected =
-      sizeof(header) + header.count * header.width + bitmap_bytes(header.count);
+  // The count is bounded first so that the size arithmetic cannot wrap.
+  const uint64_t expected = header.count > bytes.size()
+      ? std::numeric_limits<uint64_t>::max()
+      : sizeof(header) + header.count * header.width +
+          bitmap_bytes(header.count);
   if (expected != bytes.size()) {
     fail(fmt::format(
         "file is {} bytes but its header announces {} tokens ({} bytes): truncated "
@@ -138,6 +153,12 @@ SentenceTokens read_sentence_tokens(
         model.size(),
         model.checksum()));
   }
+  if (hash64(bytes.data() + sizeof(header), bytes.size() - sizeof(header)) !=
+      header.data_checksum) {
+    fail(
+        "the data does not match the checksum in its header: the file is corrupt; "
+        "re-run xl-prep");
+  }
   SentenceTokens out;
   out.name = path.string();
   out.ids.resize(header.count);
@@ -148,6 +169,14 @@ SentenceTokens read_sentence_tokens(
     uint64_t id = 0;
     for (uint32_t b = 0; b < header.width; ++b) {
       id |= static_cast<uint64_t>(data[i * header.width + b]) << (8 * b);
+    }
+    if (id >= header.vocab_size) {
+      fail(fmt::format(
+          "piece id {} at position {} is outside the vocabulary of {} ({})",
+          id,
+          i,
+          header.vocab_size,
+          model.path().string()));
     }
     out.ids[i] = static_cast<int64_t>(id);
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -163,7 +164,10 @@ TokenFile::TokenFile(
   if (header.width != 2 && header.width != 4) {
     fail(fmt::format("unsupported token width {} bytes", header.width));
   }
-  const uint64_t expected = sizeof(Header) + header.count * header.width;
+  // The count is bounded first so that the size arithmetic cannot wrap around.
+  const uint64_t expected = header.count > map_size_
+      ? std::numeric_limits<uint64_t>::max()
+      : sizeof(Header) + header.count * header.width;
   if (expected != map_size_) {
     fail(fmt::format(
         "file is {} bytes but its header announces {} tokens ({} bytes): "

@@ -72,15 +72,6 @@ void write_module(
   archive.write(key, sub);
 }
 
-void read_module(
-    torch::serialize::InputArchive& archive,
-    const std::string& key,
-    torch::nn::Module& module) {
-  torch::serialize::InputArchive sub;
-  archive.read(key, sub);
-  module.load(sub);
-}
-
 namespace {
 
 // Parameters of `module` (named `prefix`...) found in `archive` are copied; the names of the
@@ -127,11 +118,19 @@ std::vector<std::string> read_module_matching(
     const std::string& key,
     torch::nn::Module& module,
     const std::string& what) {
-  torch::serialize::InputArchive sub;
-  archive.read(key, sub);
   std::vector<std::string> left;
   std::vector<std::string> wrong;
-  read_matching(sub, module, "", left, wrong);
+  try {
+    torch::serialize::InputArchive sub;
+    archive.read(key, sub);
+    read_matching(sub, module, "", left, wrong);
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format(
+        "{}: cannot read the tensors of '{}': {}",
+        what,
+        key,
+        e.what_without_backtrace()));
+  }
   if (!wrong.empty()) {
     throw UserError(fmt::format(
         "{}: {} parameters have other shapes than this model's:\n  {}",
@@ -140,6 +139,21 @@ std::vector<std::string> read_module_matching(
         fmt::join(wrong, "\n  ")));
   }
   return left;
+}
+
+void read_module(
+    torch::serialize::InputArchive& archive,
+    const std::string& key,
+    torch::nn::Module& module,
+    const std::string& what) {
+  const auto left = read_module_matching(archive, key, module, what);
+  if (!left.empty()) {
+    throw UserError(fmt::format(
+        "{}: {} parameters of this model are missing: {}",
+        what,
+        left.size(),
+        fmt::join(left, ", ")));
+  }
 }
 
 } // namespace xl::io

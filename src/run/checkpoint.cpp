@@ -83,6 +83,46 @@ void flatten(
   out[prefix] = emitter.c_str();
 }
 
+// The entries xl writes before the model's: magic, format, step, config and vocabulary.
+CheckpointInfo read_info(
+    torch::serialize::InputArchive& archive,
+    const std::filesystem::path& path) {
+  c10::IValue magic;
+  if (!archive.try_read(kMagicKey, magic) || !magic.isString() ||
+      magic.toStringRef() != kMagicValue) {
+    throw UserError(
+        path.string() + " is a LibTorch archive but not an xl checkpoint");
+  }
+  CheckpointInfo info;
+  c10::IValue value;
+  archive.read("xl.format", value);
+  info.format = value.toInt();
+  if (info.format == 1) {
+    throw UserError(fmt::format(
+        "{}: checkpoint format 1, written by xl 0.1 before its model interface changed "
+        "(family config sections, batch-source state); this xl reads format {}. Evaluate or "
+        "resume it with the xl of commit eec7ad5 (git worktree add old eec7ad5), or train "
+        "again",
+        path.string(),
+        kCheckpointFormat));
+  }
+  if (info.format != kCheckpointFormat) {
+    throw UserError(fmt::format(
+        "{}: checkpoint format {}, this xl reads format {}; use the xl that wrote it",
+        path.string(),
+        info.format,
+        kCheckpointFormat));
+  }
+  archive.read("xl.step", value);
+  info.step = value.toInt();
+  archive.read("xl.config", value);
+  info.config = value.toStringRef();
+  if (archive.try_read(kVocabularyKey, value)) {
+    info.vocabulary = value.toStringRef();
+  }
+  return info;
+}
+
 } // namespace
 
 void save_checkpoint(
@@ -151,47 +191,16 @@ CheckpointInfo load_checkpoint(
         "{} has no checksum (written by an older xl): loaded unverified",
         path.string());
   }
+  // LibTorch reports a malformed archive, a missing entry or one of another type as a
+  // c10::Error; each is a corrupt file here.
   try {
     archive.load_from(file.bytes.data(), file.length);
+    return read_info(archive, path);
   } catch (const c10::Error& e) {
     throw UserError(
         "cannot read checkpoint " + path.string() +
         " (not a LibTorch archive, or corrupt): " + e.what_without_backtrace());
   }
-  c10::IValue magic;
-  if (!archive.try_read(kMagicKey, magic) || !magic.isString() ||
-      magic.toStringRef() != kMagicValue) {
-    throw UserError(
-        path.string() + " is a LibTorch archive but not an xl checkpoint");
-  }
-  CheckpointInfo info;
-  c10::IValue value;
-  archive.read("xl.format", value);
-  info.format = value.toInt();
-  if (info.format == 1) {
-    throw UserError(fmt::format(
-        "{}: checkpoint format 1, written by xl 0.1 before its model interface changed "
-        "(family config sections, batch-source state); this xl reads format {}. Evaluate or "
-        "resume it with the xl of commit eec7ad5 (git worktree add old eec7ad5), or train "
-        "again",
-        path.string(),
-        kCheckpointFormat));
-  }
-  if (info.format != kCheckpointFormat) {
-    throw UserError(fmt::format(
-        "{}: checkpoint format {}, this xl reads format {}; use the xl that wrote it",
-        path.string(),
-        info.format,
-        kCheckpointFormat));
-  }
-  archive.read("xl.step", value);
-  info.step = value.toInt();
-  archive.read("xl.config", value);
-  info.config = value.toStringRef();
-  if (archive.try_read(kVocabularyKey, value)) {
-    info.vocabulary = value.toStringRef();
-  }
-  return info;
 }
 
 namespace {
@@ -208,7 +217,13 @@ std::vector<Difference> differing_keys(
     const std::vector<std::string>& sections) {
   std::map<std::string, std::string> saved;
   std::map<std::string, std::string> current;
-  flatten(YAML::Load(checkpoint_config), "", saved);
+  try {
+    flatten(YAML::Load(checkpoint_config), "", saved);
+  } catch (const YAML::Exception& e) {
+    throw UserError(
+        "the config saved in the checkpoint cannot be read (the file is corrupt): " +
+        std::string(e.what()));
+  }
   flatten(YAML::Load(current_config), "", current);
   const auto selected = [&](const std::string& key) {
     for (const auto& s : sections) {

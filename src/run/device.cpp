@@ -1,6 +1,13 @@
 #include "xl/run/device.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAContextLight.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 #include "xl/util/error.h"
 
@@ -17,6 +24,66 @@ torch::Device pick_device(config::Device device) {
     throw UserError("train.device is cuda, but no CUDA device is available");
   }
   return torch::kCPU;
+}
+
+namespace {
+
+// A number of bytes from the first line of a cgroup file ("max" or missing: no limit).
+double cgroup_value(const char* path) {
+  std::ifstream in(path);
+  std::string value;
+  if (!(in >> value) || value == "max") {
+    return std::numeric_limits<double>::infinity();
+  }
+  try {
+    return std::stod(value);
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+double cpu_available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  double available = std::numeric_limits<double>::infinity();
+  for (std::string line; std::getline(meminfo, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+  }
+  // cgroup v2, then v1: a container's limit below the machine's memory.
+  const double limit = std::min(
+      cgroup_value("/sys/fs/cgroup/memory.max"),
+      cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+  if (limit < std::numeric_limits<double>::infinity()) {
+    const double used = std::min(
+        cgroup_value("/sys/fs/cgroup/memory.current"),
+        cgroup_value("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+    available = std::min(
+        available,
+        limit - (used < std::numeric_limits<double>::infinity() ? used : 0));
+  }
+  return std::max(available, 0.0);
+}
+
+} // namespace
+
+double available_memory(const torch::Device& device) {
+  if (!device.is_cuda()) {
+    return cpu_available_memory();
+  }
+  const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  return static_cast<double>(
+             at::cuda::getDeviceProperties(index)->totalGlobalMem) -
+      static_cast<double>(stats.reserved_bytes[0].current);
+}
+
+std::string device_name(const torch::Device& device) {
+  return device.is_cuda() ? device.str() : "the CPU";
 }
 
 void setup_runtime(const config::TrainConfig& train) {

@@ -240,13 +240,26 @@ void Trainer::load(State& s) {
         fmt::join(changes.refused, "\n  ")));
   }
   s.changes = std::move(changes.applied);
-  io::read_module(archive, "model", *model_);
+  // Past the checksum only a file written by another program can lack an entry or hold one
+  // of another type; LibTorch reports those as a c10::Error.
+  try {
+    read_state(archive, s);
+  } catch (const c10::Error& e) {
+    throw UserError(fmt::format(
+        "cannot read the training state in {} (written by another program?): {}",
+        paths_.last_checkpoint().string(),
+        e.what_without_backtrace()));
+  }
+  s.step = info.step;
+}
+
+void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
+  io::read_module(archive, "model", *model_, paths_.last_checkpoint().string());
   model_->to(device_);
   torch::serialize::InputArchive optimizer_archive;
   archive.read("optimizer", optimizer_archive);
   s.optimizer->load(optimizer_archive);
   s.schedule->load(archive);
-  s.step = info.step;
   s.source->load(archive);
   s.mems = read_memory(archive, device_);
   s.best_valid = io::read_double(archive, "train.best_valid");

@@ -1,10 +1,11 @@
 // XLNet's SentencePiece: a model trained here has the special pieces at XLNet's ids, training is
 // deterministic, Python's sentencepiece encodes exactly as we do, and encoded corpora keep
-// sentence boundaries and refuse another model.
+// sentence boundaries and refuse another model, corrupt bytes and ids outside the vocabulary.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstring>
 #include <sstream>
 
 #include "test_util.h"
@@ -12,6 +13,7 @@
 #include "xl/data/sentencepiece.h"
 #include "xl/data/text.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::data {
 namespace {
@@ -165,6 +167,66 @@ TEST_F(SentencePieceTest, RawTextKeepsSentencesAndDocuments) {
   }
   test::write_file(dir / "empty.txt", "\n\n");
   EXPECT_THROW(encode_raw_text(dir / "empty.txt", sp), UserError);
+}
+
+TEST_F(
+    SentencePieceTest,
+    PiecesFilesRefuseCorruptBytesAndIdsOutsideTheVocabulary) {
+  TempDir dir;
+  const SentencePiece sp(*dir_ / "m.model");
+  test::write_file(dir / "raw.txt", "영화 좋다.\n최고\n\n별로다\n");
+  write_sentence_tokens(
+      dir / "raw.pieces", encode_raw_text(dir / "raw.txt", sp), sp);
+  const std::string good = read_file(dir / "raw.pieces");
+  const auto refused = [&](const std::string& bytes) -> std::string {
+    test::write_file(dir / "bad.pieces", bytes);
+    try {
+      read_sentence_tokens(dir / "bad.pieces", sp);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  // One flipped bit in the sentence-id bitmap: the ids still parse, only the checksum sees it.
+  std::string flipped = good;
+  flipped.back() = static_cast<char>(flipped.back() ^ 0x01);
+  EXPECT_THAT(refused(flipped), HasSubstr("does not match the checksum"));
+  // An id past the vocabulary with a checksum that matches: the id check sees it.
+  constexpr size_t kHeader = 64;
+  constexpr size_t kChecksumAt = 40;
+  std::string outside = good;
+  outside[kHeader] = '\xff';
+  outside[kHeader + 1] = '\xff';
+  const uint64_t checksum =
+      hash64(outside.data() + kHeader, outside.size() - kHeader);
+  std::memcpy(outside.data() + kChecksumAt, &checksum, sizeof(checksum));
+  EXPECT_THAT(
+      refused(outside),
+      HasSubstr(
+          "piece id 65535 at position 0 is outside the vocabulary of 2000"));
+  // A count whose byte size 64 + 2 c + ceil(c / 8) wraps around to the file's size exactly.
+  // With c = 8 k + r that is 17 k + 2 r + (r > 0); 17 is odd, so k = target / 17 modulo 2^64,
+  // and c must exceed the file's size (not the true count) without wrapping itself (k < 2^61):
+  // padding the file gives other targets.
+  uint64_t inverse17 = 17;
+  for (int i = 0; i < 5; ++i) {
+    inverse17 *= 2 - 17 * inverse17;
+  }
+  std::string huge;
+  for (size_t pad = 0; huge.empty(); ++pad) {
+    for (uint64_t r = 0; r < 8 && huge.empty(); ++r) {
+      const uint64_t target =
+          good.size() + pad - kHeader - 2 * r - (r > 0 ? 1 : 0);
+      const uint64_t k = target * inverse17;
+      if (k > good.size() + pad && k < (uint64_t{1} << 61)) {
+        huge = good + std::string(pad, '\0');
+        const uint64_t count = 8 * k + r;
+        std::memcpy(huge.data() + 16, &count, sizeof(count));
+      }
+    }
+  }
+  EXPECT_THAT(refused(huge), HasSubstr("truncated or corrupt"));
+  EXPECT_THAT(refused(good.substr(0, good.size() - 1)), HasSubstr("truncated"));
 }
 
 } // namespace

@@ -140,6 +140,20 @@ TEST(TokenFile, RefusesCorruptDataAndIdsOutsideTheVocabulary) {
           " (small/vocab.txt)"));
 }
 
+// Found by the token-file fuzz target: a count of N + 2^63 two-byte tokens has the byte size
+// of N tokens once the multiplication wraps, and was accepted as a file of a negative size.
+TEST(TokenFile, RefusesACountWhoseSizeWrapsAround) {
+  TempDir dir;
+  const auto f = write_file(dir / "t.txt", "a b c\nb c\n");
+  const Vocab vocab = Vocab::build_word({f});
+  write_token_file(dir / "t.bin", vocab.encode_file(f), vocab);
+  const uint64_t count = (uint64_t{1} << 63) + 7;
+  patch(dir / "t.bin", 16, &count, 8);
+  EXPECT_THAT(
+      error_of([&] { TokenFile(dir / "t.bin", vocab, "v"); }),
+      HasSubstr("truncated or corrupt"));
+}
+
 TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
   TempDir dir;
   PrepOptions options;

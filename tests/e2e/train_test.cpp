@@ -353,6 +353,70 @@ TEST(Integrity, ASignalDuringValidationStopsItPromptly) {
       HasSubstr("validation at step 5 interrupted by a signal"));
 }
 
+// Item 14: a second SIGTERM does not wait for the step the first one lets finish (about a
+// second here): the process exits at once with 128 + 15, and the checkpoint on disk is the last
+// complete one, which still verifies.
+TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
+  TempDir dir;
+  const std::string slow =
+      "--set train.tgt_len=512 --set model.transformer_xl.mem_len=512 "
+      "--set train.batch_size=8 --set train.eval_interval=1000 "
+      "--set train.max_step=1000 ";
+  const auto first = run_command(
+      train_command(dir / "r", slow + "--stop-at-step 1"), dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  const pid_t pid =
+      spawn(train_command(dir / "r", slow + "--resume"), dir.path());
+  for (int i = 0; i < 6000; ++i) {
+    if (!train_losses(dir / "r").empty() &&
+        train_losses(dir / "r").rbegin()->first >= 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  // Step 3 was running: with one signal it would have been checkpointed.
+  EXPECT_EQ(checkpoint_step(dir / "r"), 1);
+  EXPECT_THAT(
+      read_text(dir / "r/train.log"), Not(HasSubstr("checkpoint step 3")));
+}
+
+// Item 7: a kill after a new best.pt is written and before it is copied to last.pt leaves
+// best.pt newer than last.pt. The resumed run replays from last.pt and ends with the
+// checkpoints and losses of a run that was never killed.
+TEST(Integrity, AKillBetweenBestAndLastResumesToTheUninterruptedCheckpoints) {
+  TempDir dir;
+  const auto ref =
+      run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
+  ASSERT_EQ(ref.status, 0) << ref.output;
+  torch::serialize::InputArchive archive;
+  ASSERT_EQ( // step 20's validation was a new best
+      run::load_checkpoint(dir / "ref/checkpoints/best.pt", archive).step,
+      20);
+  train_ten_steps(dir);
+  fs::copy_file(
+      dir / "ref/checkpoints/best.pt",
+      dir / "r/checkpoints/best.pt",
+      fs::copy_options::overwrite_existing);
+  const auto resumed = run_command(
+      train_command(dir / "r", "--resume --stop-at-step 20"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(checkpoint_step(dir / "r"), 20);
+  EXPECT_EQ(
+      run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
+  expect_same_losses_after(
+      train_losses(dir / "ref"), train_losses(dir / "r"), 10, 20);
+  EXPECT_EQ(
+      split_losses(dir / "r", "valid").at(20),
+      split_losses(dir / "ref", "valid").at(20));
+}
+
 TEST(Integrity, OneTrainerPerRunDirectory) {
   TempDir dir;
   const pid_t pid = spawn(
@@ -416,6 +480,31 @@ TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
     EXPECT_THAT(r.output, HasSubstr(message));
     EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
   }
+}
+
+// Item 13 of the integrity issue: sizes that cannot fit are refused before anything is
+// allocated or written (they used to page until the kernel killed the process), and the flag
+// that overrides the check lets a size that fits through unchanged.
+TEST(Integrity, SizesThatCannotFitAreRefusedBeforeAnythingIsBuilt) {
+  TempDir dir;
+  for (const auto& set :
+       {"--set model.d_model=10000000 --set model.d_head=1000000",
+        "--set model.n_layer=100000",
+        "--set train.batch_size=2 --set train.tgt_len=100000"}) {
+    SCOPED_TRACE(set);
+    const auto r = run_command(train_command(dir / "big", set), dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("error: training needs about"));
+    EXPECT_THAT(r.output, HasSubstr("available; use smaller sizes"));
+    EXPECT_FALSE(fs::exists(dir / "big"));
+  }
+  train_ten_steps(dir);
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run r ";
+  auto r = run_command(eval + "--set eval.tgt_len=1000000", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("error: evaluation needs about"));
+  r = run_command(eval + "--max-steps 2 --skip-memory-check", dir.path());
+  EXPECT_EQ(r.status, 0) << r.output;
 }
 
 } // namespace

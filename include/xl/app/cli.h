@@ -19,10 +19,12 @@ struct ConfigFlags {
   std::vector<std::string> overrides;
   bool dump = false;
   bool print_schema = false;
+  /// build and run even when the memory estimate exceeds the available memory
+  bool skip_memory_check = false;
 };
 
-/// Adds --config/-c, --set (repeatable), --dump-config and --print-schema to
-/// `app`.
+/// Adds --config/-c, --set (repeatable), --dump-config, --print-schema and
+/// --skip-memory-check to `app`.
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
 /// A check for flags that count steps: an integer >= 1.

@@ -10,12 +10,14 @@
 namespace xl::app {
 
 /// Trains as `config` says, in its run directory (created, or continued with `resume`); `stop_at`
-/// checkpoints and stops at that step. Returns the process exit status (128 + the signal when
-/// SIGINT/SIGTERM stopped it after checkpointing).
+/// checkpoints and stops at that step. A config whose memory estimate exceeds the available
+/// memory is refused unless `enforce_memory` is false. Returns the process exit status (128 +
+/// the signal when SIGINT/SIGTERM stopped it after checkpointing).
 int run_training(
     const config::Config& config,
     bool resume,
-    std::optional<int64_t> stop_at = std::nullopt);
+    std::optional<int64_t> stop_at = std::nullopt,
+    bool enforce_memory = true);
 
 struct EvalRequest {
   std::string run_dir;
@@ -28,6 +30,8 @@ struct EvalRequest {
   /// write every scored batch to this safetensors file (batch_<s>/<field>; metadata: batches,
   /// continues_streams)
   std::optional<std::string> dump_batches;
+  /// refuse a config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
 };
 
 /// Evaluates a checkpoint of a run on config.eval.split in config.eval.mode. Returns the process
@@ -39,6 +43,8 @@ struct ImportRequest {
   std::string weights;
   /// the file orders adaptive-softmax clusters like kimiyoung's PyTorch code
   bool reverse_clusters = false;
+  /// refuse a config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
 };
 
 /// Creates a run directory (config.yaml and checkpoints/best.pt) from imported weights, so that

@@ -17,12 +17,14 @@ struct BenchOptions {
   int64_t warmup = 3;  // untimed iterations first
   int64_t steps = 10;  // timed iterations
   std::string modes = "train,eval,vanilla";
+  /// refuse a training config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
 };
 
 /// Runs the benchmarks and returns one record per mode: targets/s (tokens_per_s), input
 /// tokens/s, milliseconds
-/// per iteration and peak memory (CUDA: allocator peak; CPU: peak resident set
-/// of the process).
+/// per iteration, peak memory (CUDA: allocator peak; CPU: peak resident set
+/// of the process) and the memory estimate of models/memory_estimate.h.
 nlohmann::json run_benchmark(
     const config::Config& config,
     const BenchOptions& options);

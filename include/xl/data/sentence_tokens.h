@@ -4,10 +4,11 @@
 // to it, so no A/B cut falls between them).
 //
 // File (".pieces"): a 64-byte header (magic "XLPIECES", format version, bytes per id, token
-// count, checksum and size of the SentencePiece model), the ids little-endian (2 bytes each up
-// to 65,536 pieces, else 4), then the sentence ids as bits (token i is bit i % 8 of byte i / 8).
-// Written atomically; reading checks the header against the model, so a corpus encoded with
-// another model is refused.
+// count, checksum and size of the SentencePiece model, hash64 of the rest of the file), the ids
+// little-endian (2 bytes each up to 65,536 pieces, else 4), then the sentence ids as bits (token
+// i is bit i % 8 of byte i / 8). Written atomically; reading verifies the data checksum, checks
+// the header against the model (a corpus encoded with another model is refused) and every id
+// against the vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,8 @@ void write_sentence_tokens(
     const SentenceTokens& tokens,
     const SentencePiece& model);
 
-/// A missing, truncated or foreign file, or one encoded with another model, is a UserError.
+/// A missing, truncated, corrupt or foreign file, one encoded with another model or holding an
+/// id outside the vocabulary, is a UserError.
 SentenceTokens read_sentence_tokens(
     const std::filesystem::path& path,
     const SentencePiece& model);

@@ -32,15 +32,20 @@ std::string read_string(
     torch::serialize::InputArchive& archive,
     const std::string& key);
 
-/// `module`'s parameters and buffers as the sub-archive `key`, and back.
+/// `module`'s parameters and buffers as the sub-archive `key`.
 void write_module(
     torch::serialize::OutputArchive& archive,
     const std::string& key,
     const torch::nn::Module& module);
+
+/// Reads every parameter of `module` from the sub-archive `key`, in place. A parameter the
+/// archive lacks or holds with another shape, or an archive LibTorch cannot read, is a
+/// UserError naming `what` (the file). Buffers are not read: they are derived from the options.
 void read_module(
     torch::serialize::InputArchive& archive,
     const std::string& key,
-    torch::nn::Module& module);
+    torch::nn::Module& module,
+    const std::string& what);
 
 /// Reads the parameters of `module` that the archive holds under `key` (a module written by
 /// write_module, perhaps of a model with other heads), leaving the others as they are. Returns

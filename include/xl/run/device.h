@@ -4,12 +4,22 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include "xl/config/schema.h"
 
 namespace xl::run {
 
 /// auto: CUDA when available, else the CPU; cuda without a GPU is a UserError.
 torch::Device pick_device(config::Device device);
+
+/// Bytes `device` can still allocate: for the CPU the kernel's MemAvailable, lowered to what is
+/// left under the cgroup's memory limit when there is one; for a GPU its memory less what the
+/// caching allocator holds.
+double available_memory(const torch::Device& device);
+
+/// "the CPU" or "cuda:0", for messages.
+std::string device_name(const torch::Device& device);
 
 /// Sets train.threads (when > 0) and seeds torch with train.seed.
 void setup_runtime(const config::TrainConfig& train);

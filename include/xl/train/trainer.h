@@ -57,6 +57,8 @@ class Trainer {
   /// The hint after a divergence: the last checkpoint, when one exists.
   std::string last_good_checkpoint() const;
   void load(State& s);
+  /// The model, optimizer, schedule, batch position, memories and random state of `archive`.
+  void read_state(torch::serialize::InputArchive& archive, State& s);
 
   config::Config config_;
   run::RunPaths paths_;
