@@ -34,7 +34,10 @@ std::map<int64_t, double> split_losses(
     const fs::path& run,
     const std::string& split) {
   std::map<int64_t, double> losses;
-  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string text = read_text(run / "metrics.jsonl");
+  // A line still being written (or torn by a kill) has no newline yet.
+  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
     const auto record = nlohmann::json::parse(line);

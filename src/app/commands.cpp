@@ -137,7 +137,10 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::require_matching_config(
       checkpoint, info.config, config::dump(config), {"model", "data"});
   run::require_same_vocabulary(
-      checkpoint, info.vocabulary, dataset->vocabulary());
+      checkpoint,
+      info.vocabulary,
+      dataset->vocabulary(),
+      dataset->vocabulary_file());
   io::read_module(archive, "model", *model, checkpoint.string());
   model->to(device);
 

@@ -72,6 +72,9 @@ class TokenDataset : public Dataset {
                          corpus_->vocab().checksum())
                    : "";
   }
+  fs::path vocabulary_file() const override {
+    return corpus_ ? fs::path(c_.data.dir) / c_.data.vocab : fs::path();
+  }
   std::string describe() override {
     return fmt::format(
         "{}-level vocabulary of {}, {} training and {} validation tokens",
@@ -175,6 +178,9 @@ class XLNetDataset : public Dataset {
         "SentencePiece vocabulary of {}, checksum {:016x}",
         n_token_,
         hash64(model.data(), model.size()));
+  }
+  fs::path vocabulary_file() const override {
+    return pieces_ ? pieces_->path() : fs::path();
   }
   std::string describe() override {
     return fmt::format(

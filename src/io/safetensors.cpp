@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <optional>
+#include <type_traits>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -11,6 +13,25 @@
 namespace xl::io {
 
 namespace {
+
+// A JSON array of whole numbers (>= 0 for an unsigned T), or nothing. nlohmann's own
+// conversion casts a float or a negative number to an integer type unchecked (undefined for a
+// float out of range: a fuzz finding).
+template <typename T>
+std::optional<std::vector<T>> integers(const nlohmann::json& array) {
+  if (!array.is_array()) {
+    return std::nullopt;
+  }
+  std::vector<T> out;
+  for (const auto& v : array) {
+    if (!(std::is_signed_v<T> ? v.is_number_integer()
+                              : v.is_number_unsigned())) {
+      return std::nullopt;
+    }
+    out.push_back(v.get<T>());
+  }
+  return out;
+}
 
 struct DtypeName {
   const char* name;
@@ -69,16 +90,25 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
   SafeTensors out;
   out.path_ = path;
   for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      for (const auto& [k, v] : entry.items()) {
-        out.metadata_[k] = v.get<std::string>();
-      }
-      continue;
-    }
     try {
+      if (name == "__metadata__") {
+        for (const auto& [k, v] : entry.items()) {
+          out.metadata_[k] = v.get<std::string>();
+        }
+        continue;
+      }
       const std::string dtype = entry.at("dtype").get<std::string>();
-      const auto shape = entry.at("shape").get<std::vector<int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<size_t>>();
+      const auto shape_or = integers<int64_t>(entry.at("shape"));
+      const auto offsets_or = integers<size_t>(entry.at("data_offsets"));
+      if (!shape_or || !offsets_or) {
+        throw bad(fmt::format(
+            "tensor '{}' needs whole numbers for its shape and byte offsets, found {} and {}",
+            name,
+            entry.at("shape").dump(),
+            entry.at("data_offsets").dump()));
+      }
+      const auto& shape = *shape_or;
+      const auto& offsets = *offsets_or;
       const DtypeName* found = nullptr;
       for (const auto& d : kDtypes) {
         if (dtype == d.name) {
@@ -89,8 +119,15 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
         throw bad(
             fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
       }
-      auto tensor = torch::empty(shape, torch::dtype(found->type));
-      const size_t nbytes = tensor.numel() * tensor.element_size();
+      // The size the shape claims, checked against the data before anything is allocated.
+      size_t nbytes = c10::elementSize(found->type);
+      for (const int64_t d : shape) {
+        if (d < 0 || (d > 0 && nbytes > data_size / static_cast<size_t>(d))) {
+          nbytes = data_size + 1; // more than the file holds
+          break;
+        }
+        nbytes *= static_cast<size_t>(d);
+      }
       if (offsets.size() != 2 || offsets[1] < offsets[0] ||
           offsets[1] > data_size || offsets[1] - offsets[0] != nbytes) {
         throw bad(fmt::format(
@@ -102,6 +139,7 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
             offsets.size() > 1 ? offsets[1] : 0,
             data_size));
       }
+      auto tensor = torch::empty(shape, torch::dtype(found->type));
       std::memcpy(
           tensor.data_ptr(), bytes.data() + data_start + offsets[0], nbytes);
       out.tensors_.emplace(name, std::move(tensor));

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "xl/io/zip_check.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -46,7 +47,15 @@ Verified verify(const std::filesystem::path& path) {
     std::memcpy(&t, v.bytes.data() + v.bytes.size() - sizeof(t), sizeof(t));
   }
   if (std::memcmp(t.magic, kTrailerMagic, sizeof(kTrailerMagic)) != 0) {
-    return v; // written before checkpoints carried checksums
+    // Written before checkpoints carried checksums (or not a zip at all, which LibTorch
+    // reports): the zip's own CRC-32s are what is left to check.
+    const bool zip_file = v.bytes.compare(0, 4, "PK\x03\x04") == 0;
+    if (const auto zip =
+            zip_file ? io::zip_records_error(v.bytes.data(), v.length) : "";
+        !zip.empty()) {
+      v.error = "written by an earlier xl, without a checksum: " + zip;
+    }
+    return v;
   }
   v.has_checksum = true;
   v.length = v.bytes.size() - sizeof(t);
@@ -188,18 +197,26 @@ CheckpointInfo load_checkpoint(
   }
   if (!file.has_checksum) {
     spdlog::warn(
-        "{} has no checksum (written by an older xl): loaded unverified",
+        "{} has no checksum (written by an older xl): checked with its zip CRC-32s only",
         path.string());
   }
   // LibTorch reports a malformed archive, a missing entry or one of another type as a
-  // c10::Error; each is a corrupt file here.
+  // c10::Error, and malformed TorchScript inside it as a torch::jit::ErrorReport; each is a
+  // corrupt file here.
+  const auto corrupt = [&](const std::string& reason) {
+    return UserError(
+        "cannot read checkpoint " + path.string() +
+        " (not a LibTorch archive, or corrupt): " + reason);
+  };
   try {
     archive.load_from(file.bytes.data(), file.length);
     return read_info(archive, path);
+  } catch (const UserError&) {
+    throw;
   } catch (const c10::Error& e) {
-    throw UserError(
-        "cannot read checkpoint " + path.string() +
-        " (not a LibTorch archive, or corrupt): " + e.what_without_backtrace());
+    throw corrupt(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw corrupt(e.what());
   }
 }
 
@@ -303,13 +320,15 @@ void require_matching_config(
 void require_same_vocabulary(
     const std::filesystem::path& checkpoint,
     const std::string& saved,
-    const std::string& current) {
+    const std::string& current,
+    const std::filesystem::path& current_file) {
   if (!saved.empty() && !current.empty() && saved != current) {
     throw UserError(fmt::format(
-        "{} was trained on data with another vocabulary ({}) than data.dir holds now ({}); "
-        "prepare the data again with the vocabulary it was trained on",
+        "{} was trained on data with another vocabulary ({}) than data.dir holds now ({}: "
+        "{}); prepare the data again with the vocabulary it was trained on",
         checkpoint.string(),
         saved,
+        current_file.string(),
         current));
   }
 }

@@ -48,4 +48,47 @@ void MetricsWriter::write(const nlohmann::json& record) {
       line.substr(0, line.size() - 1)));
 }
 
+size_t drop_torn_last_line(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) {
+    return 0;
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    throw UserError(
+        "cannot open metrics file: " + path.string() + ": " +
+        std::strerror(errno));
+  }
+  // Scan back from the end in blocks for the last newline.
+  constexpr size_t kBlock = 4096;
+  char block[kBlock];
+  size_t keep = 0;
+  for (size_t end = size; end > 0 && keep == 0;) {
+    const size_t begin = end > kBlock ? end - kBlock : 0;
+    const ssize_t got = ::pread(fd, block, end - begin, begin);
+    if (got != static_cast<ssize_t>(end - begin)) {
+      ::close(fd);
+      throw UserError("cannot read metrics file: " + path.string());
+    }
+    for (size_t i = end - begin; i > 0; --i) {
+      if (block[i - 1] == '\n') {
+        keep = begin + i;
+        break;
+      }
+    }
+    end = begin;
+  }
+  const bool cut =
+      keep < size && ::ftruncate(fd, static_cast<off_t>(keep)) != 0;
+  const int truncate_errno = errno;
+  ::close(fd);
+  if (cut) {
+    throw UserError(
+        "cannot drop the torn last line of " + path.string() + ": " +
+        std::strerror(truncate_errno));
+  }
+  return size - keep;
+}
+
 } // namespace xl::run

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "xl/config/config.h"
+#include "xl/run/metrics.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -97,6 +98,13 @@ RunPaths prepare_run_directory(const config::Config& config, bool resume) {
   // What a save killed half-way left; nobody else writes here while the lock is held.
   for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {
     remove_stale_temporaries(file);
+  }
+  // A kill before the first checkpoint leaves a run that starts again without --resume.
+  if (const size_t dropped = drop_torn_last_line(paths.metrics)) {
+    spdlog::warn(
+        "{}: dropped a torn last record ({} bytes) that an interrupted write left",
+        paths.metrics.string(),
+        dropped);
   }
   if (!resume) { // a resumed run's config is written once its checkpoint accepted it
     atomic_write(paths.config, config::dump(config));

@@ -229,7 +229,10 @@ void Trainer::load(State& s) {
       config::dump(config_),
       {"model", "data"});
   run::require_same_vocabulary(
-      paths_.last_checkpoint(), info.vocabulary, data_.vocabulary());
+      paths_.last_checkpoint(),
+      info.vocabulary,
+      data_.vocabulary(),
+      data_.vocabulary_file());
   auto changes = run::resume_changes(info.config, config::dump(config_));
   if (!changes.refused.empty()) {
     throw UserError(fmt::format(

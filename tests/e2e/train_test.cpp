@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -313,6 +314,8 @@ TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_THAT(
         r.output, HasSubstr("was trained on data with another vocabulary"));
+    EXPECT_THAT(
+        r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
   }
 }
 
@@ -439,6 +442,29 @@ TEST(Integrity, OneTrainerPerRunDirectory) {
           dir.path())
           .status,
       0);
+}
+
+// SIGKILL in a write that spans a page leaves part of a line; the resumed run cuts it off
+// rather than gluing its first record to it.
+TEST(Integrity, AResumedRunDropsATornLastMetricsRecord) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const std::string whole = read_text(dir / "r/metrics.jsonl");
+  {
+    std::ofstream out(dir / "r/metrics.jsonl", std::ios::app);
+    out << R"({"split":"train","step":11,"lo)";
+  }
+  const auto r = run_command(
+      train_command(dir / "r", "--resume --stop-at-step 12"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dropped a torn last record (30 bytes)"));
+  const std::string resumed = read_text(dir / "r/metrics.jsonl");
+  EXPECT_EQ(resumed.substr(0, whole.size()), whole);
+  std::istringstream lines(resumed);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  }
+  EXPECT_EQ(train_losses(dir / "r").rbegin()->first, 12);
 }
 
 TEST(Integrity, AMetricsRecordThatCannotBeWrittenIsAnError) {

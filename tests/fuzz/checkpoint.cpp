@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto info = xl::run::load_checkpoint(path, archive);
     xl::run::require_matching_config(
         path, info.config, xl::config::dump(config()), {"model", "data"});
-    xl::run::require_same_vocabulary(path, info.vocabulary, kVocabulary);
+    xl::run::require_same_vocabulary(
+        path, info.vocabulary, kVocabulary, "vocab.txt");
     const auto model = xl::models::build_model(config(), kVocab);
     xl::io::read_module(archive, "model", *model, path.string());
   });

@@ -45,6 +45,48 @@ TEST(SafeTensors, RefusesTruncatedAndForeignFiles) {
   EXPECT_THROW(SafeTensors::load(dir / "junk"), UserError);
 }
 
+// Headers the fuzzer made: metadata that is not text, and shapes far larger than the file or
+// negative, refused before any tensor is allocated.
+TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
+  test::TempDir dir;
+  const auto load_error = [&](const std::string& header) {
+    std::string bytes(8, '\0');
+    for (size_t b = 0; b < 8; ++b) {
+      bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+    }
+    test::write_file(
+        dir / "t.safetensors", bytes + header + std::string(16, '\0'));
+    try {
+      SafeTensors::load(dir / "t.safetensors");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_THAT(
+      load_error(R"({"__metadata__":{"format":[1]}})"),
+      HasSubstr("entry '__metadata__': [json.exception.type_error.302]"));
+  EXPECT_THAT(
+      load_error(
+          R"({"a":{"dtype":"F32","shape":[1000000000,1000000000,1000000000],)"
+          R"("data_offsets":[0,16]}})"),
+      HasSubstr(
+          "tensor 'a' (F32 1000000000x1000000000x1000000000) has byte range [0, 16)"));
+  EXPECT_THAT(
+      load_error(R"({"a":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})"),
+      HasSubstr("tensor 'a' (F32 -4) has byte range"));
+  EXPECT_THAT(
+      load_error(
+          R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[1.2e53,16]}})"),
+      HasSubstr(
+          "tensor 'a' needs whole numbers for its shape and byte offsets, found "
+          "[2,2] and [1.2e+53,16]"));
+  EXPECT_EQ(
+      load_error(
+          R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"),
+      "loaded");
+}
+
 TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
   test::TempDir dir;
   models::TransformerXLImpl model(models::TransformerXLOptions(

@@ -11,6 +11,7 @@
 
 #include "test_util.h"
 #include "xl/io/archive.h"
+#include "xl/io/zip_check.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -152,6 +153,80 @@ TEST(Checkpoint, ExceptionDuringWriteKeepsThePreviousCheckpoint) {
       UserError);
   int64_t step = 0;
   EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::ones({2})));
+}
+
+uint64_t little_endian(const std::string& bytes, size_t at, int n) {
+  uint64_t v = 0;
+  for (int b = n - 1; b >= 0; --b) {
+    v = (v << 8) | static_cast<unsigned char>(bytes[at + b]);
+  }
+  return v;
+}
+
+// Writes each record's CRC-32 again (central directory and local header), as a forger would:
+// a small archive (no zip64, no comment).
+void reseal_zip(std::string& bytes) {
+  const size_t end = bytes.size() - 22;
+  ASSERT_EQ(little_endian(bytes, end, 4), 0x06054b50U);
+  size_t at = little_endian(bytes, end + 16, 4);
+  for (uint64_t e = little_endian(bytes, end + 10, 2); e > 0; --e) {
+    const size_t local = little_endian(bytes, at + 42, 4);
+    const size_t start = local + 30 + little_endian(bytes, local + 26, 2) +
+        little_endian(bytes, local + 28, 2);
+    const uint32_t crc =
+        io::crc32(bytes.data() + start, little_endian(bytes, at + 20, 4));
+    for (const size_t field : {at + 16, local + 14}) {
+      for (int b = 0; b < 4; ++b) {
+        bytes[field + b] = static_cast<char>((crc >> (8 * b)) & 0xFFU);
+      }
+    }
+    at += 46 + little_endian(bytes, at + 28, 2) +
+        little_endian(bytes, at + 30, 2) + little_endian(bytes, at + 32, 2);
+  }
+}
+
+// A checkpoint without xl's checksum (an earlier xl's) is checked with the CRC-32s of its zip
+// records, which LibTorch's reader does not check.
+TEST(Checkpoint, ACheckpointWithoutAChecksumIsCheckedWithItsZipCrcs) {
+  TempDir dir;
+  const auto weight = torch::randn({64, 64});
+  save_with_weight(dir / "c.pt", 5, weight);
+  std::string bytes = read_file(dir / "c.pt");
+  bytes.resize(bytes.size() - 24); // the checksum trailer
+  test::write_file(dir / "c.pt", bytes);
+  int64_t step = 0;
+  EXPECT_TRUE(torch::equal(load_weight(dir / "c.pt", &step), weight));
+  corrupt(dir / "c.pt", bytes.size() / 2, 1); // inside the tensor's record
+  EXPECT_THAT(
+      load_error(dir / "c.pt"),
+      ::testing::MatchesRegex(
+          "corrupt checkpoint: .*c.pt \\(written by an earlier xl, without a checksum: "
+          "record '.*/data/[0-9]+' does not match its CRC-32\\).*"));
+}
+
+// The same with forged CRC-32s and malformed TorchScript: LibTorch reports it as a
+// torch::jit::ErrorReport, not a c10::Error (a fuzz finding).
+TEST(Checkpoint, MalformedTorchScriptInAnUnverifiedArchiveIsAUserError) {
+  TempDir dir;
+  save_checkpoint(
+      dir / "c.pt",
+      CheckpointInfo{kCheckpointFormat, 5, "", ""},
+      [](torch::serialize::OutputArchive& archive) {
+        io::write_module(archive, "model", *torch::nn::Linear(2, 3));
+      });
+  std::string bytes = read_file(dir / "c.pt");
+  bytes.resize(bytes.size() - 24); // the checksum trailer
+  const std::string key = "__parameters__";
+  const auto at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, key.size(), "__parameter_s_");
+  reseal_zip(bytes);
+  test::write_file(dir / "c.pt", bytes);
+  EXPECT_THAT(
+      load_error(dir / "c.pt"),
+      HasSubstr(
+          "cannot read checkpoint " + (dir / "c.pt").string() +
+          " (not a LibTorch archive, or corrupt): "));
 }
 
 TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {

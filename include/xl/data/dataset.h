@@ -37,6 +37,8 @@ class Dataset {
   /// Names the vocabulary with its checksum, for checkpoints to record and compare ("" for
   /// random data).
   virtual std::string vocabulary() const = 0;
+  /// The file that holds the vocabulary (empty for random data), for messages.
+  virtual std::filesystem::path vocabulary_file() const = 0;
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
   /// Builds the training batches now, so that options the data cannot serve fail before a run

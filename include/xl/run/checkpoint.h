@@ -26,11 +26,13 @@ struct CheckpointInfo {
 };
 
 /// Refuses (UserError) to go on from `checkpoint` with data whose vocabulary is not the one
-/// it was trained on; an unknown one ("") on either side passes.
+/// it was trained on; an unknown one ("") on either side passes. `current_file` holds the
+/// current one.
 void require_same_vocabulary(
     const std::filesystem::path& checkpoint,
     const std::string& saved,
-    const std::string& current);
+    const std::string& current,
+    const std::filesystem::path& current_file);
 
 /// Writes `info` plus the archive entries that `fill` adds, atomically, followed by a trailer
 /// with the archive's length and checksum.
