@@ -36,7 +36,8 @@ std::map<int64_t, double> split_losses(
   std::map<int64_t, double> losses;
   std::string text = read_text(run / "metrics.jsonl");
   // A line still being written (or torn by a kill) has no newline yet.
-  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  const auto last_newline = text.rfind('\n');
+  text.erase(last_newline == std::string::npos ? 0 : last_newline + 1);
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cstring>
 
 namespace xl::io {
 namespace {
@@ -39,9 +38,6 @@ class Reader {
   }
   const char* at(uint64_t offset) const {
     return data_ + offset;
-  }
-  size_t size() const {
-    return size_;
   }
 
  private:
