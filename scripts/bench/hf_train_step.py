@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Training-step speed of Hugging Face's TransfoXLLMHeadModel or XLNetLMHeadModel on an xl config.
+"""Training-step speed of Hugging Face's TransfoXLLMHeadModel or XLNetLMHeadModel, or of
+kimiyoung's MemTransformerLM, on an xl config.
 
 The counterpart of `xl-bench --modes train`: the same hyperparameters (from a resolved xl
 config), batch, segment length, memory, optimizer (Adam), clipping and thread count, random
 data of the same shapes (XLNet: permutation masks over model.xlnet.num_predict targets per row,
 segment ids, bi_data from the config, the memory carried with reuse_len). Prints one JSON line
 with input tokens/s and ms per step.
+
+With --kimiyoung DIR, the model is MemTransformerLM from DIR, the pytorch/ folder of a checkout of
+kimiyoung/transformer-xl (fetched for the measurement; none of it is in this repository),
+built with the arguments its train.py passes.
 """
+import importlib
 import argparse
 import json
 import os
@@ -39,6 +45,37 @@ def transfo_xl_step(config, n_token, batch, tgt_len):
         return out.losses.mean()
 
     return model, forward
+
+
+def kimiyoung_step(code_dir):
+    def build(config, n_token, batch, tgt_len):
+        sys.path[:0] = [code_dir, os.path.join(code_dir, "utils")]
+        # Its masks are uint8, which masked_fill no longer takes: read them as booleans.
+        torch.Tensor.byte = torch.Tensor.bool
+        mem_transformer = importlib.import_module("mem_transformer")
+        m, txl = config["model"], config["model"]["transformer_xl"]
+        cutoffs = list(txl["cutoffs"])
+        tie_projs = list(txl["tie_projs"]) or [False] + [True] * len(cutoffs)
+        model = mem_transformer.MemTransformerLM(
+            n_token, m["n_layer"], m["n_head"], m["d_model"], m["d_head"], m["d_inner"],
+            m["dropout"], m["dropatt"], tie_weight=txl["tie_weight"],
+            d_embed=txl["d_embed"] or m["d_model"], div_val=txl["div_val"],
+            tie_projs=tie_projs, pre_lnorm=m["pre_lnorm"], tgt_len=tgt_len,
+            ext_len=txl["ext_len"], mem_len=txl["mem_len"], cutoffs=cutoffs,
+            same_length=txl["same_length"], attn_type=0, clamp_len=txl["clamp_len"],
+            sample_softmax=-1)
+        mems = tuple()
+
+        def forward():
+            nonlocal mems
+            tokens = torch.randint(n_token, (tgt_len + 1, batch))
+            out = model(tokens[:-1], tokens[1:], *mems)
+            mems = out[1:]
+            return out[0].float().mean()
+
+        return model, forward
+
+    return build
 
 
 def permutation_batches(n_token, batch, tgt_len, n_predict, count):
@@ -84,6 +121,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--kimiyoung", metavar="DIR",
+                        help="time kimiyoung's MemTransformerLM from this pytorch/ folder")
     args = parser.parse_args()
 
     with open(args.config) as f:
@@ -94,6 +133,8 @@ def main():
     torch.manual_seed(train["seed"])
     batch, tgt_len = train["batch_size"], train["tgt_len"]
     family = {"transformer_xl": transfo_xl_step, "xlnet": xlnet_step}[config["model"]["type"]]
+    if args.kimiyoung:
+        family = kimiyoung_step(args.kimiyoung)
     model, forward = family(config, args.n_token, batch, tgt_len)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=train["lr"])
@@ -111,7 +152,7 @@ def main():
         step()
     seconds = time.perf_counter() - start
     print(json.dumps({
-        "mode": "hf_train",
+        "mode": "kimiyoung_train" if args.kimiyoung else "hf_train",
         "input_tokens_per_s": args.steps * batch * tgt_len / seconds,
         "ms_per_iteration": 1000 * seconds / args.steps,
         "threads": torch.get_num_threads(),

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "xl/config/config.h"
+#include "xl/util/cpu_cache.h"
 #include "xl/util/error.h"
 
 namespace xl::app {
@@ -95,11 +96,13 @@ void tune_allocator() {
   // LibTorch's CPU allocator takes tensors straight from glibc malloc, which by
   // default maps and unmaps every large block and hands freed heap back to the
   // OS, so each training step page-faults its temporaries in again. Keeping
-  // freed memory in the heap makes CPU steps about 30% faster
-  // (docs/benchmarks.md); the cost is a higher resident set.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // freed memory in the heap, and blocks above glibc's largest mmap threshold
+  // in xl's cache, makes CPU steps faster (docs/benchmarks.md); the cost is a
+  // higher resident set.
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(util::kCpuCacheMinBlock));
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
+  util::install_cpu_cache();
 }
 
 int run_main(const std::function<int()>& body) {

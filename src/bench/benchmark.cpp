@@ -12,6 +12,7 @@
 #include "xl/eval/evaluator.h"
 #include "xl/eval/setup.h"
 #include "xl/models/factory.h"
+#include "xl/models/flops.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/run/device.h"
 #include "xl/train/optimizer.h"
@@ -102,6 +103,33 @@ nlohmann::json measure(
   return record;
 }
 
+// Float32 (or, under bf16 autocast, bfloat16) square matrix products on `device`, for about a
+// second: the rate the model's FLOPs are compared with.
+double matmul_gflops(const torch::Device& device, bool bf16) {
+  const int64_t n = device.is_cuda() ? 8192 : 2048;
+  const auto options = torch::TensorOptions().device(device).dtype(
+      bf16 ? torch::kBFloat16 : torch::kFloat);
+  const auto a = torch::randn({n, n}, options);
+  const auto b = torch::randn({n, n}, options);
+  auto c = torch::mm(a, b);
+  synchronize(device);
+  int64_t products = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double seconds = 0;
+  while (seconds < 1.0) {
+    torch::mm_out(c, a, b);
+    ++products;
+    if (products % 8 == 0 || !device.is_cuda()) {
+      synchronize(device);
+      seconds = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    }
+  }
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) /
+      seconds / 1e9;
+}
+
 bool wants(const BenchOptions& options, const std::string& mode) {
   return ("," + options.modes + ",").find("," + mode + ",") !=
       std::string::npos;
@@ -151,6 +179,25 @@ nlohmann::json bench_train(Bench& b) {
   record["estimated_memory_mib"] =
       models::estimate_training_memory(b.config, b.n_token).total() / kMiB;
   record["setting"] = source->describe();
+  const auto flops = models::training_flops_per_token(
+      b.config, b.n_token, models::uniform_bin_share(b.config, b.n_token));
+  if (flops) {
+    const double model_rate =
+        *flops * record["input_tokens_per_s"].get<double>() / 1e9;
+    const bool bf16 = t.bf16 && b.device.is_cuda();
+    const double matmul_rate = matmul_gflops(b.device, bf16);
+    record["model_flops_per_token"] = *flops;
+    record["model_gflops_per_s"] = model_rate;
+    record["matmul_gflops_per_s"] = matmul_rate;
+    record["model_flops_utilisation"] = model_rate / matmul_rate;
+    spdlog::info(
+        "train    model {:.1f} MFLOP/token, {:.1f} GFLOP/s; {} matmul {:.1f} GFLOP/s; {:.1f}% of it",
+        *flops / 1e6,
+        model_rate,
+        bf16 ? "bf16" : "float32",
+        matmul_rate,
+        100.0 * model_rate / matmul_rate);
+  }
   return record;
 }
 

@@ -39,7 +39,12 @@ void TransformerXLImpl::reset() {
       attention.d_model(),
       ", got ",
       adaptive.d_proj());
-  word_emb = register_module("word_emb", nn::AdaptiveEmbedding(adaptive));
+  // One shared table always gets the softmax's dense gradient (its head reads it), so the
+  // lookup's rows can be added into that.
+  word_emb = register_module(
+      "word_emb",
+      nn::AdaptiveEmbedding(nn::AdaptiveOptions(adaptive).sparse_grad(
+          o.output().tie_weight() && adaptive.div_val() == 1)));
   pos_emb = register_module(
       "pos_emb",
       nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));

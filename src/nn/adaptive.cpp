@@ -1,6 +1,10 @@
 #include "xl/nn/adaptive.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <cmath>
+
+#include "xl/nn/adaptive_loss.h"
 
 namespace xl::nn {
 
@@ -104,7 +108,12 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
   auto out_sizes = tokens.sizes().vec();
   out_sizes.push_back(options.d_proj());
   if (options.div_val() == 1) {
-    auto embed = torch::embedding(weight(0), tokens);
+    auto embed = torch::embedding(
+        weight(0),
+        tokens,
+        /*padding_idx=*/-1,
+        /*scale_grad_by_freq=*/false,
+        options.sparse_grad());
     if (options.has_proj(0)) {
       embed = torch::nn::functional::linear(embed, proj(0));
     }
@@ -119,8 +128,12 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
     if (indices.numel() == 0) {
       continue;
     }
-    auto embed_i =
-        torch::embedding(weight(i), flat.index_select(0, indices) - bounds[i]);
+    auto embed_i = torch::embedding(
+        weight(i),
+        flat.index_select(0, indices) - bounds[i],
+        /*padding_idx=*/-1,
+        /*scale_grad_by_freq=*/false,
+        options.sparse_grad());
     embed_i = torch::nn::functional::linear(embed_i, proj(i));
     if (!out.defined()) {
       out = torch::zeros({flat.size(0), options.d_proj()}, embed_i.options());
@@ -298,6 +311,19 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
       hidden.sizes(),
       " and ",
       target.sizes());
+  if (options.fused_loss() && hidden.scalar_type() == torch::kFloat &&
+      hidden.size(0) > 0 &&
+      !at::autocast::is_autocast_enabled(hidden.device().type())) {
+    return adaptive_log_prob(
+        {a.bounds(),
+         out_weights,
+         out_biases,
+         out_projs,
+         cluster_weight,
+         cluster_bias},
+        hidden,
+        target);
+  }
   const auto head = head_log_probs(hidden);
   const auto bounds = a.bounds();
   if (bounds.size() == 2) {

@@ -8,14 +8,34 @@ namespace xl::train {
 
 namespace {
 
+template <class Torch>
+constexpr bool kIsAdam = std::is_same_v<Torch, torch::optim::Adam> ||
+    std::is_same_v<Torch, torch::optim::AdamW>;
+
+template <class Torch>
+using AdamState = std::conditional_t<
+    std::is_same_v<Torch, torch::optim::Adam>,
+    torch::optim::AdamParamState,
+    torch::optim::AdamWParamState>;
+
 // Any LibTorch optimizer; the learning rate lives in its parameter group
-// options.
+// options. Adam and AdamW can run their update as one fused multi-tensor
+// kernel on LibTorch's own state, so checkpoints do not depend on the path.
 template <class Torch, class Options>
 class TorchOptimizer : public Optimizer {
  public:
-  TorchOptimizer(std::vector<torch::Tensor> params, Options options)
-      : optimizer_(std::move(params), options) {}
+  TorchOptimizer(
+      std::vector<torch::Tensor> params,
+      Options options,
+      bool fused = false)
+      : optimizer_(std::move(params), options), fused_(fused) {}
   void step() override {
+    if constexpr (kIsAdam<Torch>) {
+      if (fused_) {
+        fused_step();
+        return;
+      }
+    }
     optimizer_.step();
   }
   void zero_grad() override {
@@ -39,11 +59,7 @@ class TorchOptimizer : public Optimizer {
         out.push_back(static_cast<const torch::optim::SGDParamState&>(*state)
                           .momentum_buffer());
       } else {
-        using State = std::conditional_t<
-            std::is_same_v<Torch, torch::optim::Adam>,
-            torch::optim::AdamParamState,
-            torch::optim::AdamWParamState>;
-        const auto& s = static_cast<const State&>(*state);
+        const auto& s = static_cast<const AdamState<Torch>&>(*state);
         out.insert(
             out.end(), {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()});
       }
@@ -52,7 +68,72 @@ class TorchOptimizer : public Optimizer {
   }
 
  private:
+  // LibTorch's Adam step (state created on a parameter's first gradient,
+  // weight decay as L2 for Adam and decoupled for AdamW) for every parameter
+  // of a group at once. The update is the same formula; float rounding can
+  // differ in the last bits.
+  void fused_step() {
+    torch::NoGradGuard no_grad;
+    for (auto& group : optimizer_.param_groups()) {
+      const auto& o = static_cast<const Options&>(group.options());
+      TORCH_CHECK(!o.amsgrad(), "the fused Adam step has no amsgrad");
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+      for (auto& p : group.params()) {
+        if (!p.grad().defined()) {
+          continue;
+        }
+        auto& slot = optimizer_.state()[p.unsafeGetTensorImpl()];
+        if (!slot) {
+          auto state = std::make_unique<AdamState<Torch>>();
+          state->step(0);
+          state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          state->exp_avg_sq(
+              torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          slot = std::move(state);
+        }
+        auto& state = static_cast<AdamState<Torch>&>(*slot);
+        state.step(state.step() + 1);
+        params.push_back(p);
+        grads.push_back(p.grad());
+        exp_avgs.push_back(state.exp_avg());
+        exp_avg_sqs.push_back(state.exp_avg_sq());
+        steps.push_back(torch::full(
+            {},
+            static_cast<float>(state.step()),
+            p.options().requires_grad(false)));
+      }
+      if (params.empty()) {
+        continue;
+      }
+      const auto [beta1, beta2] = o.betas();
+      const auto fused = [](auto&&... args) {
+        if constexpr (std::is_same_v<Torch, torch::optim::Adam>) {
+          at::_fused_adam_(args...);
+        } else {
+          at::_fused_adamw_(args...);
+        }
+      };
+      fused(
+          params,
+          grads,
+          exp_avgs,
+          exp_avg_sqs,
+          std::vector<torch::Tensor>{},
+          steps,
+          o.lr(),
+          beta1,
+          beta2,
+          o.weight_decay(),
+          o.eps(),
+          /*amsgrad=*/false,
+          /*maximize=*/false,
+          std::nullopt,
+          std::nullopt);
+    }
+  }
+
   mutable Torch optimizer_;
+  bool fused_;
 };
 
 } // namespace
@@ -137,7 +218,8 @@ std::unique_ptr<Optimizer> make_optimizer(
           torch::optim::AdamOptions(t.lr)
               .betas({t.beta1, t.beta2})
               .eps(t.eps)
-              .weight_decay(t.weight_decay));
+              .weight_decay(t.weight_decay),
+          t.fused_optim);
     case config::Optim::kAdamW:
       return std::make_unique<
           TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
@@ -145,7 +227,8 @@ std::unique_ptr<Optimizer> make_optimizer(
           torch::optim::AdamWOptions(t.lr)
               .betas({t.beta1, t.beta2})
               .eps(t.eps)
-              .weight_decay(t.weight_decay));
+              .weight_decay(t.weight_decay),
+          t.fused_optim);
     case config::Optim::kSgd:
       return std::make_unique<
           TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(

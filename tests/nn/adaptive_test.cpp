@@ -70,6 +70,70 @@ TEST(AdaptiveLogSoftmax, TyingSharesStorageAndCountsOnce) {
   EXPECT_EQ(models::count_parameters(*crit), 12 * 16 + 50 + 2 * 16 + 2);
 }
 
+// The hand-written backward against the composed ops: values, the gradient of every parameter
+// and of the hidden states, with tied and untied tables, projections, per-row loss weights and a
+// tail bin no target falls in. The tied run feeds the embedding into the softmax, so its sparse
+// table gradient is added into the softmax's dense one.
+TEST(AdaptiveLogSoftmax, FusedLossEqualsTheComposedOps) {
+  for (const int64_t div_val : {1, 2}) {
+    for (const bool tied : {false, true}) {
+      for (const bool empty_bin : {false, true}) {
+        torch::manual_seed(5);
+        const auto options = small(div_val);
+        AdaptiveEmbedding emb(AdaptiveOptions(options).sparse_grad(tied));
+        AdaptiveLogSoftmax crit(
+            AdaptiveSoftmaxOptions(options).tie_weight(tied).tie_projs(
+                {false, tied, tied}));
+        crit->tie_to(*emb);
+        randomize(*emb);
+        randomize(*crit);
+        const auto tokens = torch::tensor({1, 12, 49, 5, 33, 7, 20, 0, 29});
+        const auto target = empty_bin
+            ? torch::tensor({0, 9, 10, 29, 15, 3, 11, 2, 28})
+            : torch::tensor({0, 9, 10, 29, 30, 49, 15, 31, 2});
+        const auto row_weight = torch::rand({9}) + 0.5;
+        const auto noise = torch::randn({9, 12});
+        std::vector<std::vector<torch::Tensor>> grads;
+        std::vector<torch::Tensor> values;
+        for (const bool fused : {false, true}) {
+          crit->options.fused_loss(fused);
+          emb->zero_grad();
+          crit->zero_grad();
+          const auto hidden = (emb(tokens) * 0.1 + noise).requires_grad_();
+          hidden.retain_grad();
+          const auto logp = crit(hidden, target);
+          (-(logp * row_weight).sum()).backward();
+          values.push_back(logp.detach());
+          std::vector<torch::Tensor> g{hidden.grad()};
+          // The composed ops leave an empty bin's tensors without a gradient.
+          for (const torch::nn::Module* module :
+               std::vector<const torch::nn::Module*>{emb.get(), crit.get()}) {
+            for (const auto& p : module->parameters()) {
+              g.push_back(
+                  p.grad().defined() ? p.grad().to_dense()
+                                     : torch::zeros_like(p));
+            }
+          }
+          if (fused && tied) {
+            EXPECT_FALSE(emb->weight(0).grad().is_sparse())
+                << "the embedding's rows were added into the softmax's dense gradient";
+          }
+          grads.push_back(std::move(g));
+        }
+        const std::string where = "div_val " + std::to_string(div_val) +
+            (tied ? " tied" : "") + (empty_bin ? " empty bin" : "");
+        EXPECT_TRUE(torch::allclose(values[1], values[0], 1e-5, 1e-5)) << where;
+        ASSERT_EQ(grads[0].size(), grads[1].size());
+        for (size_t i = 0; i < grads[0].size(); ++i) {
+          EXPECT_TRUE(torch::allclose(grads[1][i], grads[0][i], 1e-4, 1e-5))
+              << where << " tensor " << i << ": "
+              << (grads[1][i] - grads[0][i]).abs().max().item<double>();
+        }
+      }
+    }
+  }
+}
+
 TEST(UpdateMemory, KeepsLastMemLenDetached) {
   const auto h1 =
       torch::arange(3, torch::kFloat).view({3, 1, 1}).requires_grad_();

@@ -242,6 +242,7 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
+  bool fused_optim = true;
   Scheduler scheduler = Scheduler::kCosine;
   int64_t warmup_step = 0;
   double eta_min = 0.0;
@@ -275,6 +276,7 @@ struct TrainConfig {
     v("beta1", s.beta1, "Adam/LAMB beta1", fraction());
     v("beta2", s.beta2, "Adam/LAMB beta2", fraction());
     v("eps", s.eps, "Adam/LAMB epsilon", greater_than(0));
+    v("fused_optim", s.fused_optim, "adam, adamw: update every parameter in one fused multi-tensor kernel (false: LibTorch's per-tensor step; same formula and state, the last float bits may differ)");
     v("scheduler", s.scheduler, "learning-rate schedule after warmup");
     v("warmup_step", s.warmup_step, "linear warmup steps", at_least(0));
     v("eta_min", s.eta_min, "final learning rate of the cosine schedule", at_least(0));

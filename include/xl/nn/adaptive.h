@@ -32,6 +32,11 @@ struct AdaptiveOptions {
   /// bin boundaries, strictly increasing, each < n_token; empty: one bin
   TORCH_ARG(std::vector<int64_t>, cutoffs) = {};
   TORCH_ARG(int64_t, div_val) = 1;
+  /// embedding: sparse table gradients, for a table tied to the softmax: they are added into
+  /// the softmax's dense gradient, with no table-sized zero fill. The softmax must give the
+  /// table a gradient every step, as it does for one shared table (div_val 1); a table left
+  /// with a sparse gradient alone would stop Adam.
+  TORCH_ARG(bool, sparse_grad) = false;
 
  public:
   /// [0, c0, ..., n_token]
@@ -74,6 +79,9 @@ struct AdaptiveSoftmaxOptions {
   /// share bin i's projection with the embedding's (div_val == 1: its only
   /// projection); empty: no sharing
   TORCH_ARG(std::vector<bool>, tie_projs) = {};
+  /// forward with the hand-written backward of nn/adaptive_loss.h where it applies (float32
+  /// hidden states, no autocast); false: composed LibTorch ops
+  TORCH_ARG(bool, fused_loss) = true;
 };
 
 class AdaptiveLogSoftmaxImpl

@@ -1,0 +1,28 @@
+// Model FLOPs of a Transformer-XL training step, per input token: the matrix products the
+// model's math needs, counted once (2 FLOPs per multiply-add), backward as twice the forward.
+// Work an implementation adds (re-projecting queries of the memory, recomputation under
+// activation checkpointing) is not counted. The formula is in docs/benchmarks.md ("Model
+// FLOPs").
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "xl/config/schema.h"
+
+namespace xl::models {
+
+/// FLOPs per input token of a training step of `config`'s Transformer-XL with `n_token` words,
+/// when a fraction `bin_share[i]` of the targets falls in adaptive-softmax bin i (one entry per
+/// bin, summing to 1). nullopt for the other families.
+std::optional<double> training_flops_per_token(
+    const config::Config& config,
+    int64_t n_token,
+    const std::vector<double>& bin_share);
+
+/// The share of uniformly random targets in each adaptive-softmax bin (xl-bench's data).
+std::vector<double> uniform_bin_share(
+    const config::Config& config,
+    int64_t n_token);
+
+} // namespace xl::models

@@ -1,0 +1,36 @@
+// The adaptive softmax's log-likelihood with a hand-written backward pass.
+//
+// Composed from LibTorch ops, the loss keeps a log_softmax output per bin, and its backward
+// zero-fills a gather gradient per bin and a full table-sized gradient for every bin's slice of
+// a shared table. This keeps only each bin's logits, turns them into the gradient in place, and
+// writes each table's gradient once, slice by slice.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace xl::nn {
+
+/// The softmax's parameters, as AdaptiveLogSoftmax holds them.
+struct AdaptiveLossParams {
+  /// [0, c0, ..., n_token]
+  std::vector<int64_t> bounds;
+  /// one table [n_token, d] shared by every bin, or one [n_i, d_i] per bin; biases alike
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  /// per bin [d_proj, d_i], or undefined
+  std::vector<torch::Tensor> projs;
+  /// [n_bins - 1, d_0] and [n_bins - 1], undefined with one bin
+  torch::Tensor cluster_weight;
+  torch::Tensor cluster_bias;
+};
+
+/// hidden [N, d_proj] (float32), target [N] -> log p(target) [N] (float32), equal to
+/// AdaptiveLogSoftmax's composed forward up to float rounding, gradients included.
+torch::Tensor adaptive_log_prob(
+    const AdaptiveLossParams& params,
+    const torch::Tensor& hidden,
+    const torch::Tensor& target);
+
+} // namespace xl::nn

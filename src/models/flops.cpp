@@ -1,0 +1,83 @@
+#include "xl/models/flops.h"
+
+#include <fmt/format.h>
+
+#include "xl/util/error.h"
+
+namespace xl::models {
+
+namespace {
+
+std::vector<int64_t> bin_bounds(
+    const config::TransformerXLConfig& x,
+    int64_t n_token) {
+  std::vector<int64_t> bounds{0};
+  bounds.insert(bounds.end(), x.cutoffs.begin(), x.cutoffs.end());
+  bounds.push_back(n_token);
+  return bounds;
+}
+
+} // namespace
+
+std::vector<double> uniform_bin_share(
+    const config::Config& c,
+    int64_t n_token) {
+  const auto bounds = bin_bounds(c.model.transformer_xl, n_token);
+  std::vector<double> share;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    share.push_back(
+        static_cast<double>(bounds[i + 1] - bounds[i]) /
+        static_cast<double>(n_token));
+  }
+  return share;
+}
+
+std::optional<double> training_flops_per_token(
+    const config::Config& c,
+    int64_t n_token,
+    const std::vector<double>& bin_share) {
+  if (c.model.type != config::ModelType::kTransformerXL) {
+    return std::nullopt;
+  }
+  const auto& m = c.model;
+  const auto& x = m.transformer_xl;
+  const auto bounds = bin_bounds(x, n_token);
+  const size_t bins = bounds.size() - 1;
+  if (bin_share.size() != bins) {
+    throw UserError(fmt::format(
+        "FLOP count: {} bin shares for {} bins", bin_share.size(), bins));
+  }
+  const auto d = static_cast<double>(m.d_model);
+  const auto inner = static_cast<double>(m.d_inner);
+  const auto a = static_cast<double>(m.n_head * m.d_head);
+  const auto q = static_cast<double>(c.train.tgt_len);
+  const auto k = q + static_cast<double>(x.mem_len); // attended positions
+  // Per token of the segment: queries for itself, keys and values for every attended position
+  // (the memory's are projected again each segment), scores, the weighted sum, the output
+  // projection and the feed-forward network.
+  double layer = 2 * d * a * (q + 2 * k) / q + 2 * 2 * k * a + 2 * a * d +
+      2 * 2 * d * inner;
+  if (x.attn_type == config::AttnType::kRelative) {
+    layer +=
+        2 * d * a * k / q + 2 * k * a; // position projection and the BD term
+  }
+  // Adaptive input and softmax: bin i has size d_embed / div_val^i and a projection when that
+  // differs from d_model or div_val > 1. The head scores its words and one logit per cluster;
+  // a target in tail bin i adds that bin's logits.
+  const double d_embed = static_cast<double>(x.d_embed.value_or(m.d_model));
+  double io = 0;
+  double d_i = d_embed;
+  for (size_t i = 0; i < bins; ++i) {
+    const bool proj = x.div_val > 1 || d_i != d;
+    const double words = static_cast<double>(bounds[i + 1] - bounds[i]) +
+        (i == 0 ? static_cast<double>(bins - 1) : 0.0);
+    const double logits = 2 * d_i * words + (proj ? 2 * d * d_i : 0.0);
+    io += (i == 0 ? 1.0 : bin_share[i]) * logits;
+    // The embedding's projection, for the inputs in this bin.
+    io += proj ? bin_share[i] * 2 * d * d_i : 0.0;
+    d_i /= static_cast<double>(x.div_val);
+  }
+  return 3 * (static_cast<double>(m.n_layer) * layer + io);
+}
+
+} // namespace xl::models
