@@ -1,5 +1,6 @@
 #include "xl/app/commands.h"
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@
 #include "xl/models/memory_estimate.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/device.h"
+#include "xl/run/distributed.h"
 #include "xl/run/logging.h"
 #include "xl/run/metrics.h"
 #include "xl/run/run_dir.h"
@@ -81,9 +83,25 @@ int run_training(
   // Data, model and initial weights first: a bad corpus, batch setting, size or init_from
   // fails before the run directory is written.
   run::setup_runtime(config.train);
+  // torchrun's environment: this process is one rank of a data-parallel run.
+  const auto env = run::distributed_env();
+  const int64_t ranks = env ? env->world_size : 1;
+  if (config.train.batch_size % (ranks * config.train.batch_chunk) != 0) {
+    throw ConfigError(fmt::format(
+        "train.batch_size {} must split into {} processes x train.batch_chunk {}",
+        config.train.batch_size,
+        ranks,
+        config.train.batch_chunk));
+  }
   const auto dataset = data::open_dataset(config);
   dataset->prepare_training();
-  const torch::Device device = run::pick_device(config.train.device);
+  torch::Device device = run::pick_device(config.train.device);
+  if (env && device.is_cuda()) {
+    // One GPU per process: LOCAL_RANK's, also for tensors made without a device index.
+    device = torch::Device(
+        torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
+    c10::cuda::set_device(device.index());
+  }
   check_memory(
       "training",
       models::estimate_training_memory(config, dataset->vocab_size()),
@@ -93,8 +111,46 @@ int run_training(
   const std::string initialised = config.train.init_from && !resume
       ? load_initial_weights(config, *model)
       : "";
-  const run::RunPaths paths = run::prepare_run_directory(config, resume);
-  run::setup_logging(config.run.log_level, paths.log);
+  std::unique_ptr<run::Group> group;
+  run::RunPaths paths;
+  if (env) {
+    // A dead peer is noticed at once; a hung one after this long.
+    group =
+        std::make_unique<run::Group>(*env, device, std::chrono::minutes(30));
+    // Rank 0 alone prepares and locks the run directory; the others learn whether it could.
+    std::string failure;
+    if (env->rank == 0) {
+      try {
+        paths = run::prepare_run_directory(config, resume);
+      } catch (const UserError& e) {
+        failure = e.what();
+      }
+    }
+    if (group->any(!failure.empty())) {
+      throw UserError(
+          env->rank == 0
+              ? failure
+              : fmt::format(
+                    "rank {}: rank 0 could not prepare the run directory (its "
+                    "error says why)",
+                    env->rank));
+    }
+    if (env->rank != 0) {
+      paths = run::run_paths(run::run_directory(config));
+    }
+    // The other ranks repeat rank 0's lines: they show only warnings and errors.
+    run::setup_logging(
+        env->rank == 0 ? config.run.log_level : "warn",
+        env->rank == 0 ? std::optional(paths.log) : std::nullopt);
+    spdlog::info(
+        "data-parallel training on {} processes: each trains {} of every batch's {} rows",
+        env->world_size,
+        config.train.batch_size / env->world_size,
+        config.train.batch_size);
+  } else {
+    paths = run::prepare_run_directory(config, resume);
+    run::setup_logging(config.run.log_level, paths.log);
+  }
   spdlog::info(
       "run directory {} (resolved config: {})",
       paths.dir.string(),
@@ -103,8 +159,18 @@ int run_training(
   if (!initialised.empty()) {
     spdlog::info("{}", initialised);
   }
+  model->to(device);
+  std::unique_ptr<train::DataParallel> parallel;
+  if (group) {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : model->named_parameters()) {
+      named.emplace_back(item.key(), item.value());
+    }
+    parallel = std::make_unique<train::DataParallel>(*group, named);
+  }
   train::install_stop_handlers();
-  train::Trainer trainer(config, paths, *dataset, model, device);
+  train::Trainer trainer(
+      config, paths, *dataset, model, device, parallel.get());
   const train::TrainResult result = trainer.run(resume, stop_at);
   if (result.signal != 0) {
     return 128 + result.signal;

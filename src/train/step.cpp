@@ -10,27 +10,28 @@ namespace xl::train {
 namespace {
 
 // The chunk's share of each weighted term must equal its share of the counted targets, or the
-// chunk-by-chunk normalisation above would not be the whole batch's.
+// chunk-by-chunk normalisation above would not be the whole batch's. counts[c][t]: term t's
+// count in chunk c.
 void check_proportional_counts(
-    const std::vector<std::vector<models::LossTerm>>& chunk_terms,
+    const std::vector<models::LossTerm>& terms,
+    const std::vector<std::vector<int64_t>>& counts,
     const std::vector<int64_t>& chunk_targets,
     int64_t targets) {
-  const size_t n_terms = chunk_terms.front().size();
-  for (size_t t = 0; t < n_terms; ++t) {
-    if (chunk_terms.front()[t].weight == 0.0) {
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (terms[t].weight == 0.0) {
       continue;
     }
     int64_t total = 0;
-    for (const auto& terms : chunk_terms) {
-      total += terms[t].count;
+    for (const auto& chunk : counts) {
+      total += chunk[t];
     }
-    for (size_t c = 0; c < chunk_terms.size(); ++c) {
+    for (size_t c = 0; c < counts.size(); ++c) {
       TORCH_CHECK(
-          chunk_terms[c][t].count * targets == total * chunk_targets[c],
+          counts[c][t] * targets == total * chunk_targets[c],
           "loss term '",
-          chunk_terms[c][t].name,
+          terms[t].name,
           "' counts ",
-          chunk_terms[c][t].count,
+          counts[c][t],
           " of chunk ",
           c,
           "'s ",
@@ -40,7 +41,7 @@ void check_proportional_counts(
           " of the batch's ",
           targets,
           ": chunked normalisation needs weighted terms that count in proportion to the "
-          "targets; train with batch_chunk 1");
+          "targets; train with batch_chunk 1 on one process");
     }
   }
 }
@@ -67,12 +68,19 @@ StepResult train_step(
   result.targets = batch.n_targets;
   TORCH_CHECK(result.targets > 0, "a training batch without counted targets");
   optimizer.zero_grad();
-  const auto chunks = batch.split(options.chunks);
+  // Rank r of R trains chunks [r k, (r + 1) k) of the batch split into R k chunks: the same
+  // chunks, memories and normalisation as one process with batch_chunk R k.
+  const int64_t ranks = options.parallel ? options.parallel->group().size() : 1;
+  const int64_t rank = options.parallel ? options.parallel->group().rank() : 0;
+  const auto all_chunks = batch.split(ranks * options.chunks);
+  const std::vector<data::Batch> chunks(
+      all_chunks.begin() + rank * options.chunks,
+      all_chunks.begin() + (rank + 1) * options.chunks);
   std::vector<nn::Memory> next_mems(chunks.size());
-  std::vector<std::vector<models::LossTerm>> chunk_terms;
-  std::vector<int64_t> chunk_targets;
+  std::vector<models::LossTerm> terms; // the last chunk's, for the names
   std::vector<torch::Tensor>
-      sums; // every chunk's term sums, read once at the end
+      sums;                   // every chunk's term sums, read once at the end
+  std::vector<double> counts; // and their counts
   models::ForwardArgs args;
   args.step = step;
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -84,11 +92,13 @@ StepResult train_step(
           continues_streams ? mems[c] : nn::Memory{},
           args);
     }
-    const double share = static_cast<double>(chunks[c].n_targets) /
-        static_cast<double>(result.targets);
+    // The reducer averages over the ranks; the shares already make the sum the batch's.
+    const double share = static_cast<double>(chunks[c].n_targets) *
+        static_cast<double>(ranks) / static_cast<double>(result.targets);
     torch::Tensor objective;
     for (const auto& term : out.terms) {
       sums.push_back(term.sum.detach().to(torch::kDouble).reshape({}));
+      counts.push_back(static_cast<double>(term.count));
       if (term.weight == 0.0 || term.count == 0) {
         continue;
       }
@@ -96,24 +106,55 @@ StepResult train_step(
           term.sum * (term.weight * share / static_cast<double>(term.count));
       objective = objective.defined() ? objective + part : part;
     }
-    if (objective.defined()) {
+    if (options.parallel && c + 1 == chunks.size()) {
+      // Every rank must take part in the reduction, also with nothing to learn from here.
+      if (!objective.defined()) {
+        objective = out.terms.front().sum * 0.0;
+      }
+      options.parallel->backward_and_reduce(objective);
+    } else if (objective.defined()) {
       objective.backward();
     }
-    chunk_targets.push_back(chunks[c].n_targets);
-    chunk_terms.push_back(std::move(out.terms));
+    terms = out.terms;
     next_mems[c] = std::move(out.mems);
   }
-  check_proportional_counts(chunk_terms, chunk_targets, result.targets);
 
-  const auto host = torch::stack(sums).cpu();
-  const auto* values = host.data_ptr<double>();
-  const size_t n_terms = chunk_terms.front().size();
-  for (size_t c = 0; c < chunk_terms.size(); ++c) {
-    std::vector<double> chunk_sums(
-        values + c * n_terms, values + (c + 1) * n_terms);
-    models::accumulate(
-        result.terms, models::totals_of(chunk_terms[c], chunk_sums));
+  // Every chunk's term sums and counts and its targets, from every rank (exact: the other
+  // ranks' rows are zeros here).
+  const auto n_terms = static_cast<int64_t>(terms.size());
+  const int64_t n_chunks = ranks * options.chunks;
+  auto table = torch::zeros({n_chunks, 2 * n_terms + 1}, torch::kDouble);
+  {
+    auto mine = table.narrow(0, rank * options.chunks, options.chunks);
+    mine.narrow(1, 0, n_terms)
+        .copy_(torch::stack(sums).cpu().view({options.chunks, n_terms}));
+    mine.narrow(1, n_terms, n_terms)
+        .copy_(torch::tensor(counts, torch::kDouble)
+                   .view({options.chunks, n_terms}));
+    for (int64_t c = 0; c < options.chunks; ++c) {
+      mine[c][2 * n_terms] =
+          static_cast<double>(chunks[static_cast<size_t>(c)].n_targets);
+    }
   }
+  if (options.parallel) {
+    options.parallel->group().all_reduce_sum(table);
+  }
+  const auto* values = table.data_ptr<double>();
+  std::vector<std::vector<int64_t>> chunk_counts(static_cast<size_t>(n_chunks));
+  std::vector<int64_t> chunk_targets;
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const double* row = values + c * (2 * n_terms + 1);
+    std::vector<models::TermTotal> totals;
+    for (int64_t t = 0; t < n_terms; ++t) {
+      const auto& term = terms[static_cast<size_t>(t)];
+      const auto count = static_cast<int64_t>(row[n_terms + t]);
+      chunk_counts[static_cast<size_t>(c)].push_back(count);
+      totals.push_back({term.name, term.kind, term.weight, row[t], count});
+    }
+    chunk_targets.push_back(static_cast<int64_t>(row[2 * n_terms]));
+    models::accumulate(result.terms, totals);
+  }
+  check_proportional_counts(terms, chunk_counts, chunk_targets, result.targets);
   for (const auto& term : result.terms) {
     result.finite = result.finite && std::isfinite(term.sum);
   }

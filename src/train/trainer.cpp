@@ -67,12 +67,15 @@ Trainer::Trainer(
     run::RunPaths paths,
     data::Dataset& data,
     models::LanguageModel model,
-    torch::Device device)
+    torch::Device device,
+    DataParallel* parallel)
     : config_(std::move(config)),
       paths_(std::move(paths)),
       data_(data),
       model_(std::move(model)),
-      device_(device) {}
+      device_(device),
+      parallel_(parallel),
+      writes_(parallel == nullptr || parallel->group().rank() == 0) {}
 
 namespace {
 
@@ -183,6 +186,36 @@ void Trainer::save(const State& s, bool best) {
         all_finite(model_->parameters()) ? "optimizer state does" : "weights",
         last_good_checkpoint()));
   }
+  // Every rank's memories, in chunk order, and random states: the checkpoint of R ranks with
+  // batch_chunk k holds what one process with batch_chunk R k would.
+  std::vector<nn::Memory> mems = s.mems;
+  std::vector<torch::Tensor> cpu_rng{
+      at::detail::getDefaultCPUGenerator().get_state()};
+  if (parallel_ != nullptr) {
+    auto& group = parallel_->group();
+    std::vector<nn::Memory> all(
+        static_cast<size_t>(group.size()) * s.mems.size());
+    for (size_t c = 0; c < s.mems.size(); ++c) {
+      for (const auto& layer : s.mems[c]) {
+        const auto parts = group.all_gather(layer);
+        for (size_t r = 0; r < parts.size(); ++r) {
+          all[r * s.mems.size() + c].push_back(parts[r]);
+        }
+      }
+    }
+    mems = std::move(all);
+    cpu_rng = group.all_gather(cpu_rng.front());
+  }
+  std::vector<torch::Tensor> cuda_rng;
+  if (device_.is_cuda()) {
+    cuda_rng = {at::globalContext().defaultGenerator(device_).get_state()};
+    if (parallel_ != nullptr) {
+      cuda_rng = parallel_->group().all_gather(cuda_rng.front());
+    }
+  }
+  if (!writes_) {
+    return;
+  }
   const auto fill = [&](torch::serialize::OutputArchive& archive) {
     io::write_module(archive, "model", *model_);
     torch::serialize::OutputArchive optimizer_archive;
@@ -190,16 +223,22 @@ void Trainer::save(const State& s, bool best) {
     archive.write("optimizer", optimizer_archive);
     s.schedule->save(archive);
     s.source->save(archive);
-    write_memory(archive, s.mems);
+    write_memory(archive, mems);
+    io::write_int(
+        archive, "train.world_size", static_cast<int64_t>(cpu_rng.size()));
     io::write_double(archive, "train.best_valid", s.best_valid);
     io::write_int(archive, "train.bad_streak", s.bad_streak);
     io::write_int(archive, "train.skipped", s.skipped);
     write_totals(archive, "train.window", s.window);
-    archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+    archive.write("rng.cpu", cpu_rng.front());
+    for (size_t r = 1; r < cpu_rng.size(); ++r) {
+      archive.write(fmt::format("rng.cpu.{}", r), cpu_rng[r]);
+    }
     if (device_.is_cuda()) {
-      archive.write(
-          "rng.cuda",
-          at::globalContext().defaultGenerator(device_).get_state());
+      archive.write("rng.cuda", cuda_rng.front());
+      for (size_t r = 1; r < cuda_rng.size(); ++r) {
+        archive.write(fmt::format("rng.cuda.{}", r), cuda_rng[r]);
+      }
     }
   };
   const run::CheckpointInfo info{
@@ -264,16 +303,41 @@ void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
   s.optimizer->load(optimizer_archive);
   s.schedule->load(archive);
   s.source->load(archive);
-  s.mems = read_memory(archive, device_);
+  // A run of R ranks resumes on R ranks: each needs its own memories and random stream.
+  const int ranks = parallel_ != nullptr ? parallel_->group().size() : 1;
+  const int rank = parallel_ != nullptr ? parallel_->group().rank() : 0;
+  c10::IValue saved_ranks;
+  const int64_t saved = archive.try_read("train.world_size", saved_ranks)
+      ? saved_ranks.toInt()
+      : 1;
+  if (saved != ranks) {
+    throw UserError(fmt::format(
+        "{} was written by a run of {} process{}; resume it with {} (torchrun "
+        "--nproc-per-node and --nnodes), or start a new run from its weights with "
+        "train.init_from",
+        paths_.last_checkpoint().string(),
+        saved,
+        saved == 1 ? "" : "es",
+        saved));
+  }
+  const auto mems = read_memory(archive, device_);
+  const size_t per_rank = mems.size() / static_cast<size_t>(ranks);
+  s.mems.assign(
+      mems.begin() + static_cast<std::ptrdiff_t>(rank * per_rank),
+      mems.begin() + static_cast<std::ptrdiff_t>((rank + 1) * per_rank));
   s.best_valid = io::read_double(archive, "train.best_valid");
   s.bad_streak = io::read_int(archive, "train.bad_streak");
   s.skipped = io::read_int(archive, "train.skipped");
   s.window = read_totals(archive, "train.window");
   torch::Tensor rng;
-  archive.read("rng.cpu", rng);
+  archive.read(
+      rank == 0 ? std::string("rng.cpu") : fmt::format("rng.cpu.{}", rank),
+      rng);
   set_generator_state(at::detail::getDefaultCPUGenerator(), rng);
   if (device_.is_cuda()) {
-    archive.read("rng.cuda", rng);
+    archive.read(
+        rank == 0 ? std::string("rng.cuda") : fmt::format("rng.cuda.{}", rank),
+        rng);
     set_generator_state(at::globalContext().defaultGenerator(device_), rng);
   }
 }
@@ -293,7 +357,9 @@ double Trainer::validate(int64_t step) {
       data_.unit(),
       {{"step", step}, {"split", "valid"}});
   spdlog::info("{}", report.line);
-  run::MetricsWriter(paths_.metrics).write(report.record);
+  if (writes_) {
+    run::MetricsWriter(paths_.metrics).write(report.record);
+  }
   return result.loss();
 }
 
@@ -315,10 +381,14 @@ void Trainer::start(State& s, bool resume) {
         s.changes.empty() ? "" : "; changed: ",
         fmt::join(s.changes, ", "));
     // Only a resume the checkpoint accepted replaces the run's config.
-    atomic_write(paths_.config, config::dump(config_));
+    if (writes_) {
+      atomic_write(paths_.config, config::dump(config_));
+    }
   }
-  s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics);
-  if (resume) {
+  if (writes_) {
+    s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics);
+  }
+  if (resume && s.metrics) {
     // Records after this line supersede those of the same steps before it (a killed run may
     // have logged steps beyond its last checkpoint).
     s.metrics->write(
@@ -335,13 +405,20 @@ void Trainer::start(State& s, bool resume) {
       s.source->batches_per_pass());
 }
 
+bool Trainer::stop_requested() const {
+  const bool here = stop_signal().load() != 0;
+  return parallel_ != nullptr ? parallel_->group().any(here) : here;
+}
+
 void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
   ++s.skipped;
-  s.metrics->write(
-      {{"step", step},
-       {"skipped", true},
-       {"reason", "non-finite loss or gradient"}});
+  if (s.metrics) {
+    s.metrics->write(
+        {{"step", step},
+         {"skipped", true},
+         {"reason", "non-finite loss or gradient"}});
+  }
   spdlog::warn(
       "step {}: non-finite loss or gradient, update skipped ({} in a row)",
       step,
@@ -372,7 +449,9 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   record["lr"] = lr;
   record["tokens_per_s"] = rate;
   record["epoch"] = s.source->epoch();
-  s.metrics->write(record);
+  if (s.metrics) {
+    s.metrics->write(record);
+  }
   s.window.clear();
 }
 
@@ -383,9 +462,14 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   }
   bool best = false;
   if (!signalled) {
-    const double valid = validate(step);
-    if (stop_signal().load() !=
-        0) { // during validation: save without judging it
+    double valid = validate(step);
+    if (parallel_ != nullptr) {
+      // Bit-level differences between the ranks' evaluations must not split their schedules.
+      auto value = torch::tensor({valid}, torch::kDouble);
+      parallel_->group().broadcast(value, 0);
+      valid = value.item<double>();
+    }
+    if (stop_requested()) { // during validation: save without judging it
       save(s, false);
       s.saved_step = step;
       spdlog::info(
@@ -427,6 +511,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
   options.clip = t.clip;
   options.bf16 = t.bf16;
   options.device = device_;
+  options.parallel = parallel_;
   TrainResult result;
   while (s.step < s.last_step) {
     const int64_t step = s.step + 1;
@@ -450,11 +535,13 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     } else {
       skip_non_finite(s, step);
     }
-    const bool signalled = stop_signal().load() != 0;
+    const bool signalled = stop_requested();
     validate_and_checkpoint(s, step, signalled);
     // A signal during this step's validation was checkpointed there too.
-    if (signalled || (stop_signal().load() != 0 && s.saved_step == step)) {
-      result.signal = stop_signal().load();
+    if (signalled || (s.saved_step == step && stop_requested())) {
+      // A rank that got no signal itself stops as the others do.
+      result.signal =
+          stop_signal().load() != 0 ? stop_signal().load() : SIGTERM;
       spdlog::warn(
           "signal {}: checkpointed step {}, stopping", result.signal, step);
       break;

@@ -1,8 +1,11 @@
 // Training runs as a user starts them: exact resume after a clean stop, after
-// SIGKILL and after SIGTERM; evaluation of the result.
+// SIGKILL and after SIGTERM; evaluation of the result; data-parallel runs.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -531,6 +534,163 @@ TEST(Integrity, SizesThatCannotFitAreRefusedBeforeAnythingIsBuilt) {
   EXPECT_THAT(r.output, HasSubstr("error: evaluation needs about"));
   r = run_command(eval + "--max-steps 2 --skip-memory-check", dir.path());
   EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data-parallel training: ranks started the way torchrun starts them (its environment), on
+// Gloo over the loopback interface.
+
+// A port nobody listens on now.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  auto* generic = reinterpret_cast<sockaddr*>(&address);
+  EXPECT_EQ(::bind(fd, generic, size), 0);
+  EXPECT_EQ(::getsockname(fd, generic, &size), 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// `command` as rank `rank` of `ranks`, its output in `log`.
+std::string as_rank(
+    int rank,
+    int ranks,
+    int port,
+    const std::string& command,
+    const fs::path& log) {
+  return "env RANK=" + std::to_string(rank) +
+      " LOCAL_RANK=" + std::to_string(rank) +
+      " WORLD_SIZE=" + std::to_string(ranks) +
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
+      command + " >" + log.string() + " 2>&1";
+}
+
+// Two ranks of `command`, to their end; fails the test unless both succeed.
+void run_two_ranks(const TempDir& dir, const std::string& command) {
+  const int port = free_port();
+  const auto r = run_command(
+      "(" + as_rank(1, 2, port, command, dir / "rank1.log") + ") & " +
+          as_rank(0, 2, port, command, dir / "rank0.log") +
+          "; zero=$?; wait $!; one=$?; echo \"ranks exited $zero $one\"; "
+          "test $zero -eq 0 -a $one -eq 0",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output << read_text(dir / "rank0.log")
+                         << read_text(dir / "rank1.log");
+}
+
+void expect_close_losses(
+    const std::map<int64_t, double>& expected,
+    const std::map<int64_t, double>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (const auto& [step, loss] : expected) {
+    ASSERT_TRUE(actual.count(step)) << "step " << step;
+    EXPECT_NEAR(actual.at(step), loss, 1e-5 * std::abs(loss))
+        << "step " << step;
+  }
+}
+
+// Two processes, each with half of every batch, train as one process whose batch_chunk splits
+// the batch the same way: the same losses after every step (so the same gradients) and the
+// same validation losses. Dropout is off: the ranks draw their masks from their own streams.
+TEST(DataParallel, TwoGlooProcessesTrainAsOneProcessOnTheCombinedBatch) {
+  TempDir dir;
+  const std::string settings =
+      "--set model.dropout=0 --set model.dropatt=0 --set train.max_step=12 "
+      "--set train.eval_interval=6";
+  const auto one = run_command(
+      train_command(dir / "one", settings + " --set train.batch_chunk=2"),
+      dir.path());
+  ASSERT_EQ(one.status, 0) << one.output;
+  run_two_ranks(dir, train_command(dir / "two", settings));
+  EXPECT_THAT(
+      read_text(dir / "rank0.log"),
+      HasSubstr("data-parallel training on 2 processes"));
+  EXPECT_EQ(train_losses(dir / "two").size(), 12U);
+  expect_close_losses(train_losses(dir / "one"), train_losses(dir / "two"));
+  expect_close_losses(
+      split_losses(dir / "one", "valid"), split_losses(dir / "two", "valid"));
+  EXPECT_EQ(checkpoint_step(dir / "two"), 12);
+}
+
+// Stopped and resumed on two processes, with dropout on, a run repeats the uninterrupted run's
+// losses exactly: every rank's memories and random stream are in the checkpoint. One process
+// may not resume it.
+TEST(DataParallel, ResumeOnTheSameProcessCountIsExactAndAnotherIsRefused) {
+  TempDir dir;
+  const std::string settings =
+      "--set train.max_step=16 --set train.eval_interval=4";
+  run_two_ranks(dir, train_command(dir / "full", settings));
+  run_two_ranks(
+      dir, train_command(dir / "cut", settings + " --stop-at-step 7"));
+  EXPECT_EQ(checkpoint_step(dir / "cut"), 7);
+  const auto alone = run_command(
+      train_command(dir / "cut", settings + " --resume"), dir.path());
+  EXPECT_EQ(alone.status, 2);
+  EXPECT_THAT(
+      alone.output,
+      HasSubstr("was written by a run of 2 processes; resume it with 2"));
+  run_two_ranks(dir, train_command(dir / "cut", settings + " --resume"));
+  expect_same_losses_after(
+      train_losses(dir / "full"), train_losses(dir / "cut"), 7, 16);
+}
+
+// SIGKILL of one rank ends the other with a message instead of a hang, and the last
+// checkpoint resumes.
+TEST(DataParallel, AKilledRankEndsTheJobWithAMessageAndAUsableCheckpoint) {
+  TempDir dir;
+  const int port = free_port();
+  const std::string command = train_command(
+      dir / "r",
+      "--set train.scheduler=constant --set train.max_step=1000000 --set train.eval_interval=10");
+  std::vector<pid_t> ranks;
+  for (const int rank : {0, 1}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      const std::string line = "exec " +
+          as_rank(rank,
+                  2,
+                  port,
+                  command,
+                  dir / ("rank" + std::to_string(rank) + ".log"));
+      ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ranks.push_back(pid);
+  }
+  const int killed = signal_after_step(ranks[1], dir / "r", 25, SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(killed));
+  // The survivor notices at its next collective; a minute is far more than it needs.
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && done == 0; ++i) {
+    done = ::waitpid(ranks[0], &status, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    ::kill(ranks[0], SIGKILL);
+    ::waitpid(ranks[0], &status, 0);
+    FAIL() << "rank 0 hung after rank 1 was killed";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_THAT(
+      read_text(dir / "rank0.log"),
+      HasSubstr("another rank has probably stopped"));
+  const int64_t saved = checkpoint_step(dir / "r");
+  EXPECT_GE(saved, 20);
+  run_two_ranks(
+      dir,
+      train_command(
+          dir / "r",
+          "--resume --set train.scheduler=constant --set train.eval_interval=10 --set "
+          "train.max_step=" +
+              std::to_string(saved + 3)));
+  EXPECT_EQ(checkpoint_step(dir / "r"), saved + 3);
 }
 
 } // namespace

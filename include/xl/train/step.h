@@ -16,6 +16,7 @@
 
 #include "xl/data/batch.h"
 #include "xl/models/language_model.h"
+#include "xl/train/data_parallel.h"
 #include "xl/train/optimizer.h"
 
 namespace xl::train {
@@ -27,6 +28,8 @@ struct StepOptions {
   double clip = 0.0;
   bool bf16 = false;
   torch::Device device = torch::kCPU;
+  /// data-parallel training: this rank trains its share of the batch's chunks (see train_step)
+  DataParallel* parallel = nullptr;
 };
 
 struct StepResult {
@@ -41,8 +44,10 @@ struct StepResult {
   int64_t targets = 0;
 };
 
-/// One optimizer update at learning rate `lr` on `batch` (on the CPU). `mems` holds one memory
-/// per chunk: read when `continues_streams`, replaced after a finite step. `step` is the training
+/// One optimizer update at learning rate `lr` on `batch` (on the CPU). With
+/// `options.parallel`, rank r of R trains chunks [r k, (r + 1) k) of the batch split into R k,
+/// so R processes with `chunks` k step as one with R k; the terms are the whole batch's on every
+/// rank. `mems` holds one memory per chunk of this rank: read when `continues_streams`, replaced after a finite step. `step` is the training
 /// step the model's loss schedules see.
 StepResult train_step(
     models::LanguageModelImpl& model,

@@ -1,7 +1,9 @@
 // The shared trainer, one for every model family: batches from a batch source (the memory of
 // each batch chunk carried over when the source continues streams), the shared training step,
 // scheduled learning rates, per-term logging, periodic validation, and checkpoints from which
-// --resume continues exactly where the run stopped.
+// --resume continues exactly where the run stopped. Under data-parallel training every rank
+// runs it on its share of each batch (train_step), validates on its own and reads the same
+// checkpoints; rank 0 alone writes, with every rank's memories and random state.
 #pragma once
 
 #include <torch/torch.h>
@@ -13,6 +15,7 @@
 #include "xl/data/dataset.h"
 #include "xl/models/language_model.h"
 #include "xl/run/run_dir.h"
+#include "xl/train/data_parallel.h"
 
 namespace xl::train {
 
@@ -35,7 +38,8 @@ class Trainer {
       run::RunPaths paths,
       data::Dataset& data,
       models::LanguageModel model,
-      torch::Device device);
+      torch::Device device,
+      DataParallel* parallel = nullptr);
 
   /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
   /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer than
@@ -53,6 +57,8 @@ class Trainer {
   /// 4. validation (unless a signal stops the run) and the checkpoint
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
   double validate(int64_t step);
+  /// Whether a stop signal arrived, on any rank.
+  bool stop_requested() const;
   void save(const State& s, bool best);
   /// The hint after a divergence: the last checkpoint, when one exists.
   std::string last_good_checkpoint() const;
@@ -65,6 +71,10 @@ class Trainer {
   data::Dataset& data_;
   models::LanguageModel model_;
   torch::Device device_;
+  /// data-parallel training: every rank runs the trainer, rank 0 alone writes
+  DataParallel* parallel_;
+  /// whether this process writes metrics and checkpoints
+  bool writes_;
 };
 
 } // namespace xl::train

@@ -1,0 +1,42 @@
+// Gradients of data-parallel training, reduced by LibTorch's DistributedDataParallel engine
+// (c10d::Reducer): buckets of about 25 MB are all-reduced while the backward pass still runs.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xl/run/distributed.h"
+
+namespace c10d {
+class Reducer;
+}
+
+namespace xl::train {
+
+class DataParallel {
+ public:
+  /// Gives every rank rank 0's `params` first, so that all start from the same weights.
+  DataParallel(
+      run::Group& group,
+      const std::vector<std::pair<std::string, torch::Tensor>>& named_params);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  run::Group& group() const {
+    return group_;
+  }
+  /// The backward pass of `objective` that ends a step's accumulation: when it returns, every
+  /// parameter's gradient is the mean of the ranks' gradients. Earlier backward passes of the
+  /// step (plain `backward()`) only accumulate locally.
+  void backward_and_reduce(const torch::Tensor& objective);
+
+ private:
+  run::Group& group_;
+  std::shared_ptr<c10d::Reducer> reducer_;
+};
+
+} // namespace xl::train
