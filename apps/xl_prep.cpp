@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   return xl::app::run_main([&] {
     CLI::App app{
         "xl-prep: build a vocabulary and encode corpora into xl token files"};
+    xl::app::add_common_flags(app);
     xl::data::PrepOptions options;
     xl::data::XLNetPrepOptions xlnet;
     std::string format = "word";

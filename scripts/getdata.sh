@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Downloads the full corpora from their public locations and encodes them with xl-prep (needs
-# internet; tests never run it); NSMC and the 1 MB enwik8 prefix are bundled and only prepared.
-# Usage: scripts/getdata.sh [wt103|enwik8|text8|nsmc|enwik8-prefix|all]
+# internet; tests never run it); WikiText-2, NSMC and the 1 MB enwik8 prefix are bundled and only
+# prepared.
+# Usage: scripts/getdata.sh [wikitext-2|wt103|enwik8|text8|nsmc|enwik8-prefix|all]
 # Output: data/prepared/<name>/{vocab.txt,train.bin,valid.bin,test.bin}; for nsmc the XLNet
 # files: spiece.model (32k pieces), <split>.pieces, <split>.tsv (5,000 training reviews held out
 # as valid).
@@ -29,6 +30,16 @@ split_and_prep() { # name [train bytes] [valid and test bytes]
   "$bin/xl-prep" --format byte --vocab-from all --train "$f.train" --valid "$f.valid" \
     --test "$f.test" --out "data/prepared/$1"
 }
+
+if [ "$what" = wikitext-2 ] || [ "$what" = all ]; then
+  d=$raw/wikitext-2
+  mkdir -p "$d"
+  for split in train valid test; do
+    xz -dc "data/wikitext-2/wiki.$split.tokens.xz" >"$d/wiki.$split.tokens"
+  done
+  "$bin/xl-prep" --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
+    --test "$d/wiki.test.tokens" --out data/prepared/wikitext-2
+fi
 
 if [ "$what" = wt103 ] || [ "$what" = all ]; then
   fetch https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip"

@@ -9,16 +9,7 @@ scripts/bootstrap.sh
 scripts/build.sh xl-prep xl-train xl-eval
 bin=${XL_BUILD_DIR:-build}/bin
 
-raw=data/prepared/raw/wikitext-2
-prepared=data/prepared/wikitext-2
-if [ ! -f "$prepared/test.bin" ]; then
-  mkdir -p "$raw"
-  for split in train valid test; do
-    xz -dc "data/wikitext-2/wiki.$split.tokens.xz" >"$raw/wiki.$split.tokens"
-  done
-  "$bin/xl-prep" --format word --train "$raw/wiki.train.tokens" --valid "$raw/wiki.valid.tokens" \
-    --test "$raw/wiki.test.tokens" --out "$prepared"
-fi
+[ -f data/prepared/wikitext-2/test.bin ] || scripts/getdata.sh wikitext-2
 
 run=${XL_RUN_NAME:-wt2_small}
 resume=()

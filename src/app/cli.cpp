@@ -1,7 +1,10 @@
 #include "xl/app/cli.h"
 
 #include <c10/util/Exception.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <malloc.h>
 
@@ -11,10 +14,27 @@
 #include "xl/config/config.h"
 #include "xl/util/cpu_cache.h"
 #include "xl/util/error.h"
+#include "xl/util/version.h"
 
 namespace xl::app {
 
+void add_common_flags(CLI::App& app) {
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version_line());
+}
+
+std::string version_line() {
+  return fmt::format(
+      "xl {} (LibTorch {}, {})",
+      version(),
+      TORCH_VERSION,
+      torch::cuda::is_available()
+          ? fmt::format("{} CUDA device(s)", torch::cuda::device_count())
+          : std::string("no CUDA device"));
+}
+
 void add_config_flags(CLI::App& app, ConfigFlags& flags) {
+  add_common_flags(app);
   app.add_option(
       "-c,--config",
       flags.path,
@@ -22,16 +42,22 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
   app.add_option(
          "--set",
          flags.overrides,
-         "override a key, e.g. --set model.d_model=512 (repeatable, later wins)")
-      ->take_all()
-      ->allow_extra_args(false);
+         "override keys, e.g. --set model.d_model=512 train.lr=1e-4 (repeatable; a later "
+         "value of the same key wins)")
+      ->expected(1, CLI::detail::expected_max_vector_size)
+      ->take_all();
   app.add_flag(
       "--dump-config",
       flags.dump,
       "print the fully resolved config as YAML and exit");
-  app.add_flag(
+  // Runs during parsing, before required options are checked: `xl-eval --print-schema` needs
+  // no --run.
+  app.add_flag_callback(
       "--print-schema",
-      flags.print_schema,
+      [] {
+        std::cout << config::schema_reference();
+        throw CLI::Success();
+      },
       "print every config key with its type, default and meaning, and exit");
   app.add_flag(
       "--skip-memory-check",
@@ -52,10 +78,6 @@ CLI::Validator positive_count() {
 }
 
 bool load_config(const ConfigFlags& flags, config::Config& out) {
-  if (flags.print_schema) {
-    std::cout << config::schema_reference();
-    return false;
-  }
   if (flags.path.empty()) {
     throw UserError("no config given: pass --config FILE (see configs/)");
   }

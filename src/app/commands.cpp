@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <iostream>
 #include <map>
 
 #include "xl/config/config.h"
@@ -21,6 +23,7 @@
 #include "xl/run/distributed.h"
 #include "xl/run/logging.h"
 #include "xl/run/metrics.h"
+#include "xl/run/progress.h"
 #include "xl/run/run_dir.h"
 #include "xl/train/trainer.h"
 #include "xl/util/error.h"
@@ -73,6 +76,57 @@ void check_memory(
       enforce);
 }
 
+// What a run did, for stdout (the logs go to stderr).
+std::string training_summary(
+    const config::Config& config,
+    const run::RunPaths& paths,
+    const train::TrainResult& result,
+    data::VocabKind unit) {
+  const int64_t max_step = config.train.max_step;
+  std::string how = "finished";
+  std::string next =
+      fmt::format("evaluate: xl-eval --run {}", paths.dir.string());
+  if (result.signal != 0) {
+    how = fmt::format("stopped by signal {}", result.signal);
+  } else if (result.step < max_step) {
+    how = "stopped (--stop-at-step)";
+  }
+  if (result.step < max_step) {
+    next = fmt::format(
+        "continue: xl-train --config {} --resume", paths.config.string());
+  }
+  std::string text = fmt::format(
+      "{}: {} at step {} of {} ({} steps from step {} in {})\n",
+      paths.dir.string(),
+      how,
+      result.step,
+      max_step,
+      result.step - result.first_step,
+      result.first_step,
+      run::format_duration(result.seconds));
+  if (!result.last_train.empty()) {
+    text += fmt::format(
+        "  train (last logged window){}\n",
+        eval::terms_line(result.last_train, unit));
+  }
+  if (!result.last_valid.empty()) {
+    text += fmt::format(
+        "  valid (step {}){}\n",
+        result.last_valid_step,
+        eval::terms_line(result.last_valid, unit));
+  }
+  if (std::isfinite(result.best_valid_loss)) {
+    text += fmt::format(
+        "  best validation loss {:.4f}: {}\n",
+        result.best_valid_loss,
+        paths.best_checkpoint().string());
+  }
+  text +=
+      fmt::format("  last checkpoint: {}\n", paths.last_checkpoint().string());
+  text += fmt::format("  {}\n", next);
+  return text;
+}
+
 } // namespace
 
 int run_training(
@@ -93,15 +147,15 @@ int run_training(
         ranks,
         config.train.batch_chunk));
   }
-  const auto dataset = data::open_dataset(config);
-  dataset->prepare_training();
-  torch::Device device = run::pick_device(config.train.device);
+  torch::Device device = run::pick_device(config.train);
   if (env && device.is_cuda()) {
     // One GPU per process: LOCAL_RANK's, also for tensors made without a device index.
     device = torch::Device(
         torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
     c10::cuda::set_device(device.index());
   }
+  const auto dataset = data::open_dataset(config);
+  dataset->prepare_training();
   check_memory(
       "training",
       models::estimate_training_memory(config, dataset->vocab_size()),
@@ -172,15 +226,11 @@ int run_training(
   train::Trainer trainer(
       config, paths, *dataset, model, device, parallel.get());
   const train::TrainResult result = trainer.run(resume, stop_at);
-  if (result.signal != 0) {
-    return 128 + result.signal;
+  if (!env || env->rank == 0) {
+    std::cout << training_summary(config, paths, result, dataset->unit())
+              << std::flush;
   }
-  spdlog::info(
-      "done at step {}: best validation loss {:.4f}; evaluate with xl-eval --run {}",
-      result.step,
-      result.best_valid_loss,
-      paths.dir.string());
-  return 0;
+  return result.signal != 0 ? 128 + result.signal : 0;
 }
 
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
@@ -191,7 +241,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       : paths.best_checkpoint();
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
-  const torch::Device device = run::pick_device(config.train.device);
+  const torch::Device device = run::pick_device(config.train);
   check_memory(
       "evaluation",
       models::estimate_evaluation_memory(config, dataset->vocab_size()),
@@ -218,6 +268,14 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       false,
       device);
   setup.options.max_batches = request.max_steps;
+  if (models::trained_without_memory(config) &&
+      config.eval.mem_len.value_or(0) > 0) {
+    spdlog::info(
+        "the model was trained without memory (model.transformer_xl.mem_len 0): evaluated "
+        "without one, not with eval.mem_len {} (--set eval.mem_len={} asks for it)",
+        *config.eval.mem_len,
+        *config.eval.mem_len);
+  }
   spdlog::info(
       "evaluating {} (step {}) on {}: {}",
       checkpoint.string(),
@@ -259,7 +317,10 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
        {"setting", setup.setting},
        {"checkpoint", request.checkpoint}});
   spdlog::info("{}", report.line);
-  run::MetricsWriter(paths.metrics).write(report.record);
+  run::MetricsWriter(paths.metrics, config.run.tensorboard)
+      .write(report.record);
+  // The result alone on stdout, for scripts.
+  std::cout << report.line << std::endl;
   return 0;
 }
 

@@ -234,7 +234,7 @@ nlohmann::json run_benchmark(
       ? options.n_token
       : data::open_dataset(c)->vocab_size();
   run::setup_runtime(c.train);
-  const torch::Device device = run::pick_device(c.train.device);
+  const torch::Device device = run::pick_device(c.train);
   if (wants(options, "train")) {
     models::check_memory(
         models::estimate_training_memory(c, n_token),

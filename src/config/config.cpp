@@ -267,9 +267,11 @@ void validate_train(const Config& c) {
         c,
         "train.warmup_step",
         fmt::format(
-            "must not exceed train.max_step = {}, found {}",
+            "must not exceed train.max_step = {}, found {}: a run this short needs a "
+            "shorter warmup too, e.g. --set train.warmup_step={}",
             t.max_step,
-            t.warmup_step));
+            t.warmup_step,
+            t.max_step / 10));
   }
   if (t.scheduler == Scheduler::kCosine && t.eta_min > t.lr) {
     fail_rule(

@@ -332,6 +332,18 @@ std::unique_ptr<Dataset> random_dataset(
 }
 
 std::unique_ptr<Dataset> open_dataset(const config::Config& config) {
+  const std::filesystem::path dir = config.data.dir;
+  if (!std::filesystem::is_directory(dir)) {
+    throw UserError(fmt::format(
+        "data.dir not found: {}{}; prepare it with xl-prep (see README) or set data.dir",
+        dir.string(),
+        dir.is_relative()
+            ? fmt::format(
+                  " (a relative data.dir is taken from the current "
+                  "directory, {}, not from the config file's)",
+                  std::filesystem::current_path().string())
+            : ""));
+  }
   switch (config.model.type) {
     case config::ModelType::kTransformerXL:
     case config::ModelType::kCharTransformer:

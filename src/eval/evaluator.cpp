@@ -1,8 +1,12 @@
 #include "xl/eval/evaluator.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <utility>
 
 #include "xl/run/device.h"
+#include "xl/run/progress.h"
 
 namespace xl::eval {
 
@@ -59,6 +63,9 @@ EvalResult evaluate(
     const EvalOptions& options,
     const std::function<void(const data::Batch&)>& observe) {
   Evaluator evaluator(model, options);
+  const int64_t pass = source.batches_per_pass();
+  run::Progress progress(
+      options.max_batches ? std::min(*options.max_batches, pass) : pass);
   bool stopped = false;
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
     if (options.stop && options.stop()) {
@@ -73,10 +80,18 @@ EvalResult evaluate(
       observe(*batch);
     }
     evaluator.consume(*batch, source.continues_streams());
+    progress.update(evaluator.batches(), batch->n_targets);
+    if (options.progress_seconds > 0 &&
+        progress.due(options.progress_seconds)) {
+      spdlog::info("{}", progress.line(options.progress_unit));
+    }
   }
   auto result = evaluator.result();
   result.qualifier = source.metric_qualifier();
   result.stopped = stopped;
+  result.pass_batches = pass;
+  result.partial =
+      stopped || (options.max_batches && *options.max_batches < pass);
   return result;
 }
 

@@ -76,15 +76,25 @@ EvalReport report_evaluation(
     nlohmann::json fields) {
   EvalReport report;
   report.line = fmt::format(
-      "{}{} | {} tokens | {} tok/s",
+      "{}{} | {} tokens | {} tok/s{}",
       label,
       terms_line(result.terms, unit, result.qualifier),
       result.tokens(),
-      run::format_count(result.tokens_per_second()));
+      run::format_count(result.tokens_per_second()),
+      result.partial ? fmt::format(
+                           " | PARTIAL: {} of {} batches",
+                           result.batches,
+                           result.pass_batches)
+                     : "");
   report.record = std::move(fields);
   add_terms(report.record, result.terms, unit, result.qualifier);
   report.record["tokens"] = result.tokens();
   report.record["tokens_per_s"] = result.tokens_per_second();
+  report.record["batches"] = result.batches;
+  if (result.partial) {
+    report.record["partial"] = true;
+    report.record["pass_batches"] = result.pass_batches;
+  }
   return report;
 }
 

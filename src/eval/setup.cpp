@@ -32,6 +32,8 @@ EvalSetup eval_setup(
   setup.options.device = device;
   setup.options.bf16 = c.train.bf16;
   setup.options.span = models::eval_span(c, validation);
+  setup.options.progress_seconds = c.run.progress_seconds;
+  setup.options.progress_unit = validation ? "valid batch" : "batch";
   if (validation) {
     setup.options.max_batches = c.train.max_eval_steps;
   }

@@ -2,25 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include "xl/util/crc.h"
 
 namespace xl::io {
 namespace {
-
-const std::array<uint32_t, 256>& crc_table() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) {
-        c = (c & 1U) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
-      }
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 // Little-endian fields at checked offsets: every read past the end is a malformed archive.
 class Reader {
@@ -53,16 +38,6 @@ constexpr uint32_t kLocal = 0x04034b50;
 constexpr uint64_t kMax32 = 0xFFFFFFFFU;
 
 } // namespace
-
-uint32_t crc32(const void* data, size_t size) {
-  const auto& table = crc_table();
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t c = 0xFFFFFFFFU;
-  for (size_t i = 0; i < size; ++i) {
-    c = table[(c ^ p[i]) & 0xFFU] ^ (c >> 8);
-  }
-  return c ^ 0xFFFFFFFFU;
-}
 
 std::string zip_records_error(const char* data, size_t size) {
   const Reader r(data, size);
@@ -138,7 +113,7 @@ std::string zip_records_error(const char* data, size_t size) {
       if (compressed != uncompressed) {
         return fmt::format("stored record '{}' has two sizes", name);
       }
-      if (crc32(r.at(start), compressed) != crc) {
+      if (util::crc32(r.at(start), compressed) != crc) {
         return fmt::format("record '{}' does not match its CRC-32", name);
       }
     }

@@ -157,6 +157,14 @@ Span training_span(const config::ModelConfig& model) {
   return span;
 }
 
+bool trained_without_memory(const config::Config& c) {
+  const auto source = c.sources.find("eval.mem_len");
+  const bool asked =
+      source != c.sources.end() && source->second.file.rfind("--set", 0) == 0;
+  return c.model.type == config::ModelType::kTransformerXL &&
+      c.model.transformer_xl.mem_len == 0 && !asked;
+}
+
 Span eval_span(const config::Config& c, bool validation) {
   Span span;
   switch (c.model.type) {
@@ -169,6 +177,10 @@ Span eval_span(const config::Config& c, bool validation) {
         span.mem_len = kept_span;
         span.clamp_len = x.clamp_len;
         span.same_length = x.same_length;
+      } else if (trained_without_memory(c)) {
+        span.mem_len = kept_span;
+        span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
+        span.same_length = kept_span > 0 && x.same_length;
       } else {
         span.mem_len = c.eval.mem_len.value_or(kept_span);
         span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);

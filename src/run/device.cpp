@@ -13,15 +13,17 @@
 
 namespace xl::run {
 
-torch::Device pick_device(config::Device device) {
-  if (device == config::Device::kCpu) {
-    return torch::kCPU;
-  }
-  if (torch::cuda::is_available()) {
+torch::Device pick_device(const config::TrainConfig& train) {
+  if (train.device != config::Device::kCpu && torch::cuda::is_available()) {
     return torch::kCUDA;
   }
-  if (device == config::Device::kCuda) {
+  if (train.device == config::Device::kCuda) {
     throw UserError("train.device is cuda, but no CUDA device is available");
+  }
+  if (train.bf16) {
+    throw UserError(
+        "train.bf16 is true, but train.device auto found no CUDA device and bf16 autocast "
+        "runs on CUDA only: add --set train.bf16=false to run in float32 on the CPU");
   }
   return torch::kCPU;
 }

@@ -4,14 +4,26 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <ATen/cuda/CUDAContextLight.h>
+#include <torch/version.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+
+#include "xl/run/tensorboard.h"
 #include "xl/util/error.h"
+#include "xl/util/version.h"
 
 namespace xl::run {
 
-MetricsWriter::MetricsWriter(const std::filesystem::path& path)
+MetricsWriter::MetricsWriter(
+    const std::filesystem::path& path,
+    bool tensorboard)
     : path_(path),
       fd_(::open(
           path.c_str(),
@@ -22,17 +34,58 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& path)
         "cannot open metrics file for writing: " + path.string() + ": " +
         std::strerror(errno));
   }
+  if (tensorboard) {
+    events_ = std::make_unique<EventWriter>(path.parent_path());
+  }
 }
 
 MetricsWriter::~MetricsWriter() {
   ::close(fd_);
 }
 
-void MetricsWriter::write(const nlohmann::json& record) {
+namespace {
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now.time_since_epoch())
+                      .count() %
+      1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03d}Z", text, ms);
+}
+
+// The process's arguments, space-separated, from the kernel's copy.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw(
+      (std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!raw.empty() && raw.back() == '\0') {
+    raw.pop_back();
+  }
+  for (auto& c : raw) {
+    c = c == '\0' ? ' ' : c;
+  }
+  return raw;
+}
+
+} // namespace
+
+void MetricsWriter::write(nlohmann::json record) {
+  if (!record.contains("time")) {
+    record["time"] = utc_now();
+  }
   const std::string line = record.dump() + '\n';
   const off_t before = ::lseek(fd_, 0, SEEK_END);
   const ssize_t written = ::write(fd_, line.data(), line.size());
   if (written == static_cast<ssize_t>(line.size())) {
+    if (events_) {
+      write_events(*events_, record, wall_time_now());
+    }
     return;
   }
   std::string reason =
@@ -46,6 +99,39 @@ void MetricsWriter::write(const nlohmann::json& record) {
       path_.string(),
       reason,
       line.substr(0, line.size() - 1)));
+}
+
+nlohmann::json start_record(const torch::Device& device, int64_t step) {
+  return {
+      {"event", "start"},
+      {"from_step", step},
+      {"command", command_line()},
+      {"version", version()},
+      {"libtorch", TORCH_VERSION},
+      {"device",
+       device.is_cuda() ? fmt::format(
+                              "{} ({})",
+                              device.str(),
+                              at::cuda::getDeviceProperties(
+                                  device.has_index() ? device.index() : 0)
+                                  ->name)
+                        : std::string("cpu")},
+      {"threads", torch::get_num_threads()}};
+}
+
+int64_t last_logged_step(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  int64_t last = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    // A torn last line has no newline, and getline cannot tell: parse failures are skipped.
+    const auto record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.contains("step") &&
+        record["step"].is_number_integer()) {
+      last = std::max(last, record["step"].get<int64_t>());
+    }
+  }
+  return last;
 }
 
 size_t drop_torn_last_line(const std::filesystem::path& path) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace xl::run {
 
@@ -34,11 +35,17 @@ std::string format_count(double value) {
   return fmt::format("{:.0f}", value);
 }
 
-Progress::Progress(int64_t total, int64_t start)
-    : total_(total),
+Progress::Progress(
+    int64_t total,
+    int64_t start,
+    std::function<Clock::time_point()> now)
+    : now_(std::move(now)),
+      total_(total),
       start_(start),
       done_(start),
-      began_(Clock::now()),
+      window_done_(start),
+      pace_(std::nan("")),
+      began_(now_()),
       window_began_(began_) {}
 
 void Progress::update(int64_t done, int64_t tokens) {
@@ -48,34 +55,51 @@ void Progress::update(int64_t done, int64_t tokens) {
 
 double Progress::tokens_per_second() const {
   const double elapsed =
-      std::chrono::duration<double>(Clock::now() - window_began_).count();
+      std::chrono::duration<double>(now_() - window_began_).count();
   return elapsed > 0 ? static_cast<double>(window_tokens_) / elapsed : 0.0;
 }
 
-double Progress::eta_seconds() const {
-  const double elapsed =
-      std::chrono::duration<double>(Clock::now() - began_).count();
-  const int64_t finished = done_ - start_;
-  if (finished <= 0) {
-    return std::nan("");
+double Progress::elapsed_seconds() const {
+  return std::chrono::duration<double>(now_() - began_).count();
+}
+
+double Progress::pace_with_window(Clock::time_point now) const {
+  const int64_t units = done_ - window_done_;
+  if (units <= 0) {
+    return pace_;
   }
-  return elapsed / static_cast<double>(finished) *
-      static_cast<double>(total_ - done_);
+  const double current =
+      std::chrono::duration<double>(now - window_began_).count() /
+      static_cast<double>(units);
+  return std::isnan(pace_) ? current : 0.5 * (pace_ + current);
+}
+
+double Progress::eta_seconds() const {
+  return pace_with_window(now_()) * static_cast<double>(total_ - done_);
+}
+
+bool Progress::due(double seconds) const {
+  return std::chrono::duration<double>(now_() - window_began_).count() >=
+      seconds;
 }
 
 std::string Progress::line(const std::string& unit) {
   const double pct =
       total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
   std::string text = fmt::format(
-      "{} {}/{} ({:.1f}%) | {} tok/s | ETA {}",
+      "{} {}/{} ({:.1f}%) | {} tok/s | {} elapsed | ETA {}",
       unit,
       done_,
       total_,
       pct,
       format_count(tokens_per_second()),
+      format_duration(elapsed_seconds()),
       format_duration(eta_seconds()));
+  const auto now = now_();
+  pace_ = pace_with_window(now);
   window_tokens_ = 0;
-  window_began_ = Clock::now();
+  window_done_ = done_;
+  window_began_ = now;
   return text;
 }
 

@@ -54,6 +54,14 @@ struct Trainer::State {
   int64_t skipped = 0;
   /// the loss terms of the current logging window
   std::vector<models::TermTotal> window;
+  /// the last logged window and validation, for the summary
+  std::vector<models::TermTotal> last_train;
+  std::vector<models::TermTotal> last_valid;
+  int64_t last_valid_step = 0;
+  /// whether this process printed a training line yet
+  bool shown_progress = false;
+  /// records up to this step were logged before a resume: the new ones say they repeat them
+  int64_t logged_until = 0;
   std::unique_ptr<run::MetricsWriter> metrics;
   std::unique_ptr<run::Progress> progress;
   /// the step of the last checkpoint written
@@ -342,14 +350,14 @@ void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
   }
 }
 
-double Trainer::validate(int64_t step) {
+std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
   auto setup = eval::eval_setup(
       config_, data_.eval_batches("valid", true), true, device_);
   setup.options.stop = [] { return stop_signal().load() != 0; };
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
   if (result.stopped) {
     spdlog::warn("validation at step {} interrupted by a signal", step);
-    return std::numeric_limits<double>::quiet_NaN();
+    return {};
   }
   const auto report = eval::report_evaluation(
       fmt::format("valid step {}", step),
@@ -357,10 +365,18 @@ double Trainer::validate(int64_t step) {
       data_.unit(),
       {{"step", step}, {"split", "valid"}});
   spdlog::info("{}", report.line);
-  if (writes_) {
-    run::MetricsWriter(paths_.metrics).write(report.record);
+  write_record(s, report.record);
+  return result.terms;
+}
+
+void Trainer::write_record(State& s, nlohmann::json record) const {
+  if (!s.metrics) {
+    return;
   }
-  return result.loss();
+  if (record.value("step", int64_t{0}) <= s.logged_until) {
+    record["repeat"] = true;
+  }
+  s.metrics->write(record);
 }
 
 void Trainer::start(State& s, bool resume) {
@@ -386,13 +402,19 @@ void Trainer::start(State& s, bool resume) {
     }
   }
   if (writes_) {
-    s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics);
+    // A killed run may have logged steps beyond its last checkpoint: those records are
+    // superseded by the ones this run writes, which say "repeat".
+    s.logged_until = resume ? run::last_logged_step(paths_.metrics) : 0;
+    s.metrics = std::make_unique<run::MetricsWriter>(
+        paths_.metrics, config_.run.tensorboard);
+    s.metrics->write(run::start_record(device_, resume ? s.step : 0));
   }
   if (resume && s.metrics) {
-    // Records after this line supersede those of the same steps before it (a killed run may
-    // have logged steps beyond its last checkpoint).
     s.metrics->write(
-        {{"event", "resumed"}, {"step", s.step}, {"changes", s.changes}});
+        {{"event", "resumed"},
+         {"step", s.step},
+         {"changes", s.changes},
+         {"logged_until", s.logged_until}});
   }
   s.progress = std::make_unique<run::Progress>(t.max_step, s.step);
   spdlog::info(
@@ -413,12 +435,11 @@ bool Trainer::stop_requested() const {
 void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
   ++s.skipped;
-  if (s.metrics) {
-    s.metrics->write(
-        {{"step", step},
-         {"skipped", true},
-         {"reason", "non-finite loss or gradient"}});
-  }
+  write_record(
+      s,
+      {{"step", step},
+       {"skipped", true},
+       {"reason", "non-finite loss or gradient"}});
   spdlog::warn(
       "step {}: non-finite loss or gradient, update skipped ({} in a row)",
       step,
@@ -433,10 +454,17 @@ void Trainer::skip_non_finite(State& s, int64_t step) {
   }
 }
 
-void Trainer::log_window(State& s, int64_t step, double lr) {
+void Trainer::log_window(State& s, int64_t step, double lr, double grad_norm) {
   if (step % config_.train.log_interval != 0 || s.window.empty()) {
+    // Between logged steps, a progress line after the first step and then at least every
+    // run.progress_seconds.
+    if (!s.shown_progress || s.progress->due(config_.run.progress_seconds)) {
+      spdlog::info("{}", s.progress->line("step"));
+      s.shown_progress = true;
+    }
     return;
   }
+  s.shown_progress = true;
   const auto unit = data_.unit();
   const double rate = s.progress->tokens_per_second();
   spdlog::info(
@@ -447,11 +475,11 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   nlohmann::json record = {{"step", step}, {"split", "train"}};
   eval::add_terms(record, s.window, unit);
   record["lr"] = lr;
+  record["grad_norm"] = grad_norm;
   record["tokens_per_s"] = rate;
   record["epoch"] = s.source->epoch();
-  if (s.metrics) {
-    s.metrics->write(record);
-  }
+  write_record(s, record);
+  s.last_train = std::move(s.window);
   s.window.clear();
 }
 
@@ -462,7 +490,11 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   }
   bool best = false;
   if (!signalled) {
-    double valid = validate(step);
+    s.last_valid = validate(s, step);
+    s.last_valid_step = step;
+    double valid = s.last_valid.empty()
+        ? std::numeric_limits<double>::quiet_NaN()
+        : s.last_valid.front().mean();
     if (parallel_ != nullptr) {
       // Bit-level differences between the ranks' evaluations must not split their schedules.
       auto value = torch::tensor({valid}, torch::kDouble);
@@ -505,7 +537,9 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
   const auto& t = config_.train;
   State s;
   s.last_step = std::min(t.max_step, stop_at.value_or(t.max_step));
+  const auto began = std::chrono::steady_clock::now();
   start(s, resume);
+  const int64_t first_step = s.step;
   StepOptions options;
   options.chunks = t.batch_chunk;
   options.clip = t.clip;
@@ -531,7 +565,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
       s.bad_streak = 0;
       models::accumulate(s.window, outcome.terms);
       s.progress->update(step, outcome.targets);
-      log_window(s, step, lr);
+      log_window(s, step, lr, outcome.grad_norm);
     } else {
       skip_non_finite(s, step);
     }
@@ -547,8 +581,15 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
       break;
     }
   }
+  result.first_step = first_step;
   result.step = s.step;
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   result.best_valid_loss = s.best_valid;
+  result.last_train = s.last_train;
+  result.last_valid = s.last_valid;
+  result.last_valid_step = s.last_valid_step;
   return result;
 }
 

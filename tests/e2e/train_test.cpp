@@ -12,11 +12,13 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "test_util.h"
 #include "xl/data/corpus.h"
 #include "xl/run/checkpoint.h"
+#include "xl/run/tensorboard.h"
 
 namespace xl::test {
 namespace {
@@ -123,7 +125,8 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   EXPECT_THAT(second.output, HasSubstr("resumed"));
   EXPECT_THAT(
       read_text(dir / "split/metrics.jsonl"),
-      HasSubstr("{\"changes\":[],\"event\":\"resumed\",\"step\":17}"));
+      HasSubstr(
+          "{\"changes\":[],\"event\":\"resumed\",\"logged_until\":17,\"step\":17,"));
   expect_same_losses_after(
       train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
@@ -208,7 +211,7 @@ TEST(Training, ResumeRefusesAnotherModelOrBatchesAndAppliesTheRest) {
       read_text(dir / "r/metrics.jsonl"),
       HasSubstr(
           "{\"changes\":[\"train.lr: 0.002 -> 0.001\",\"train.max_step: 40 -> 12\"],"
-          "\"event\":\"resumed\",\"step\":10}"));
+          "\"event\":\"resumed\",\"logged_until\":10,\"step\":10,"));
   EXPECT_THAT(read_text(dir / "r/config.yaml"), HasSubstr("lr: 0.001"));
 }
 
@@ -247,6 +250,196 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
       dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found"));
+}
+
+// The "no memory" ablation of a config with a long evaluation memory is evaluated as it was
+// trained, without memory, unless the command line asks for one.
+TEST(Evaluation, AModelTrainedWithoutMemoryIsEvaluatedWithoutOneUnlessAsked) {
+  TempDir dir;
+  const fs::path run = dir / "no_memory";
+  ASSERT_EQ(
+      run_command(
+          train_command(
+              run,
+              "--set train.max_step=10 model.transformer_xl.mem_len=0 "
+              "eval.same_length=true"),
+          dir.path())
+          .status,
+      0);
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run " +
+      run.string() + " --max-steps 3";
+  const auto plain = run_command(eval, dir.path());
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_THAT(plain.output, HasSubstr("tgt_len 16, batch 4, mem_len 0,"));
+  EXPECT_THAT(plain.output, HasSubstr("same_length false"));
+  EXPECT_THAT(plain.output, HasSubstr("--set eval.mem_len=32 asks for it"));
+  const auto asked = run_command(eval + " --set eval.mem_len=32", dir.path());
+  ASSERT_EQ(asked.status, 0) << asked.output;
+  EXPECT_THAT(asked.output, HasSubstr("tgt_len 16, batch 4, mem_len 32,"));
+  EXPECT_THAT(asked.output, HasSubstr("same_length true"));
+}
+
+std::vector<nlohmann::json> metrics_records(const fs::path& run) {
+  std::vector<nlohmann::json> records;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    records.push_back(nlohmann::json::parse(line));
+  }
+  return records;
+}
+
+// What a user reads: a progress line from the first step on, a summary on stdout (the logs go to
+// stderr), and metrics records that say when, what ran them, and which steps a resumed run
+// logs again.
+TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
+  TempDir dir;
+  const fs::path run = dir / "r";
+  // run_command reads stdout and stderr together: the braces send stderr to a file first.
+  const auto stopped = run_command(
+      "{ " +
+          train_command(
+              run, "--set train.log_interval=5 --stop-at-step 10 2>err.log") +
+          "; }",
+      dir.path());
+  ASSERT_EQ(stopped.status, 0) << read_text(dir / "err.log");
+  EXPECT_THAT(
+      stopped.output,
+      ::testing::StartsWith(
+          run.string() + ": stopped (--stop-at-step) at step 10 of 40"));
+  EXPECT_THAT(
+      stopped.output,
+      HasSubstr(
+          "continue: xl-train --config " + (run / "config.yaml").string() +
+          " --resume"));
+  const auto log = read_text(dir / "err.log");
+  EXPECT_THAT(log, HasSubstr("info step 1/40 (2.5%) | "));
+  EXPECT_THAT(log, HasSubstr(" elapsed | ETA "));
+  EXPECT_THAT(log, Not(HasSubstr("last checkpoint:")));
+
+  // A killed run may have logged a step after its last checkpoint.
+  {
+    std::ofstream out(run / "metrics.jsonl", std::ios::app);
+    out << R"({"split":"train","step":15,"loss":99.0})" << '\n';
+  }
+  const auto resumed = run_command(
+      "{ " +
+          train_command(run, "--set train.log_interval=5 --resume 2>>err.log") +
+          "; }",
+      dir.path());
+  ASSERT_EQ(resumed.status, 0) << read_text(dir / "err.log");
+  EXPECT_THAT(
+      resumed.output,
+      ::testing::StartsWith(
+          run.string() + ": finished at step 40 of 40 (30 steps from step 10"));
+  EXPECT_THAT(
+      resumed.output, HasSubstr("evaluate: xl-eval --run " + run.string()));
+
+  const auto records = metrics_records(run);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.front()["event"], "start");
+  EXPECT_THAT(
+      records.front()["command"].get<std::string>(),
+      HasSubstr("--stop-at-step 10"));
+  EXPECT_FALSE(records.front()["version"].get<std::string>().empty());
+  EXPECT_EQ(records.front()["libtorch"], TORCH_VERSION);
+  EXPECT_EQ(records.front()["device"], "cpu");
+  EXPECT_GE(records.front()["threads"].get<int>(), 1);
+  int starts = 0;
+  std::map<int64_t, bool> repeated; // the resumed run's training records
+  bool after_resume = false;
+  for (const auto& r : records) {
+    if (r.contains("loss") && r["loss"] == 99.0) {
+      continue; // the record written by hand above
+    }
+    ASSERT_TRUE(r.contains("time")) << r;
+    EXPECT_THAT(
+        r["time"].get<std::string>(),
+        ::testing::MatchesRegex(
+            "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z"));
+    starts += r.value("event", "") == "start" ? 1 : 0;
+    if (r.value("event", "") == "resumed") {
+      EXPECT_EQ(r["logged_until"], 15);
+      after_resume = true;
+    }
+    if (after_resume && r.value("split", "") == "train") {
+      repeated[r["step"]] = r.value("repeat", false);
+    }
+  }
+  EXPECT_EQ(starts, 2);
+  EXPECT_TRUE(repeated.at(15));
+  EXPECT_FALSE(repeated.at(20));
+  EXPECT_NE(train_losses(run).at(15), 99.0);
+
+  // A partial evaluation says so; a long one shows its progress.
+  const auto partial = run_command(
+      "{ " + std::string(kBinDir) + "/xl-eval --run " + run.string() +
+          " --max-steps 2 --set run.progress_seconds=1e-9 2>eval.log; }",
+      dir.path());
+  ASSERT_EQ(partial.status, 0) << read_text(dir / "eval.log");
+  EXPECT_THAT(partial.output, ::testing::StartsWith("test | loss "));
+  EXPECT_THAT(partial.output, HasSubstr(" | PARTIAL: 2 of "));
+  EXPECT_THAT(
+      read_text(dir / "eval.log"), HasSubstr("info batch 1/2 (50.0%) | "));
+  EXPECT_EQ(metrics_records(run).back()["partial"], true);
+}
+
+// TensorBoard shows what metrics.jsonl holds, read by its own reader, and a resumed run's steps
+// replace those a killed run logged after its last checkpoint.
+TEST(Reporting, TensorBoardReadsTheCurvesOfAResumedRun) {
+  TempDir dir;
+  const fs::path run = dir / "r";
+  const std::string every5 = "--set train.log_interval=5 ";
+  ASSERT_EQ(
+      run_command(train_command(run, every5 + "--stop-at-step 10"), dir.path())
+          .status,
+      0);
+  {
+    // What a killed run could have left: a point after the checkpoint at step 10.
+    run::EventWriter killed(run);
+    killed.scalar("train/loss", 99.0, 15, run::wall_time_now());
+  }
+  // Event files are read in name order, and the name starts with the second it was made in.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const auto resumed =
+      run_command(train_command(run, every5 + "--resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  ASSERT_EQ(
+      run_command(
+          std::string(kBinDir) + "/xl-eval --run " + run.string() +
+              " --max-steps 2",
+          dir.path())
+          .status,
+      0);
+
+  const auto read = run_command(
+      std::string(kPython) + " " + kSourceDir +
+          "/tests/e2e/read_tensorboard.py " + run.string() + " 2>/dev/null",
+      dir.path());
+  ASSERT_EQ(read.status, 0) << read.output;
+  const auto scalars = nlohmann::json::parse(read.output);
+  std::map<int64_t, double> tb_train;
+  for (const auto& point : scalars.at("train/loss")) {
+    tb_train[point[0].get<int64_t>()] = point[1].get<double>();
+  }
+  const auto losses = train_losses(run);
+  ASSERT_EQ(tb_train.size(), losses.size());
+  for (const auto& [step, loss] : losses) {
+    EXPECT_FLOAT_EQ(tb_train.at(step), loss) << "step " << step;
+  }
+  EXPECT_EQ(
+      tb_train.size(), 8u); // steps 5, 10, ..., 40; the 99 at step 15 is gone
+  for (const char* tag :
+       {"train/ppl",
+        "train/lr",
+        "train/grad_norm",
+        "train/tokens_per_s",
+        "valid/loss",
+        "valid/ppl",
+        "test/memory/ppl"}) {
+    EXPECT_TRUE(scalars.contains(tag)) << tag << " in " << read.output;
+  }
+  EXPECT_EQ(scalars.at("valid/loss").size(), 4u); // steps 10, 20, 30, 40
+  EXPECT_FALSE(scalars.contains("train/epoch"));
 }
 
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line

@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "xl/io/archive.h"
 #include "xl/io/zip_check.h"
+#include "xl/util/crc.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -174,7 +175,7 @@ void reseal_zip(std::string& bytes) {
     const size_t start = local + 30 + little_endian(bytes, local + 26, 2) +
         little_endian(bytes, local + 28, 2);
     const uint32_t crc =
-        io::crc32(bytes.data() + start, little_endian(bytes, at + 20, 4));
+        util::crc32(bytes.data() + start, little_endian(bytes, at + 20, 4));
     for (const size_t field : {at + 16, local + 14}) {
       for (int b = 0; b < 4; ++b) {
         bytes[field + b] = static_cast<char>((crc >> (8 * b)) & 0xFFU);

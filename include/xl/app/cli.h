@@ -18,10 +18,15 @@ struct ConfigFlags {
   std::string path;
   std::vector<std::string> overrides;
   bool dump = false;
-  bool print_schema = false;
   /// build and run even when the memory estimate exceeds the available memory
   bool skip_memory_check = false;
 };
+
+/// "xl <git describe> (LibTorch <version>, <CUDA devices>)", printed by --version.
+std::string version_line();
+
+/// --version, and defaults shown in --help; add_config_flags calls it.
+void add_common_flags(CLI::App& app);
 
 /// Adds --config/-c, --set (repeatable), --dump-config, --print-schema and
 /// --skip-memory-check to `app`.
@@ -30,8 +35,7 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags);
 /// A check for flags that count steps: an integer >= 1.
 CLI::Validator positive_count();
 
-/// Loads the config the flags name. Handles --print-schema and --dump-config by
-/// printing to stdout; returns false when the app should then exit with status
+/// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status
 /// 0.
 bool load_config(const ConfigFlags& flags, config::Config& out);
 

@@ -324,6 +324,8 @@ struct RunConfig {
   std::string name;               // default: the config file's stem
   std::optional<std::string> dir; // null: runs/<name>
   std::string log_level = "info";
+  double progress_seconds = 30.0;
+  bool tensorboard = true;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -331,6 +333,8 @@ struct RunConfig {
     v("name", s.name, "run name (default: the config file name)");
     v("dir", s.dir, "run directory (null: runs/<run.name>)");
     v("log_level", s.log_level, "console log level", one_of({"trace", "debug", "info", "warn", "error"}));
+    v("tensorboard", s.tensorboard, "also write every metrics.jsonl record to a TensorBoard event file in the run directory (tensorboard --logdir runs/)");
+    v("progress_seconds", s.progress_seconds, "longest time without a progress line (done/total, tok/s, elapsed, ETA) in training, validation and evaluation", greater_than(0.0));
     // clang-format on
   }
 };

@@ -25,6 +25,11 @@ struct EvalOptions {
   bool bf16 = false;
   /// asked between batches: true stops the evaluation there (a training run's stop signal)
   std::function<bool()> stop;
+  /// a progress line (done/total batches, tok/s, elapsed, ETA) at least this often, in
+  /// seconds; 0: none
+  double progress_seconds = 0.0;
+  /// what the progress line calls a batch ("valid batch", "test segment")
+  std::string progress_unit = "batch";
 };
 
 struct EvalResult {
@@ -36,6 +41,10 @@ struct EvalResult {
   double seconds = 0.0;
   /// options.stop ended it before the pass was over
   bool stopped = false;
+  /// the batches of a whole pass
+  int64_t pass_batches = 0;
+  /// options.max_batches or a stop cut the pass short: the scores are of a part of the split
+  bool partial = false;
 
   const models::TermTotal& headline() const;
   double loss() const {

@@ -48,8 +48,9 @@ struct EvalReport {
   nlohmann::json record;
 };
 
-/// "<label> | loss .. | ppl .. | N tokens | R tok/s" and the record: `fields` (step, split,
-/// setting, ...) followed by the terms, tokens and tokens_per_s.
+/// "<label> | loss .. | ppl .. | N tokens | R tok/s[ | PARTIAL: b of n batches]" and the
+/// record: `fields` (step, split, setting, ...) followed by the terms, tokens, tokens_per_s,
+/// batches, and for a partial pass "partial": true and pass_batches.
 EvalReport report_evaluation(
     const std::string& label,
     const EvalResult& result,

@@ -4,13 +4,9 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 namespace xl::io {
-
-/// The zip CRC-32 (polynomial 0xEDB88320) of `size` bytes.
-uint32_t crc32(const void* data, size_t size);
 
 /// "" when the zip archive in the first `size` bytes of `data` is well formed (its end record,
 /// central directory and local headers within the bytes, zip64 included) and every stored

@@ -35,7 +35,13 @@ Span training_span(const config::ModelConfig& model);
 /// The attention lengths of an evaluation. `validation` (during training) keeps the training
 /// attention span, memory mem_len + train.tgt_len - eval.tgt_len (the kimiyoung/NVIDIA rule), and
 /// the model's clamp_len and same_length; otherwise the eval section decides, its nulls resolved
-/// the same way.
+/// the same way. A Transformer-XL trained without memory (an ablation) is evaluated with the
+/// training span unless eval.mem_len is set on the command line (see trained_without_memory).
 Span eval_span(const config::Config& config, bool validation);
+
+/// Whether `config` is a Transformer-XL trained without memory whose evaluation ignores the
+/// config's eval.mem_len and eval.same_length: a "no memory" ablation of a config with a long
+/// evaluation memory is not evaluated with that memory unless `--set eval.mem_len=N` asks.
+bool trained_without_memory(const config::Config& config);
 
 } // namespace xl::models

@@ -10,8 +10,10 @@
 
 namespace xl::run {
 
-/// auto: CUDA when available, else the CPU; cuda without a GPU is a UserError.
-torch::Device pick_device(config::Device device);
+/// train.device: auto is CUDA when available, else the CPU; cuda without a GPU is a UserError,
+/// and so is train.bf16 on the CPU (autocast runs on CUDA only), rather than a float32 run
+/// whose config says bf16.
+torch::Device pick_device(const config::TrainConfig& train);
 
 /// Bytes `device` can still allocate: for the CPU the kernel's MemAvailable, lowered to what is
 /// left under the cgroup's memory limit when there is one; for a GPU its memory less what the

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace xl::run {
@@ -18,25 +19,40 @@ class Progress {
   using Clock = std::chrono::steady_clock;
 
   /// `total` units of work (steps, segments); `start` is where a resumed run
-  /// begins.
-  explicit Progress(int64_t total, int64_t start = 0);
+  /// begins; `now` tells the time (tests pass their own clock).
+  explicit Progress(
+      int64_t total,
+      int64_t start = 0,
+      std::function<Clock::time_point()> now = Clock::now);
 
   /// Records that the work reached `done` units and processed `tokens` more
   /// tokens.
   void update(int64_t done, int64_t tokens);
   /// Tokens per second since the previous call to line() (or the start).
   double tokens_per_second() const;
-  /// Seconds left at the average pace since the start.
+  /// Seconds left at the recent pace: the units of each line()'s window,
+  /// averaged with decaying weights, so that a slow start (another process on
+  /// the cores, a cold cache) stops counting after a few lines.
   double eta_seconds() const;
-  /// "<unit> <done>/<total> (<pct>%) | <rate> tok/s | ETA <t>"; resets the rate
-  /// window.
+  double elapsed_seconds() const;
+  /// Whether `seconds` have passed since the last line() (or the start).
+  bool due(double seconds) const;
+  /// "<unit> <done>/<total> (<pct>%) | <rate> tok/s | <elapsed> elapsed | ETA
+  /// <t>"; starts the next rate window.
   std::string line(const std::string& unit);
 
  private:
+  /// pace_ with the current window's pace averaged in (pace_ when it has no units)
+  double pace_with_window(Clock::time_point now) const;
+
+  std::function<Clock::time_point()> now_;
   int64_t total_;
   int64_t start_;
   int64_t done_;
   int64_t window_tokens_ = 0;
+  int64_t window_done_;
+  /// seconds per unit, recent windows weighted most (NaN before the first)
+  double pace_;
   Clock::time_point began_;
   Clock::time_point window_began_;
 };

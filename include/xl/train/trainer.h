@@ -7,6 +7,7 @@
 #pragma once
 
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <optional>
@@ -25,8 +26,15 @@ std::atomic<int>& stop_signal();
 void install_stop_handlers();
 
 struct TrainResult {
+  /// the step this process began after (0, or the resumed checkpoint's) and the last it ran
+  int64_t first_step = 0;
   int64_t step = 0;
+  double seconds = 0.0;
   double best_valid_loss = 0.0;
+  /// this process's last validation and last logged training window (empty: none)
+  std::vector<models::TermTotal> last_valid;
+  std::vector<models::TermTotal> last_train;
+  int64_t last_valid_step = 0;
   /// the signal that stopped the run early, or 0
   int signal = 0;
 };
@@ -52,11 +60,16 @@ class Trainer {
   void start(State& s, bool resume);
   /// 2. a step whose loss was not finite: counted, logged, fatal after too many in a row
   void skip_non_finite(State& s, int64_t step);
-  /// 3. the training line and record every train.log_interval steps
-  void log_window(State& s, int64_t step, double lr);
+  /// 3. the training line and record every train.log_interval steps (`grad_norm`: this step's,
+  /// before clipping)
+  void log_window(State& s, int64_t step, double lr, double grad_norm);
   /// 4. validation (unless a signal stops the run) and the checkpoint
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
-  double validate(int64_t step);
+  /// The validation terms at `step`; empty when a signal interrupted it.
+  std::vector<models::TermTotal> validate(State& s, int64_t step);
+  /// Appends `record` to metrics.jsonl (rank 0), marked as a repeat of a step logged before
+  /// the resume.
+  void write_record(State& s, nlohmann::json record) const;
   /// Whether a stop signal arrived, on any rank.
   bool stop_requested() const;
   void save(const State& s, bool best);
