@@ -23,8 +23,11 @@ int main(int argc, char** argv) {
            request.run_dir,
            "run directory; its config.yaml is the base config (--config replaces it)")
         ->required();
-    app.add_option("--checkpoint", request.checkpoint, "best or last")
-        ->check(CLI::IsMember({"best", "last"}));
+    app.add_option(
+        "--checkpoint",
+        request.checkpoint,
+        "best, last, another checkpoint of the run (step_300, averaged: see xl-average) or a "
+        "checkpoint file");
     app.add_option(
            "--max-steps",
            request.max_steps,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "xl/models/factory.h"
 #include "xl/models/hf_import.h"
 #include "xl/models/memory_estimate.h"
+#include "xl/run/average.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/device.h"
 #include "xl/run/distributed.h"
@@ -236,9 +238,7 @@ int run_training(
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::run_paths(request.run_dir);
-  const auto checkpoint = request.checkpoint == "last"
-      ? paths.last_checkpoint()
-      : paths.best_checkpoint();
+  const auto checkpoint = paths.checkpoint(request.checkpoint);
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train);
@@ -354,6 +354,51 @@ int run_import(const config::Config& config, const ImportRequest& request) {
       models::count_parameters(*model),
       paths.best_checkpoint().string(),
       paths.dir.string());
+  return 0;
+}
+
+int run_average(const AverageRequest& request) {
+  run::setup_logging("info");
+  const run::RunPaths paths = run::run_paths(request.run_dir);
+  std::vector<std::filesystem::path> inputs;
+  for (const auto& name : request.checkpoints) {
+    inputs.push_back(paths.checkpoint(name));
+  }
+  if (inputs.empty()) {
+    inputs = paths.snapshots();
+    if (inputs.empty()) {
+      throw UserError(fmt::format(
+          "{} holds no snapshots (checkpoints/step_<S>.pt): train with "
+          "train.keep_snapshots=N, or name checkpoints with --checkpoints",
+          request.run_dir));
+    }
+    if (request.last && static_cast<size_t>(*request.last) < inputs.size()) {
+      inputs.erase(
+          inputs.begin(),
+          inputs.end() - static_cast<std::ptrdiff_t>(*request.last));
+    }
+  }
+  const auto out = paths.checkpoints / (request.out + ".pt");
+  if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) {
+    throw UserError(fmt::format(
+        "--out {} would overwrite one of the checkpoints it averages",
+        request.out));
+  }
+  run::average_checkpoints(inputs, out);
+  std::vector<std::string> names;
+  for (const auto& input : inputs) {
+    names.push_back(input.filename().string());
+  }
+  std::cout
+      << fmt::format(
+             "averaged {} checkpoints ({}) into {}; evaluate with: xl-eval --run {} "
+             "--checkpoint {}",
+             inputs.size(),
+             fmt::join(names, ", "),
+             out.string(),
+             request.run_dir,
+             request.out)
+      << std::endl;
   return 0;
 }
 

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -51,6 +53,60 @@ std::filesystem::path RunPaths::last_checkpoint() const {
 
 std::filesystem::path RunPaths::best_checkpoint() const {
   return checkpoints / "best.pt";
+}
+
+std::filesystem::path RunPaths::snapshot(int64_t step) const {
+  return checkpoints / fmt::format("step_{}.pt", step);
+}
+
+std::vector<std::filesystem::path> RunPaths::snapshots() const {
+  std::vector<std::pair<int64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(checkpoints, ec)) {
+    const std::string stem = entry.path().stem().string();
+    const std::string digits =
+        stem.rfind("step_", 0) == 0 ? stem.substr(5) : "";
+    if (entry.path().extension() == ".pt" && !digits.empty() &&
+        digits.size() < 19 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        })) {
+      found.emplace_back(std::stoll(digits), entry.path());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::filesystem::path> out;
+  for (auto& item : found) {
+    out.push_back(std::move(item.second));
+  }
+  return out;
+}
+
+std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
+  if (std::filesystem::is_regular_file(name)) {
+    return name;
+  }
+  const auto path = checkpoints / (name + ".pt");
+  if (std::filesystem::is_regular_file(path)) {
+    return path;
+  }
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(checkpoints, ec)) {
+    if (entry.path().extension() == ".pt") {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  throw UserError(fmt::format(
+      "checkpoint '{}' not found: neither a file nor {}; {} holds: {}",
+      name,
+      path.string(),
+      checkpoints.string(),
+      names.empty() ? std::string("no checkpoints")
+                    : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 std::filesystem::path run_directory(const config::Config& config) {

@@ -531,6 +531,23 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
       step,
       paths_.last_checkpoint().string(),
       best ? " (best)" : "");
+  if (!signalled) {
+    keep_snapshot(step);
+  }
+}
+
+void Trainer::keep_snapshot(int64_t step) const {
+  const int64_t keep = config_.train.keep_snapshots;
+  if (keep == 0 || !writes_) {
+    return;
+  }
+  atomic_write(
+      paths_.snapshot(step), read_file(paths_.last_checkpoint(), "checkpoint"));
+  // The oldest go; a resumed run's snapshot of a step it repeats replaced the old one above.
+  auto all = paths_.snapshots();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    std::filesystem::remove(all[i]);
+  }
 }
 
 TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {

@@ -139,7 +139,12 @@ TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
 TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
   TempDir dir;
   for (const char* name :
-       {"xl-train", "xl-eval", "xl-import", "xl-prep", "xl-bench"}) {
+       {"xl-train",
+        "xl-eval",
+        "xl-import",
+        "xl-prep",
+        "xl-bench",
+        "xl-average"}) {
     const auto r = run_command(app(name) + " --version");
     EXPECT_EQ(r.status, 0) << name << ": " << r.output;
     EXPECT_THAT(r.output, ::testing::StartsWith("xl ")) << name;
@@ -152,7 +157,7 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
   }
   EXPECT_THAT(
       run_command(app("xl-eval") + " --help").output,
-      HasSubstr("{best,last}=best"));
+      HasSubstr("--checkpoint TEXT=best"));
   const std::string cfg = config_file("configs/txl/wt2_small.yaml");
   const auto several = run_command(
       app("xl-train") + " --config " + cfg +

@@ -16,8 +16,13 @@
 #include <thread>
 
 #include "test_util.h"
+#include "xl/config/config.h"
 #include "xl/data/corpus.h"
+#include "xl/data/dataset.h"
+#include "xl/io/archive.h"
+#include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
+#include "xl/run/run_dir.h"
 #include "xl/run/tensorboard.h"
 
 namespace xl::test {
@@ -440,6 +445,91 @@ TEST(Reporting, TensorBoardReadsTheCurvesOfAResumedRun) {
   }
   EXPECT_EQ(scalars.at("valid/loss").size(), 4u); // steps 10, 20, 30, 40
   EXPECT_FALSE(scalars.contains("train/epoch"));
+}
+
+// The model weights of a checkpoint, by name.
+std::map<std::string, torch::Tensor> checkpoint_weights(const fs::path& path) {
+  torch::serialize::InputArchive archive;
+  run::load_checkpoint(path, archive);
+  const auto config = config::load(
+      std::string(kSourceDir) + "/configs/txl/tiny.yaml",
+      {"data.dir=" + corpus_dir().string()});
+  auto model =
+      models::build_model(config, data::open_dataset(config)->vocab_size());
+  io::read_module(archive, "model", *model, path.string());
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& item : model->named_parameters()) {
+    weights[item.key()] = item.value().detach().clone();
+  }
+  return weights;
+}
+
+// train.keep_snapshots keeps the newest N validation checkpoints; xl-average averages them into
+// a checkpoint that xl-eval evaluates.
+TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
+  TempDir dir;
+  const fs::path run = dir / "r";
+  const auto trained = run_command(
+      train_command(run, "--set train.keep_snapshots=3"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  std::vector<std::string> kept;
+  for (const auto& path : run::run_paths(run).snapshots()) {
+    kept.push_back(path.filename().string());
+  }
+  EXPECT_EQ(
+      kept,
+      (std::vector<std::string>{"step_20.pt", "step_30.pt", "step_40.pt"}));
+
+  const std::string average =
+      std::string(kBinDir) + "/xl-average --run " + run.string();
+  const auto averaged = run_command(average + " --last 2", dir.path());
+  ASSERT_EQ(averaged.status, 0) << averaged.output;
+  EXPECT_THAT(
+      averaged.output,
+      HasSubstr("averaged 2 checkpoints (step_30.pt, step_40.pt)"));
+  const auto a = checkpoint_weights(run / "checkpoints/step_30.pt");
+  const auto b = checkpoint_weights(run / "checkpoints/step_40.pt");
+  const auto mean = checkpoint_weights(run / "checkpoints/averaged.pt");
+  ASSERT_EQ(mean.size(), a.size());
+  for (const auto& [name, value] : mean) {
+    EXPECT_TRUE(
+        torch::allclose(value, (a.at(name) + b.at(name)) / 2, 1e-6, 1e-7))
+        << name;
+  }
+  EXPECT_FALSE(torch::equal(mean.begin()->second, b.begin()->second));
+  torch::serialize::InputArchive archive;
+  EXPECT_EQ(
+      run::load_checkpoint(run / "checkpoints/averaged.pt", archive).step, 40);
+
+  const auto evaluated = run_command(
+      std::string(kBinDir) + "/xl-eval --run " + run.string() +
+          " --checkpoint averaged --max-steps 2",
+      dir.path());
+  ASSERT_EQ(evaluated.status, 0) << evaluated.output;
+  EXPECT_THAT(evaluated.output, HasSubstr("checkpoints/averaged.pt (step 40)"));
+  const auto missing = run_command(
+      std::string(kBinDir) + "/xl-eval --run " + run.string() +
+          " --checkpoint step_10",
+      dir.path());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(
+      missing.output,
+      HasSubstr("holds: averaged, best, last, step_20, step_30, step_40"));
+  const auto overwrite = run_command(
+      average + " --checkpoints step_30 step_40 --out step_40", dir.path());
+  EXPECT_EQ(overwrite.status, 2);
+  EXPECT_THAT(overwrite.output, HasSubstr("would overwrite"));
+  // Another model's checkpoint is refused.
+  const auto other = run_command(
+      train_command(dir / "other", "--set model.d_model=16 --stop-at-step 10"),
+      dir.path());
+  ASSERT_EQ(other.status, 0) << other.output;
+  const auto mixed = run_command(
+      average + " --checkpoints step_40 " +
+          (dir / "other/checkpoints/last.pt").string(),
+      dir.path());
+  EXPECT_EQ(mixed.status, 2);
+  EXPECT_THAT(mixed.output, HasSubstr("model.d_model"));
 }
 
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line

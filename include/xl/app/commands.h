@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xl/config/schema.h"
 
@@ -21,7 +22,8 @@ int run_training(
 
 struct EvalRequest {
   std::string run_dir;
-  std::string checkpoint = "best"; // or "last"
+  /// "best", "last", another checkpoint of the run ("step_300", "averaged") or a file
+  std::string checkpoint = "best";
   /// stop after this many batches (segments in memory mode, windows batches in vanilla mode)
   std::optional<int64_t> max_steps;
   /// evaluate this file instead of eval.split (raw text for XLNet pretraining runs, labelled
@@ -51,5 +53,19 @@ struct ImportRequest {
 /// xl-eval evaluates them like a trained run. The vocabulary of config.data must be the model's.
 /// Returns the process exit status.
 int run_import(const config::Config& config, const ImportRequest& request);
+
+struct AverageRequest {
+  std::string run_dir;
+  /// the run's checkpoints to average, by name or path; empty: its snapshots
+  std::vector<std::string> checkpoints;
+  /// of the snapshots, only the newest this many (unset: all)
+  std::optional<int64_t> last;
+  /// the name of the result in the run's checkpoints/
+  std::string out = "averaged";
+};
+
+/// Averages checkpoints of a run (run/average.h) into checkpoints/<out>.pt and prints what it
+/// did. Returns the process exit status.
+int run_average(const AverageRequest& request);
 
 } // namespace xl::app

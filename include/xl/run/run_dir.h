@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "xl/config/schema.h"
 
@@ -33,6 +35,13 @@ struct RunPaths {
   std::shared_ptr<const RunLock> lock;
   std::filesystem::path last_checkpoint() const;
   std::filesystem::path best_checkpoint() const;
+  /// checkpoints/step_<step>.pt, a snapshot kept by train.keep_snapshots
+  std::filesystem::path snapshot(int64_t step) const;
+  /// The snapshots in the directory, oldest step first.
+  std::vector<std::filesystem::path> snapshots() const;
+  /// A checkpoint by name: "best", "last", another file of checkpoints/ without ".pt"
+  /// ("step_300", "averaged"), or a path; a UserError listing the run's checkpoints otherwise.
+  std::filesystem::path checkpoint(const std::string& name) const;
 };
 
 /// The directory of a run: run.dir, or runs/<run.name>.

@@ -73,6 +73,9 @@ class Trainer {
   /// Whether a stop signal arrived, on any rank.
   bool stop_requested() const;
   void save(const State& s, bool best);
+  /// train.keep_snapshots: last.pt, just written at `step`, copied to checkpoints/step_<step>.pt,
+  /// and the oldest snapshots beyond the number to keep removed
+  void keep_snapshot(int64_t step) const;
   /// The hint after a divergence: the last checkpoint, when one exists.
   std::string last_good_checkpoint() const;
   void load(State& s);
