@@ -39,8 +39,25 @@ int main(int argc, char** argv) {
     app.add_option(
            "--vocab-from",
            options.vocab_from,
-           "count the vocabulary over 'train' only or 'all' splits")
+           "count the vocabulary over 'train' only or 'all' splits, in the order train, "
+           "valid, test (kimiyoung's and NVIDIA's order for WikiText)")
         ->check(CLI::IsMember({"train", "all"}));
+    app.add_flag(
+        "--unk",
+        options.unk,
+        "word: add <unk>, to which words outside the vocabulary map (implied by --min-freq "
+        "and --max-size)");
+    app.add_option(
+           "--min-freq",
+           options.min_freq,
+           "word: leave out words seen fewer times (they map to <unk>)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option(
+           "--max-size",
+           options.max_size,
+           "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
+           "<unk>)")
+        ->check(CLI::PositiveNumber);
     app.add_option(
         "--vocab",
         vocab,

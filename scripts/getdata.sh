@@ -16,8 +16,33 @@ raw=data/prepared/raw
 mkdir -p "$raw"
 
 fetch() { # url file
-  [ -f "$2" ] || { echo "downloading $1"; curl -fL --retry 3 -o "$2.part" "$1" && mv "$2.part" "$2"; }
+  # The WikiText mirror refuses some default user agents.
+  [ -f "$2" ] || { echo "downloading $1"; curl -fL --retry 3 -A "Mozilla/5.0 (xl getdata)" \
+    -o "$2.part" "$1" && mv "$2.part" "$2"; }
 }
+
+fail() { echo "getdata: $*" >&2; exit 1; }
+
+# Tokens as xl counts them (whitespace words plus one <eos> per line) against the published count.
+check_tokens() { # file count
+  local n=$(($(wc -w <"$1") + $(wc -l <"$1")))
+  [ "$n" -eq "$2" ] || fail "$1 holds $n tokens, the published split $2: a damaged or other download"
+}
+
+check_bytes() { # file size [sha256 of the first 10^6 bytes]
+  local n
+  n=$(stat -c %s "$1")
+  [ "$n" -eq "$2" ] || fail "$1 has $n bytes, expected $2"
+  if [ -n "${3:-}" ]; then
+    [ "$(head -c 1000000 "$1" | sha256sum | cut -d' ' -f1)" = "$3" ] ||
+      fail "the first 10^6 bytes of $1 are not enwik8's (data/README.md gives their sha256)"
+  fi
+}
+
+case "$what" in
+  wikitext-2 | wt103 | enwik8 | text8 | nsmc | enwik8-prefix | all) ;;
+  *) fail "unknown corpus '$what'; expected wikitext-2, wt103, enwik8, text8, nsmc, enwik8-prefix or all" ;;
+esac
 
 # The standard character-level split of a 100M file: 90M train, 5M valid, 5M test (the same
 # proportions for the prefix); then a byte vocabulary over all three splits (as kimiyoung's code
@@ -37,14 +62,23 @@ if [ "$what" = wikitext-2 ] || [ "$what" = all ]; then
   for split in train valid test; do
     xz -dc "data/wikitext-2/wiki.$split.tokens.xz" >"$d/wiki.$split.tokens"
   done
+  (cd "$d" && sha256sum -c --quiet) <<'SUMS' || fail "the bundled WikiText-2 does not match data/README.md"
+9e9fa1ad55b1c2c95b08e37dd8e653f638fac2c6de904b79e813611eefbc985f  wiki.train.tokens
+f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8  wiki.valid.tokens
+d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0  wiki.test.tokens
+SUMS
   "$bin/xl-prep" --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
     --test "$d/wiki.test.tokens" --out data/prepared/wikitext-2
 fi
 
 if [ "$what" = wt103 ] || [ "$what" = all ]; then
-  fetch https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip"
+  # The original S3 address is gone; Stephen Merity's mirror serves the same zip.
+  fetch https://wikitext.smerity.com/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip"
   (cd "$raw" && unzip -qo wikitext-103-v1.zip)
   d=$raw/wikitext-103
+  check_tokens "$d/wiki.train.tokens" 103227021
+  check_tokens "$d/wiki.valid.tokens" 217646
+  check_tokens "$d/wiki.test.tokens" 245569
   "$bin/xl-prep" --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
     --test "$d/wiki.test.tokens" --out data/prepared/wikitext-103
 fi
@@ -52,12 +86,14 @@ fi
 if [ "$what" = enwik8 ] || [ "$what" = all ]; then
   fetch http://mattmahoney.net/dc/enwik8.zip "$raw/enwik8.zip"
   (cd "$raw" && unzip -qo enwik8.zip)
+  check_bytes "$raw/enwik8" 100000000 369b688978f649681136198fb96db14c1616756260c55fb4b65e9bc049552cad
   split_and_prep enwik8
 fi
 
 if [ "$what" = text8 ] || [ "$what" = all ]; then
   fetch http://mattmahoney.net/dc/text8.zip "$raw/text8.zip"
   (cd "$raw" && unzip -qo text8.zip)
+  check_bytes "$raw/text8" 100000000
   split_and_prep text8
 fi
 

@@ -1,5 +1,7 @@
 #include "xl/data/corpus.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "xl/data/sentence_tokens.h"
@@ -22,15 +24,33 @@ Vocab load_or_build_vocab(const PrepOptions& options) {
     return vocab;
   }
   std::vector<std::filesystem::path> files;
-  if (options.vocab_from == "all") {
-    for (const auto& [name, path] : options.splits) {
-      files.push_back(path);
+  for (const char* split : {"train", "valid", "test"}) {
+    if (options.splits.count(split) != 0 &&
+        (options.vocab_from == "all" || files.empty())) {
+      files.push_back(options.splits.at(split));
     }
-  } else {
-    files.push_back(options.splits.at("train"));
   }
-  return options.kind == VocabKind::kWord ? Vocab::build_word(files)
-                                          : Vocab::build_byte(files);
+  if (options.kind == VocabKind::kByte) {
+    if (options.unk || options.min_freq > 1 || options.max_size) {
+      throw UserError(
+          "--unk, --min-freq and --max-size are for word vocabularies (--format word)");
+    }
+    return Vocab::build_byte(files);
+  }
+  // Words left out must map somewhere.
+  const bool unk = options.unk || options.min_freq > 1 || options.max_size;
+  std::vector<std::string> specials{"<eos>"};
+  if (unk) {
+    specials.emplace_back("<unk>");
+  }
+  if (options.max_size &&
+      *options.max_size < static_cast<int64_t>(specials.size())) {
+    throw UserError(fmt::format(
+        "--max-size {} leaves no room for the special tokens ({})",
+        *options.max_size,
+        fmt::join(specials, " ")));
+  }
+  return Vocab::build_word(files, specials, options.min_freq, options.max_size);
 }
 
 } // namespace

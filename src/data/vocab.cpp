@@ -48,7 +48,9 @@ Vocab::Vocab(VocabKind kind, std::vector<std::string> tokens)
 
 Vocab Vocab::build_word(
     const std::vector<std::filesystem::path>& files,
-    const std::vector<std::string>& specials) {
+    const std::vector<std::string>& specials,
+    int64_t min_freq,
+    std::optional<int64_t> max_size) {
   struct Entry {
     std::string token;
     int64_t count;
@@ -80,6 +82,10 @@ Vocab Vocab::build_word(
       });
   std::vector<std::string> tokens = specials;
   for (const auto& e : entries) {
+    if (e.count < min_freq ||
+        (max_size && static_cast<int64_t>(tokens.size()) >= *max_size)) {
+      break; // sorted by count: the rest are rarer still
+    }
     if (std::find(specials.begin(), specials.end(), e.token) ==
         specials.end()) {
       tokens.push_back(e.token);
@@ -247,8 +253,9 @@ std::vector<int64_t> Vocab::encode_file(
       if (id < 0) {
         if (unk < 0) {
           throw UserError(fmt::format(
-              "{}:{}: token '{}' is not in the vocabulary, which has "
-              "no <unk> to map it to",
+              "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it "
+              "to (xl-prep: --vocab-from all counts every split, --unk maps unseen words to "
+              "<unk>)",
               path.string(),
               line_number,
               word));

@@ -173,6 +173,75 @@ TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
       HasSubstr("token file not found"));
 }
 
+// --vocab-from all counts train, valid, test in that order (kimiyoung's and NVIDIA's), which
+// decides ties: here every word is seen once.
+TEST(PrepareCorpus, AllSplitsAreCountedInTheReferenceOrder) {
+  TempDir dir;
+  PrepOptions options;
+  options.splits["train"] = write_file(dir / "train.txt", "x\n");
+  options.splits["valid"] = write_file(dir / "valid.txt", "y\n");
+  options.splits["test"] = write_file(dir / "test.txt", "z\n");
+  options.out = dir / "out";
+  options.vocab_from = "all";
+  prepare_corpus(options);
+  const Vocab vocab = Vocab::load(dir / "out/vocab.txt");
+  ASSERT_EQ(vocab.size(), 4);
+  EXPECT_EQ(vocab.token(1), "x");
+  EXPECT_EQ(vocab.token(2), "y");
+  EXPECT_EQ(vocab.token(3), "z");
+}
+
+TEST(PrepareCorpus, MinimumFrequencyAndMaximumSizeMapTheRestToUnk) {
+  TempDir dir;
+  PrepOptions options;
+  options.splits["train"] = write_file(dir / "train.txt", "a a a b b c\n");
+  options.splits["valid"] = write_file(dir / "valid.txt", "c d a\n");
+  options.out = dir / "out";
+  options.min_freq = 2;
+  prepare_corpus(options);
+  Vocab vocab = Vocab::load(dir / "out/vocab.txt");
+  ASSERT_EQ(vocab.size(), 4); // <eos> <unk> a b
+  EXPECT_EQ(vocab.token(1), "<unk>");
+  EXPECT_EQ(
+      vocab.encode_file(options.splits["valid"]),
+      (std::vector<int64_t>{1, 1, 2, 0}));
+
+  options.min_freq = 0;
+  options.max_size = 3;
+  prepare_corpus(options);
+  vocab = Vocab::load(dir / "out/vocab.txt");
+  ASSERT_EQ(vocab.size(), 3); // <eos> <unk> a
+  EXPECT_EQ(vocab.token(2), "a");
+
+  options.max_size = 1;
+  EXPECT_THAT(
+      error_of([&] { prepare_corpus(options); }),
+      HasSubstr(
+          "--max-size 1 leaves no room for the special tokens (<eos> <unk>)"));
+  options.max_size.reset();
+  options.kind = VocabKind::kByte;
+  options.unk = true;
+  EXPECT_THAT(
+      error_of([&] { prepare_corpus(options); }),
+      HasSubstr("for word vocabularies"));
+}
+
+// Without <unk>, an unseen validation word names the options that fix it.
+TEST(PrepareCorpus, AnUnseenWordNamesTheOptionsThatFixIt) {
+  TempDir dir;
+  PrepOptions options;
+  options.splits["train"] = write_file(dir / "train.txt", "a b\n");
+  options.splits["valid"] = write_file(dir / "valid.txt", "a\nb q\n");
+  options.out = dir / "out";
+  const auto message = error_of([&] { prepare_corpus(options); });
+  EXPECT_THAT(
+      message, HasSubstr("valid.txt:2: token 'q' is not in the vocabulary"));
+  EXPECT_THAT(message, HasSubstr("--vocab-from all"));
+  EXPECT_THAT(message, HasSubstr("--unk"));
+  options.unk = true;
+  EXPECT_EQ(prepare_corpus(options).vocab_size, 4);
+}
+
 TEST(PrepareCorpus, BadSplitLeavesNoOutput) {
   TempDir dir;
   PrepOptions options;

@@ -20,9 +20,16 @@ struct PrepOptions {
   /// Split name ("train", "valid", "test") -> text file. "train" is required.
   std::map<std::string, std::filesystem::path> splits;
   std::filesystem::path out;
-  /// Build the vocabulary from the training split only ("train") or from all
-  /// splits ("all").
+  /// Build the vocabulary from the training split only ("train") or from all splits ("all"),
+  /// counted in the order train, valid, test, as kimiyoung's and NVIDIA's code count WikiText
+  /// (the order decides ties of equal counts, and with them the adaptive softmax's clusters).
   std::string vocab_from = "train";
+  /// word vocabularies: words seen fewer times are left out (mapped to <unk>)
+  int64_t min_freq = 0;
+  /// word vocabularies: at most this many tokens, specials included (the rarest left out)
+  std::optional<int64_t> max_size;
+  /// word vocabularies: add <unk> (unseen words map to it); implied by min_freq > 1 or max_size
+  bool unk = false;
   /// Reuse this vocabulary instead of building one (e.g. to encode new text for
   /// a trained model).
   std::optional<std::filesystem::path> vocab;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,11 +23,15 @@ std::string to_string(VocabKind kind);
 
 class Vocab {
  public:
-  /// Counts the whitespace tokens of `files` (one `<eos>` per line) and orders
-  /// them. `specials` take the first ids in the given order.
+  /// Counts the whitespace tokens of `files`, in the given order (one `<eos>` per line), and
+  /// orders them. `specials` take the first ids in the given order; of the other words, those
+  /// seen fewer than `min_freq` times are left out, and only the most frequent stay when
+  /// `max_size` (the whole vocabulary's size, specials included) would be exceeded.
   static Vocab build_word(
       const std::vector<std::filesystem::path>& files,
-      const std::vector<std::string>& specials = {"<eos>"});
+      const std::vector<std::string>& specials = {"<eos>"},
+      int64_t min_freq = 0,
+      std::optional<int64_t> max_size = std::nullopt);
   /// Counts the bytes of `files`.
   static Vocab build_byte(const std::vector<std::filesystem::path>& files);
   /// Reads a file written by save(); a malformed file is a UserError naming the
