@@ -57,12 +57,25 @@ std::string load_initial_weights(
   }
   const auto left =
       io::read_module_matching(archive, "model", model, path.string());
+  // The checkpoint's tensors this model has no place for (a head it lacks).
+  std::vector<std::string> skipped;
+  const auto params = model.named_parameters();
+  const auto buffers = model.named_buffers();
+  for (const auto& item : io::read_tensors(archive, "model")) {
+    if (!params.contains(item.first) && !buffers.contains(item.first)) {
+      skipped.push_back(item.first);
+    }
+  }
   return fmt::format(
-      "initialised from {} (step {}){}{}",
+      "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}",
       path.string(),
       info.step,
+      params.size() - left.size(),
+      params.size(),
       left.empty() ? "" : "; fresh, not in the checkpoint: ",
-      fmt::join(left, ", "));
+      fmt::join(left, ", "),
+      skipped.empty() ? "" : "; skipped, not in this model: ",
+      fmt::join(skipped, ", "));
 }
 
 void check_memory(

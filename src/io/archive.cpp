@@ -63,6 +63,36 @@ std::string read_string(
   return value.toStringRef();
 }
 
+namespace {
+
+void flatten(
+    torch::serialize::InputArchive& archive,
+    const std::string& prefix,
+    std::map<std::string, torch::Tensor>& out) {
+  for (const auto& key : archive.keys()) {
+    torch::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor)) {
+      out[prefix + key] = tensor;
+    } else if (archive.try_read(key, child)) {
+      flatten(child, prefix + key + ".", out);
+    }
+  }
+}
+
+} // namespace
+
+std::map<std::string, torch::Tensor> read_tensors(
+    torch::serialize::InputArchive& archive,
+    const std::string& key) {
+  std::map<std::string, torch::Tensor> out;
+  torch::serialize::InputArchive sub;
+  if (archive.try_read(key, sub)) {
+    flatten(sub, "", out);
+  }
+  return out;
+}
+
 void write_module(
     torch::serialize::OutputArchive& archive,
     const std::string& key,

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "xl/io/archive.h"
 #include "xl/run/checkpoint.h"
 #include "xl/util/error.h"
 
@@ -15,23 +16,7 @@ namespace {
 
 using Flat = std::map<std::string, torch::Tensor>;
 
-// Every tensor of `archive` (as LibTorch's Module::save nests them) under its dotted path.
-void flatten(
-    torch::serialize::InputArchive& archive,
-    const std::string& prefix,
-    Flat& out) {
-  for (const auto& key : archive.keys()) {
-    torch::Tensor tensor;
-    torch::serialize::InputArchive child;
-    if (archive.try_read(key, tensor)) {
-      out[prefix + key] = tensor;
-    } else if (archive.try_read(key, child)) {
-      flatten(child, prefix + key + ".", out);
-    }
-  }
-}
-
-// The inverse of flatten for the entries of `flat` under `prefix`.
+// The entries of `flat` under `prefix`, nested as io::write_module nests a module's.
 void nest(
     torch::serialize::OutputArchive& archive,
     const Flat& flat,
@@ -69,13 +54,11 @@ void average_checkpoints(
   for (size_t i = 0; i < inputs.size(); ++i) {
     torch::serialize::InputArchive archive;
     const auto info = load_checkpoint(inputs[i], archive);
-    torch::serialize::InputArchive model;
-    if (!archive.try_read("model", model)) {
+    const Flat weights = io::read_tensors(archive, "model");
+    if (weights.empty()) {
       throw UserError(
           fmt::format("{} holds no model weights", inputs[i].string()));
     }
-    Flat weights;
-    flatten(model, "", weights);
     if (i == 0) {
       newest = info;
       for (const auto& [name, tensor] : weights) {

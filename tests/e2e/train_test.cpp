@@ -532,6 +532,39 @@ TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
   EXPECT_THAT(mixed.output, HasSubstr("model.d_model"));
 }
 
+// train.init_from names what it loaded, what it left fresh and what it had no place for.
+TEST(Training, InitFromListsLoadedFreshAndSkippedTensors) {
+  TempDir dir;
+  const std::string untied = "--set model.transformer_xl.tie_weight=false ";
+  ASSERT_EQ(
+      run_command(
+          train_command(dir / "a", untied + "--stop-at-step 2"), dir.path())
+          .status,
+      0);
+  const auto tied = run_command(
+      train_command(
+          dir / "b",
+          "--stop-at-step 2 --set train.init_from=" + (dir / "a").string()),
+      dir.path());
+  ASSERT_EQ(tied.status, 0) << tied.output;
+  EXPECT_THAT(
+      tied.output,
+      HasSubstr(
+          "(step 2): 36 of 36 parameters loaded; skipped, not in this model: "
+          "crit.out_weight_0, crit.out_weight_1, crit.out_weight_2"));
+  const auto untied_again = run_command(
+      train_command(
+          dir / "c",
+          untied + "--stop-at-step 2 --set train.init_from=" +
+              (dir / "b/checkpoints/last.pt").string()),
+      dir.path());
+  ASSERT_EQ(untied_again.status, 0) << untied_again.output;
+  EXPECT_THAT(
+      untied_again.output,
+      HasSubstr("36 of 39 parameters loaded; fresh, not in the checkpoint: "
+                "crit.out_weight_0, crit.out_weight_1, crit.out_weight_2"));
+}
+
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
 // error; the previous checkpoint and nothing else stays.
 TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {

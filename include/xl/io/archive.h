@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ void write_module(
     torch::serialize::OutputArchive& archive,
     const std::string& key,
     const torch::nn::Module& module);
+
+/// Every tensor (parameters and buffers) of the sub-archive `key`, as write_module nests them,
+/// by dotted name ("layers.0.attn.qkv.weight"); empty when there is no such sub-archive.
+std::map<std::string, torch::Tensor> read_tensors(
+    torch::serialize::InputArchive& archive,
+    const std::string& key);
 
 /// Reads every parameter of `module` from the sub-archive `key`, in place. A parameter the
 /// archive lacks or holds with another shape, or an archive LibTorch cannot read, is a
