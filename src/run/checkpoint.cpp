@@ -134,6 +134,12 @@ CheckpointInfo read_info(
 
 } // namespace
 
+std::map<std::string, std::string> flatten_config(const std::string& yaml) {
+  std::map<std::string, std::string> out;
+  flatten(YAML::Load(yaml), "", out);
+  return out;
+}
+
 void save_checkpoint(
     const std::filesystem::path& path,
     const CheckpointInfo& info,

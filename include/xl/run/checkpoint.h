@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ void save_checkpoint(
 CheckpointInfo load_checkpoint(
     const std::filesystem::path& path,
     torch::serialize::InputArchive& archive);
+
+/// A resolved config's values by key path ("model.d_model" -> "410"; lists in YAML flow style).
+std::map<std::string, std::string> flatten_config(const std::string& yaml);
 
 /// Keys under `sections` (e.g. {"model", "data"}) whose values differ between
 /// two resolved configs, as "model.d_model: checkpoint 410, config 512". Empty

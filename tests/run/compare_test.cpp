@@ -1,0 +1,101 @@
+#include "xl/run/compare.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace xl::run {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A run of 20 steps over two processes (killed after logging step 15, resumed from its
+// checkpoint at step 10), then evaluated.
+void write_resumed_run(const std::filesystem::path& dir) {
+  write_file(
+      dir / "config.yaml",
+      "model:\n  d_model: 16\n  transformer_xl:\n    mem_len: 8\nrun:\n  name: a\n");
+  write_file(
+      dir / "metrics.jsonl",
+      R"({"event":"start","from_step":0,"time":"2026-11-25T10:00:00.000Z"}
+{"split":"train","step":10,"loss":5.0,"ppl":148.4,"time":"2026-11-25T10:00:30.000Z"}
+{"split":"valid","step":10,"loss":4.0,"ppl":54.6,"time":"2026-11-25T10:01:00.000Z"}
+{"split":"train","step":15,"loss":9.0,"ppl":8103.1,"time":"2026-11-25T10:01:40.000Z"}
+{"event":"start","from_step":10,"time":"2026-11-25T11:00:00.000Z"}
+{"event":"resumed","step":10,"logged_until":15,"time":"2026-11-25T11:00:00.000Z"}
+{"split":"train","step":15,"loss":4.5,"ppl":90.0,"repeat":true,"time":"2026-11-25T11:00:20.000Z"}
+{"split":"train","step":20,"loss":4.2,"ppl":66.7,"time":"2026-11-25T11:00:40.000Z"}
+{"split":"valid","step":20,"loss":4.1,"ppl":60.3,"time":"2026-11-25T11:01:00.000Z"}
+{"split":"test","step":20,"mode":"memory","loss":3.5,"ppl":33.1,"time":"2026-11-25T11:05:00.000Z"}
+{"split":"train","step":25,"loss":)");
+}
+
+TEST(CompareRuns, SummarizesAResumedRunFromItsRecords) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  const auto run = summarize_run(dir / "a");
+  EXPECT_EQ(run.steps, 20);
+  EXPECT_EQ(run.metric, "ppl");
+  // 100 s in the first process, 300 s (to xl-eval's record) in the second.
+  EXPECT_DOUBLE_EQ(run.seconds, 400.0);
+  ASSERT_EQ(run.train.size(), 3u);
+  EXPECT_DOUBLE_EQ(run.train[1].loss, 4.5); // the resumed run's step 15
+  EXPECT_DOUBLE_EQ(*run.best_valid_loss, 4.0);
+  EXPECT_DOUBLE_EQ(run.evaluations.at("test/memory"), 3.5);
+  EXPECT_EQ(run.config.at("model.transformer_xl.mem_len"), "8");
+}
+
+TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(
+      dir / "b/config.yaml",
+      "model:\n  d_model: 16\n  transformer_xl:\n    mem_len: 0\nrun:\n  name: b\n");
+  write_file(
+      dir / "b/metrics.jsonl",
+      R"({"event":"start","from_step":0,"time":"2026-11-25T10:00:00.000Z"}
+{"split":"train","step":20,"loss":4.8,"ppl":121.5,"time":"2026-11-25T10:00:50.000Z"}
+{"split":"valid","step":20,"loss":4.6,"ppl":99.5,"time":"2026-11-25T10:01:00.000Z"}
+)");
+  const auto table =
+      compare_runs({summarize_run(dir / "a"), summarize_run(dir / "b")});
+  EXPECT_THAT(
+      table.header,
+      ElementsAre(
+          "run",
+          "steps",
+          "time",
+          "train loss",
+          "valid loss",
+          "best valid loss",
+          "best valid ppl",
+          "test/memory ppl",
+          "model.transformer_xl.mem_len"));
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_THAT(
+      table.rows[0],
+      ElementsAre(
+          (dir / "a").string(),
+          "20",
+          "6m40s",
+          "4.2000",
+          "4.1000",
+          "4.0000",
+          "54.598",
+          "33.115",
+          "8"));
+  EXPECT_EQ(table.rows[1][7], "");
+  EXPECT_EQ(table.rows[1][8], "0");
+  EXPECT_THAT(to_markdown(table), HasSubstr("| best valid ppl |"));
+  EXPECT_THAT(
+      to_csv(table),
+      HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
+  EXPECT_THROW(summarize_run(dir / "none"), UserError);
+}
+
+} // namespace
+} // namespace xl::run
