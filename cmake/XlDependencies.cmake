@@ -43,6 +43,10 @@ target_include_directories(xl_sentencepiece SYSTEM INTERFACE ${XL_SENTENCEPIECE_
 target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_TRAIN_LIBRARY}
   ${XL_SENTENCEPIECE_LIBRARY})
 
+# cairo draws xl-compare's learning-curve plots (PNG).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XL_CAIRO REQUIRED IMPORTED_TARGET cairo)
+
 # yaml-cpp 0.7 exports the plain target name `yaml-cpp`; newer versions add a namespace.
 if(TARGET yaml-cpp::yaml-cpp)
   set(XL_YAML_TARGET yaml-cpp::yaml-cpp)

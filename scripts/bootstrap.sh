@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what xl needs on a fresh Debian/Ubuntu machine, and nothing that is already there:
 #   - Debian packages: the toolchain and the C++ libraries (yaml-cpp, spdlog/fmt, CLI11,
-#     SentencePiece, GoogleTest, nlohmann-json, Gloo's headers, which the torch wheel lacks and
-#     LibTorch's c10d headers include), clang with libFuzzer for scripts/fuzz.sh, and curl
-#     and unzip for scripts/getdata.sh;
+#     SentencePiece, GoogleTest, nlohmann-json, cairo and a font for xl-compare's plots, and
+#     Gloo's headers, which the torch wheel lacks and LibTorch's c10d headers include), clang
+#     with libFuzzer for scripts/fuzz.sh, and curl and unzip for scripts/getdata.sh;
 #   - .venv: a Python virtualenv with the pinned torch wheel (our LibTorch) and the reference
 #     packages of the parity tests (scripts/requirements.txt).
 # Idempotent: a second run checks and returns in seconds.
@@ -15,7 +15,8 @@ cd "$root"
 
 packages=(cmake ninja-build g++ ccache xz-utils git python3 python3-venv curl unzip
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libsentencepiece-dev sentencepiece
-  libgtest-dev libgmock-dev nlohmann-json3-dev libgloo-dev clang-format clang-tidy clang
+  libgtest-dev libgmock-dev nlohmann-json3-dev libgloo-dev libcairo2-dev pkg-config
+  fonts-dejavu-core clang-format clang-tidy clang
   libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -534,12 +534,13 @@ TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
   // The two runs side by side: the key that differs is a column.
   const auto compared = run_command(
       std::string(kBinDir) + "/xl-compare " + run.string() + " " +
-          (dir / "other").string() + " --csv table.csv",
+          (dir / "other").string() + " --csv table.csv --plot curves.png",
       dir.path());
   ASSERT_EQ(compared.status, 0) << compared.output;
   EXPECT_THAT(compared.output, HasSubstr("| best valid ppl |"));
   EXPECT_THAT(compared.output, HasSubstr(" model.d_model |"));
   EXPECT_THAT(read_text(dir / "table.csv"), HasSubstr(",model.d_model"));
+  EXPECT_EQ(read_text(dir / "curves.png").substr(1, 3), "PNG");
 }
 
 // train.init_from names what it loaded, what it left fresh and what it had no place for.

@@ -1,9 +1,14 @@
 #include "xl/run/compare.h"
 
+#include <cairo.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "test_util.h"
+#include "xl/run/plot.h"
 
 namespace xl::run {
 namespace {
@@ -95,6 +100,41 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
       to_csv(table),
       HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
   EXPECT_THROW(summarize_run(dir / "none"), UserError);
+}
+
+// The PNG is read back: each run's colour is drawn, and the image has the asked size.
+TEST(PlotCurves, DrawsEveryRunInItsColour) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(dir / "b/config.yaml", "run:\n  name: b\n");
+  write_file(
+      dir / "b/metrics.jsonl",
+      R"({"split":"train","step":5,"loss":6.0}
+{"split":"valid","step":10,"loss":5.0}
+{"split":"train","step":20,"loss":4.8}
+{"split":"valid","step":20,"loss":4.6}
+)");
+  const auto png = dir / "curves.png";
+  plot_curves({summarize_run(dir / "a"), summarize_run(dir / "b")}, png);
+  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> image(
+      cairo_image_surface_create_from_png(png.c_str()), cairo_surface_destroy);
+  ASSERT_EQ(cairo_surface_status(image.get()), CAIRO_STATUS_SUCCESS);
+  EXPECT_EQ(cairo_image_surface_get_width(image.get()), 1200);
+  EXPECT_EQ(cairo_image_surface_get_height(image.get()), 700);
+  const unsigned char* data = cairo_image_surface_get_data(image.get());
+  const int stride = cairo_image_surface_get_stride(image.get());
+  for (size_t run = 0; run < 2; ++run) {
+    const auto want = run_colour(run);
+    int64_t pixels = 0;
+    for (int y = 0; y < 700; ++y) {
+      for (int x = 0; x < 870; ++x) { // the plot area, left of the legend
+        const auto* p = data + y * stride + 4 * x; // little-endian xRGB
+        pixels += p[2] == want[0] && p[1] == want[1] && p[0] == want[2] ? 1 : 0;
+      }
+    }
+    EXPECT_GT(pixels, 200) << "run " << run;
+  }
+  EXPECT_THROW(plot_curves({}, dir / "none.png"), UserError);
 }
 
 } // namespace
