@@ -1,8 +1,9 @@
 // xl-train: trains a model from a YAML config.
 //   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
-//            [--resume] [--stop-at-step N]
+//            [--resume | --auto-resume] [--stop-at-step N]
 #include "xl/app/cli.h"
 #include "xl/app/commands.h"
+#include "xl/run/run_dir.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main([&] {
@@ -12,8 +13,15 @@ int main(int argc, char** argv) {
     bool resume = false;
     std::optional<int64_t> stop_at;
     xl::app::add_config_flags(app, flags);
-    app.add_flag(
+    bool auto_resume = false;
+    auto* resume_flag = app.add_flag(
         "--resume", resume, "continue the run from its last checkpoint");
+    app.add_flag(
+           "--auto-resume",
+           auto_resume,
+           "continue the run if it has a checkpoint, start it otherwise (for schedulers "
+           "that restart jobs, and xl-sweep)")
+        ->excludes(resume_flag);
     app.add_option(
            "--stop-at-step",
            stop_at,
@@ -23,6 +31,10 @@ int main(int argc, char** argv) {
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
+    }
+    if (auto_resume) {
+      resume = std::filesystem::exists(
+          xl::run::run_paths(xl::run::run_directory(config)).last_checkpoint());
     }
     return xl::app::run_training(
         config, resume, stop_at, !flags.skip_memory_check);

@@ -12,6 +12,7 @@
 #include "xl/config/config.h"
 #include "xl/data/batch.h"
 #include "xl/data/dataset.h"
+#include "xl/eval/generate.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
 #include "xl/io/archive.h"
@@ -29,6 +30,7 @@
 #include "xl/run/run_dir.h"
 #include "xl/train/trainer.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::app {
 
@@ -142,6 +144,43 @@ std::string training_summary(
   return text;
 }
 
+// A trained model, read from a checkpoint of a run whose config and vocabulary it must match.
+struct TrainedModel {
+  models::LanguageModel model;
+  std::filesystem::path checkpoint;
+  int64_t step = 0;
+};
+
+TrainedModel load_trained_model(
+    const config::Config& config,
+    const run::RunPaths& paths,
+    const std::string& checkpoint_name,
+    const data::Dataset& dataset,
+    const torch::Device& device,
+    bool enforce_memory) {
+  check_memory(
+      "evaluation",
+      models::estimate_evaluation_memory(config, dataset.vocab_size()),
+      device,
+      enforce_memory);
+  TrainedModel out{
+      models::build_model(config, dataset.vocab_size()),
+      paths.checkpoint(checkpoint_name)};
+  torch::serialize::InputArchive archive;
+  const auto info = run::load_checkpoint(out.checkpoint, archive);
+  run::require_matching_config(
+      out.checkpoint, info.config, config::dump(config), {"model", "data"});
+  run::require_same_vocabulary(
+      out.checkpoint,
+      info.vocabulary,
+      dataset.vocabulary(),
+      dataset.vocabulary_file());
+  io::read_module(archive, "model", *out.model, out.checkpoint.string());
+  out.model->to(device);
+  out.step = info.step;
+  return out;
+}
+
 } // namespace
 
 int run_training(
@@ -251,27 +290,16 @@ int run_training(
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::run_paths(request.run_dir);
-  const auto checkpoint = paths.checkpoint(request.checkpoint);
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train);
-  check_memory(
-      "evaluation",
-      models::estimate_evaluation_memory(config, dataset->vocab_size()),
+  const auto [model, checkpoint, step] = load_trained_model(
+      config,
+      paths,
+      request.checkpoint,
+      *dataset,
       device,
       request.enforce_memory);
-  auto model = models::build_model(config, dataset->vocab_size());
-  torch::serialize::InputArchive archive;
-  const auto info = run::load_checkpoint(checkpoint, archive);
-  run::require_matching_config(
-      checkpoint, info.config, config::dump(config), {"model", "data"});
-  run::require_same_vocabulary(
-      checkpoint,
-      info.vocabulary,
-      dataset->vocabulary(),
-      dataset->vocabulary_file());
-  io::read_module(archive, "model", *model, checkpoint.string());
-  model->to(device);
 
   const std::string split = request.file.value_or(config.eval.split);
   auto setup = eval::eval_setup(
@@ -292,7 +320,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   spdlog::info(
       "evaluating {} (step {}) on {}: {}",
       checkpoint.string(),
-      info.step,
+      step,
       split,
       setup.setting);
   // --dump-batches: every scored batch under batch_<s>/<field>, so that another implementation
@@ -324,7 +352,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       split,
       result,
       dataset->unit(),
-      {{"step", info.step},
+      {{"step", step},
        {"split", split},
        {"mode", config::choice_name(config.eval.mode)},
        {"setting", setup.setting},
@@ -334,6 +362,114 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       .write(report.record);
   // The result alone on stdout, for scripts.
   std::cout << report.line << std::endl;
+  return 0;
+}
+
+int run_sample(const config::Config& config, const SampleRequest& request) {
+  run::setup_logging(config.run.log_level);
+  if (config.model.type == config::ModelType::kXLNet) {
+    throw UserError(fmt::format(
+        "{} is an XLNet run: xl-sample generates from causal language models "
+        "(transformer_xl, char_transformer), and XLNet's permutation LM scores targets "
+        "instead",
+        request.run_dir));
+  }
+  if (request.top_p <= 0.0) {
+    throw UserError(fmt::format(
+        "--top-p {} keeps no token: give a probability above 0, up to 1",
+        request.top_p));
+  }
+  const run::RunPaths paths = run::run_paths(request.run_dir);
+  run::setup_runtime(config.train);
+  const auto dataset = data::open_dataset(config);
+  const data::Vocab& vocab = dataset->text_vocab();
+  const torch::Device device = run::pick_device(config.train);
+  const auto [model, checkpoint, step] = load_trained_model(
+      config,
+      paths,
+      request.checkpoint,
+      *dataset,
+      device,
+      request.enforce_memory);
+
+  const std::string text = request.prompt_file
+      ? read_file(*request.prompt_file, "prompt file")
+      : request.prompt;
+  auto ids = vocab.encode(
+      text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
+  if (ids.empty()) { // a new line: what follows a line break in training
+    const int64_t start =
+        vocab.index(vocab.kind() == data::VocabKind::kWord ? "<eos>" : "\n");
+    if (start < 0) {
+      throw UserError(
+          "the vocabulary has no line break to start from: give a --prompt");
+    }
+    ids.push_back(start);
+  }
+  eval::GenerateOptions options;
+  options.sampling = {request.temperature, request.top_k, request.top_p};
+  options.max_tokens = request.tokens;
+  options.span = models::eval_span(config, false);
+  options.segment = config.eval.tgt_len.value_or(config.train.tgt_len);
+  const int64_t mem_len = options.span.mem_len.value_or(0);
+  options.window =
+      request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
+  options.use_memory = !request.no_memory;
+  options.seed = request.seed;
+  options.device = device;
+  spdlog::info(
+      "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "
+      "{}, top-k {}, top-p {}, seed {}",
+      request.samples,
+      request.tokens,
+      checkpoint.string(),
+      step,
+      ids.size(),
+      request.temperature,
+      request.top_k,
+      request.top_p,
+      request.seed);
+
+  const auto prompt =
+      torch::tensor(ids).unsqueeze(1).repeat({1, request.samples}); // [P, B]
+  // The prompt as given, then the continuation: one sample streams as it is drawn.
+  std::cout << text << std::flush;
+  const auto is_word = [&](int64_t id) {
+    return vocab.kind() == data::VocabKind::kWord && vocab.token(id) != "<eos>";
+  };
+  bool after_word = is_word(ids.back());
+  const auto generated =
+      eval::generate(*model, prompt, options, [&](const torch::Tensor& drawn) {
+        if (request.samples == 1) {
+          const int64_t id = drawn[0].item<int64_t>();
+          std::cout << vocab.decode({id}, after_word) << std::flush;
+          after_word = is_word(id);
+        }
+      });
+  if (request.samples > 1) {
+    const auto rows = generated.tokens.t().contiguous(); // [B, N]
+    for (int64_t b = 0; b < request.samples; ++b) {
+      const auto row = rows[b];
+      std::cout << fmt::format("\n--- sample {} ---\n", b + 1) << text
+                << vocab.decode(
+                       {row.data_ptr<int64_t>(),
+                        row.data_ptr<int64_t>() + row.numel()},
+                       is_word(ids.back()));
+    }
+  }
+  std::cout << std::endl;
+  const auto n = static_cast<double>(generated.tokens.numel());
+  spdlog::info(
+      "{} tokens in {:.2f} s: {:.1f} tokens/s, {}; the prompt read in {:.2f} s; the samples' "
+      "perplexity under the model {:.2f}",
+      generated.tokens.numel(),
+      generated.seconds,
+      n / std::max(generated.seconds, 1e-9),
+      generated.used_memory
+          ? fmt::format("one position per token over a memory of {}", mem_len)
+          : fmt::format("re-reading up to {} tokens per token", options.window),
+      generated.prompt_seconds,
+      std::exp(-generated.log_probs.to(torch::kDouble).mean().item<double>()));
   return 0;
 }
 

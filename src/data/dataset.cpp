@@ -83,6 +83,12 @@ class TokenDataset : public Dataset {
         split("train").size(),
         split("valid").size());
   }
+  const Vocab& text_vocab() const override {
+    if (!corpus_) {
+      return Dataset::text_vocab();
+    }
+    return corpus_->vocab();
+  }
   std::unique_ptr<BatchSource> build_train_source() override {
     return make_train_source(c_.train, split("train"), ext_len());
   }
@@ -286,6 +292,12 @@ class XLNetDataset : public Dataset {
 };
 
 } // namespace
+
+const Vocab& Dataset::text_vocab() const {
+  throw UserError(fmt::format(
+      "this data ({}) has no word or byte vocabulary to encode and decode text with",
+      vocabulary().empty() ? "random" : vocabulary()));
+}
 
 EvalBatches token_eval_batches(
     const config::Config& c,

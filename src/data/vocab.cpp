@@ -213,7 +213,13 @@ const std::string& Vocab::token(int64_t id) const {
 
 std::vector<int64_t> Vocab::encode_file(
     const std::filesystem::path& path) const {
-  const std::string text = read_corpus(path);
+  return encode(read_corpus(path), path.string());
+}
+
+std::vector<int64_t> Vocab::encode(
+    std::string_view text,
+    const std::string& where,
+    bool open_end) const {
   std::vector<int64_t> ids;
   if (kind_ == VocabKind::kByte) {
     std::array<int64_t, 256> table;
@@ -229,7 +235,7 @@ std::vector<int64_t> Vocab::encode_file(
         throw UserError(fmt::format(
             "{}: byte {} at offset {} is not in the vocabulary (build "
             "it from all splits with --vocab-from all)",
-            path.string(),
+            where,
             static_cast<unsigned char>(text[i]),
             i));
       }
@@ -241,12 +247,15 @@ std::vector<int64_t> Vocab::encode_file(
   const int64_t unk = index("<unk>");
   if (eos < 0) {
     throw UserError(
-        "the word vocabulary has no <eos> token; cannot encode " +
-        path.string());
+        "the word vocabulary has no <eos> token; cannot encode " + where);
   }
   ids.reserve(text.size() / 5);
+  const auto lines = split_lines(text);
+  // A prompt's unfinished last line is continued, not ended.
+  const bool continued =
+      open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
   size_t line_number = 0;
-  for (const auto line : split_lines(text)) {
+  for (const auto line : lines) {
     ++line_number;
     for (const auto word : split_words(line)) {
       int64_t id = index(word);
@@ -256,7 +265,7 @@ std::vector<int64_t> Vocab::encode_file(
               "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it "
               "to (xl-prep: --vocab-from all counts every split, --unk maps unseen words to "
               "<unk>)",
-              path.string(),
+              where,
               line_number,
               word));
         }
@@ -264,9 +273,30 @@ std::vector<int64_t> Vocab::encode_file(
       }
       ids.push_back(id);
     }
-    ids.push_back(eos);
+    if (!(continued && line_number == lines.size())) {
+      ids.push_back(eos);
+    }
   }
   return ids;
+}
+
+std::string Vocab::decode(const std::vector<int64_t>& ids, bool after_word)
+    const {
+  std::string text;
+  for (const int64_t id : ids) {
+    const std::string& t = token(id);
+    if (kind_ == VocabKind::kByte) {
+      text += t;
+    } else if (t == "<eos>") {
+      text += '\n';
+    } else {
+      if (text.empty() ? after_word : text.back() != '\n') {
+        text += ' ';
+      }
+      text += t;
+    }
+  }
+  return text;
 }
 
 } // namespace xl::data

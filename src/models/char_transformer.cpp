@@ -129,9 +129,11 @@ ModelOutput CharTransformerImpl::forward(
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
   TORCH_CHECK(
-      tokens.defined() && tokens.dim() == 2 && targets.defined() &&
-          targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
-          targets.size(0) <= tokens.size(0),
+      tokens.defined() && tokens.dim() == 2 &&
+          (targets.defined()
+               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
+                   targets.size(0) <= tokens.size(0)
+               : args.next_token),
       "the char transformer expects tokens [L, B] and targets [T <= L, B], got ",
       tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
       " and ",
@@ -146,9 +148,13 @@ ModelOutput CharTransformerImpl::forward(
   if (training) {
     weights = layer_weights(losses.schedule, std::max<int64_t>(args.step, 1));
   }
-  const int64_t scored =
-      training && !losses.multiple_positions ? 1 : targets.size(0);
-  const auto n_target = static_cast<int64_t>(losses.target_weights.size());
+  const int64_t scored = training && !losses.multiple_positions ? 1
+      : targets.defined() ? targets.size(0)
+                          : 0;
+  // Generation without targets runs no head but the next token's.
+  const auto n_target = targets.defined()
+      ? static_cast<int64_t>(losses.target_weights.size())
+      : 0;
 
   ModelOutput output;
   std::vector<LossTerm> aux;
@@ -193,6 +199,13 @@ ModelOutput CharTransformerImpl::forward(
   }
   for (auto& term : aux) {
     output.terms.push_back(std::move(term));
+  }
+  if (args.next_token) {
+    auto last = h[len - 1]; // [B, D]
+    if (final_norm) {
+      last = final_norm(last);
+    }
+    output.next_log_probs = torch::log_softmax(out(last).to(torch::kFloat), -1);
   }
   return output;
 }

@@ -193,13 +193,15 @@ ModelOutput TransformerXLImpl::forward(
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
   TORCH_CHECK(
-      tokens.defined() && targets.defined() && tokens.dim() == 2 &&
-          targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
-          targets.size(0) <= tokens.size(0),
+      tokens.defined() && tokens.dim() == 2 &&
+          (targets.defined()
+               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
+                   targets.size(0) <= tokens.size(0)
+               : args.next_token),
       "Transformer-XL expects tokens [L, B] and targets [T <= L, B], got ",
-      tokens.sizes(),
+      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
       " and ",
-      targets.sizes());
+      targets.defined() ? targets.sizes() : torch::IntArrayRef{});
   TORCH_CHECK(
       mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
       "expected ",
@@ -214,11 +216,15 @@ ModelOutput TransformerXLImpl::forward(
   auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
   core = run_layers(core, r, mask, mems, hiddens);
-  const auto log_probs = score(core, targets); // [T, B]
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
-  add_lm_term(out, batch, log_probs, args);
+  if (targets.defined()) {
+    add_lm_term(out, batch, score(core, targets), args); // log p [T, B]
+  }
+  if (args.next_token) {
+    out.next_log_probs = crit->log_probs(core[qlen - 1]); // [B, V]
+  }
   return out;
 }
 

@@ -280,6 +280,9 @@ ModelOutput XLNetImpl::forward(
       "XLNet expects tokens [L, B], got ",
       tokens.defined() ? tokens.sizes() : torch::IntArrayRef{});
   TORCH_CHECK(
+      !args.next_token,
+      "XLNet is a permutation language model: it scores targets, it does not generate");
+  TORCH_CHECK(
       mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
       "expected ",
       options.n_layer(),

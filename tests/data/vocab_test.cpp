@@ -70,6 +70,39 @@ TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
   EXPECT_EQ(with_unk.encode_file(other), (std::vector<int64_t>{2, 0, 2, 1, 0}));
 }
 
+// Prompts: an unfinished last line is continued (no <eos>); decoding puts the words back on
+// their lines, a space first when the text continues a word.
+TEST(WordVocab, PromptsEncodeOpenEndedAndIdsDecodeToLines) {
+  TempDir dir;
+  const Vocab vocab =
+      Vocab::build_word({write_file(dir / "t.txt", "a b\nb c\n")});
+  const auto a = vocab.index("a");
+  const auto b = vocab.index("b");
+  const auto c = vocab.index("c");
+  const auto eos = vocab.index("<eos>");
+  EXPECT_EQ(
+      vocab.encode("a b", "--prompt", true), (std::vector<int64_t>{a, b}));
+  EXPECT_EQ(
+      vocab.encode("a b\nc", "--prompt", true),
+      (std::vector<int64_t>{a, b, eos, c}));
+  EXPECT_EQ(
+      vocab.encode("a b\n", "--prompt", true),
+      (std::vector<int64_t>{a, b, eos}));
+  EXPECT_EQ(vocab.encode("a b", "f"), (std::vector<int64_t>{a, b, eos}));
+  EXPECT_EQ(vocab.decode({a, b, eos, c, eos}), "a b\nc\n");
+  EXPECT_EQ(vocab.decode({c}, true), " c");
+  EXPECT_EQ(vocab.decode({eos, c}, true), "\nc");
+  try {
+    vocab.encode("a zz", "--prompt", true);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--prompt:1: token 'zz'"));
+  }
+  const auto f = write_file(dir / "t.bin", "ab\n");
+  const Vocab bytes = Vocab::build_byte({f});
+  EXPECT_EQ(bytes.decode(bytes.encode("ba\n", "x", true), true), "ba\n");
+}
+
 TEST(ByteVocab, OrdersBytesByFrequency) {
   TempDir dir;
   const auto f = write_file(dir / "t.bin", std::string("abcab\n\xff", 7));

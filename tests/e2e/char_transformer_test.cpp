@@ -74,6 +74,17 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("last position scored"));
   EXPECT_THAT(r.output, HasSubstr("| bpc "));
+
+  // Bytes generated after the prompt, each re-reading the window (no memory).
+  r = run_command(
+      "{ " + bin("xl-sample") +
+          " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << read_text(dir / "err.log");
+  EXPECT_EQ(r.output.rfind("<page>", 0), 0U) << r.output;
+  EXPECT_EQ(
+      r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
+  EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("re-reading up to"));
 }
 
 // Each refused up front with exit 2 and one line naming the cause.

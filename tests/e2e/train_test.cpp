@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -255,6 +256,120 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
       dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found"));
+}
+
+// xl-sweep: a run stopped early is resumed, the others trained, each evaluated once; the same
+// command again skips them all; the table goes to stdout, a CSV and a plot beside the runs.
+TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
+  TempDir dir;
+  const std::string common = std::string(kBinDir) + "/xl-sweep -c " +
+      kSourceDir +
+      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      " train.max_step=12 --dir sw";
+  const std::string sweep = common +
+      " --variant full --variant 'nomem model.transformer_xl.mem_len=0'"
+      " --grid train.lr=0.002,0.001";
+  // A dry run prints the commands a scheduler would run; one of them is started and stopped.
+  const auto dry =
+      run_command("{ " + sweep + " --dry-run 2>/dev/null; }", dir.path());
+  ASSERT_EQ(dry.status, 0) << dry.output;
+  std::istringstream lines(dry.output);
+  std::vector<std::string> commands;
+  for (std::string line; std::getline(lines, line);) {
+    commands.push_back(line);
+  }
+  ASSERT_EQ(commands.size(), 4U) << dry.output;
+  EXPECT_THAT(commands[3], HasSubstr("--set run.dir=sw/nomem,lr=0.001"));
+  auto stopped = commands[1];
+  stopped.replace(stopped.find("--auto-resume"), 13, "--stop-at-step 5");
+  ASSERT_EQ(run_command(stopped, dir.path()).status, 0);
+  EXPECT_EQ(checkpoint_step(dir / "sw/full,lr=0.001"), 5);
+
+  const auto first = run_command("{ " + sweep + " 2>log.txt; }", dir.path());
+  ASSERT_EQ(first.status, 0) << read_text(dir / "log.txt");
+  const auto log = read_text(dir / "log.txt");
+  EXPECT_THAT(log, HasSubstr("[1/4] full,lr=0.002: training"));
+  EXPECT_THAT(log, HasSubstr("[2/4] full,lr=0.001: resuming"));
+  EXPECT_THAT(log, HasSubstr("resumed"));
+  EXPECT_THAT(log, HasSubstr("[4/4] nomem,lr=0.001: evaluating"));
+  for (const auto* run :
+       {"full,lr=0.002", "full,lr=0.001", "nomem,lr=0.002", "nomem,lr=0.001"}) {
+    EXPECT_EQ(checkpoint_step(dir / "sw" / run), 12) << run;
+  }
+  // stdout: the table alone, one row per run and the keys that differ.
+  EXPECT_EQ(first.output.rfind("| run ", 0), 0U) << first.output;
+  EXPECT_THAT(
+      first.output, HasSubstr("| model.transformer_xl.mem_len | train.lr |"));
+  EXPECT_THAT(first.output, HasSubstr("| sw/nomem,lr=0.001 | 12 "));
+  EXPECT_THAT(first.output, HasSubstr("test/memory ppl"));
+  EXPECT_TRUE(fs::exists(dir / "sw/compare.csv"));
+  EXPECT_TRUE(fs::exists(dir / "sw/curves.png"));
+
+  const auto again = run_command("{ " + sweep + " 2>log.txt; }", dir.path());
+  ASSERT_EQ(again.status, 0) << read_text(dir / "log.txt");
+  EXPECT_THAT(
+      read_text(dir / "log.txt"),
+      HasSubstr("[2/4] full,lr=0.001: finished at step 12, skipped"));
+  EXPECT_THAT(read_text(dir / "log.txt"), Not(HasSubstr("evaluating")));
+  EXPECT_EQ(again.output, first.output);
+
+  // A finished run is not silently reused for another config.
+  const auto changed = run_command(
+      common + " --set model.d_inner=48 --variant full --grid train.lr=0.002",
+      dir.path());
+  EXPECT_EQ(changed.status, 2);
+  EXPECT_THAT(changed.output, HasSubstr("model.d_inner"));
+}
+
+// xl-sample: the prompt and the words drawn after it on stdout, the same for the same seed.
+TEST(Sampling, ASeedGivesTheSameTextAndTheMemoryCarriesTheContext) {
+  TempDir dir;
+  ASSERT_EQ(
+      run_command(
+          train_command(dir / "r", "--set train.max_step=20"), dir.path())
+          .status,
+      0);
+  const auto sample = [&](const std::string& flags) {
+    return run_command(
+        "{ " + std::string(kBinDir) + "/xl-sample --run " +
+            (dir / "r").string() + " " + flags + " 2>err.log; }",
+        dir.path());
+  };
+  const auto words = [](const std::string& text) {
+    std::istringstream in(text);
+    return std::vector<std::string>(std::istream_iterator<std::string>(in), {});
+  };
+  const auto a = sample("--prompt 'The game' --tokens 15 --seed 4 --top-k 50");
+  ASSERT_EQ(a.status, 0) << read_text(dir / "err.log");
+  EXPECT_EQ(a.output.rfind("The game ", 0), 0U) << a.output;
+  // 15 tokens: words, and line breaks for <eos>.
+  const auto n_words = static_cast<int64_t>(words(a.output).size());
+  const auto n_breaks = std::count(a.output.begin(), a.output.end(), '\n');
+  EXPECT_EQ(n_words - 2 + n_breaks - 1, 15) << a.output;
+  EXPECT_THAT(
+      read_text(dir / "err.log"),
+      HasSubstr("one position per token over a memory of 32"));
+  EXPECT_EQ(
+      sample("--prompt 'The game' --tokens 15 --seed 4 --top-k 50").output,
+      a.output);
+  EXPECT_NE(
+      sample("--prompt 'The game' --tokens 15 --seed 5 --top-k 50").output,
+      a.output);
+
+  write_file(dir / "prompt.txt", "The game");
+  const auto from_file =
+      sample("--prompt-file prompt.txt --tokens 15 --seed 4 --top-k 50");
+  EXPECT_EQ(from_file.output, a.output);
+  const auto no_memory = sample("--prompt 'The game' --tokens 5 --no-memory");
+  ASSERT_EQ(no_memory.status, 0) << read_text(dir / "err.log");
+  EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("re-reading up to 32"));
+  const auto two = sample("--tokens 4 --samples 2");
+  ASSERT_EQ(two.status, 0) << read_text(dir / "err.log");
+  EXPECT_THAT(two.output, HasSubstr("--- sample 2 ---"));
+
+  EXPECT_EQ(sample("--top-p 0").status, 2);
+  EXPECT_THAT(
+      read_text(dir / "err.log"), HasSubstr("--top-p 0 keeps no token"));
 }
 
 // The "no memory" ablation of a config with a long evaluation memory is evaluated as it was

@@ -190,6 +190,32 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
   EXPECT_EQ(out.terms[0].count, 9);
 }
 
+// Generation's distribution is the last position's, with or without targets to score.
+TEST(CharTransformer, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
+  torch::manual_seed(0);
+  CharTransformerImpl model(tiny());
+  model.eval();
+  const auto batch = window(10, 3, 2);
+  ForwardArgs args;
+  args.log_probs = true;
+  args.next_token = true;
+  const auto out = model.forward(batch, {}, args);
+  ASSERT_EQ(out.next_log_probs.sizes(), (std::vector<int64_t>{3, 20}));
+  EXPECT_TRUE(torch::allclose(
+      out.next_log_probs.gather(1, batch.targets[9].unsqueeze(1)).squeeze(1),
+      out.log_probs[9],
+      1e-6,
+      1e-6));
+  data::Batch tokens_only;
+  tokens_only.tokens = batch.tokens;
+  ForwardArgs next;
+  next.next_token = true;
+  const auto alone = model.forward(tokens_only, {}, next);
+  EXPECT_TRUE(alone.terms.empty());
+  EXPECT_TRUE(torch::equal(alone.next_log_probs, out.next_log_probs));
+  EXPECT_THROW(model.forward(tokens_only, {}, {}), c10::Error);
+}
+
 // Changing the bytes after position p changes no prediction at or before p, in any head.
 TEST(CharTransformer, EveryHeadIsCausal) {
   torch::manual_seed(0);

@@ -63,6 +63,39 @@ TransformerXLOptions tiny_learned() {
   return tiny(false).learned_positions(true).n_ctx(16);
 }
 
+// Generation's distribution over the whole adaptive vocabulary is the last position's, with or
+// without targets to score, after a memory too.
+TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
+  for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
+    torch::manual_seed(4);
+    auto model = std::make_shared<TransformerXLImpl>(options);
+    model->eval();
+    const auto input = torch::randint(40, {8, 2});
+    const auto target = torch::randint(40, {8, 2});
+    const auto memory = model->forward(lm_batch(input, target), {}).mems;
+    auto args = with_log_probs();
+    args.next_token = true;
+    const auto out = model->forward(lm_batch(input, target), memory, args);
+    ASSERT_EQ(out.next_log_probs.sizes(), (std::vector<int64_t>{2, 40}));
+    EXPECT_TRUE(torch::allclose(
+        out.next_log_probs.gather(1, target[7].unsqueeze(1)).squeeze(1),
+        out.log_probs[7],
+        1e-5,
+        1e-5));
+    EXPECT_TRUE(torch::allclose(
+        out.next_log_probs.logsumexp(1), torch::zeros({2}), 1e-5, 1e-5));
+    data::Batch tokens_only;
+    tokens_only.tokens = input;
+    ForwardArgs next;
+    next.next_token = true;
+    const auto alone = model->forward(tokens_only, memory, next);
+    EXPECT_TRUE(alone.terms.empty());
+    EXPECT_TRUE(torch::allclose(alone.next_log_probs, out.next_log_probs));
+    EXPECT_TRUE(torch::equal(alone.mems[1], out.mems[1]));
+    EXPECT_THROW(model->forward(tokens_only, memory, {}), c10::Error);
+  }
+}
+
 TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
   for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
     torch::manual_seed(3);

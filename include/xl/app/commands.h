@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "xl/config/schema.h"
+#include "xl/run/sweep.h"
 
 namespace xl::app {
 
@@ -40,6 +41,34 @@ struct EvalRequest {
 /// exit status.
 int run_evaluation(const config::Config& config, const EvalRequest& request);
 
+struct SampleRequest {
+  std::string run_dir;
+  /// "best", "last", another checkpoint of the run or a file
+  std::string checkpoint = "best";
+  /// the text to continue (empty: a new line)
+  std::string prompt;
+  /// read the prompt from this file instead
+  std::optional<std::string> prompt_file;
+  /// tokens to generate per sample
+  int64_t tokens = 200;
+  /// samples drawn side by side (batch rows)
+  int64_t samples = 1;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  /// re-read the last `window` tokens for every new token instead of carrying the memory
+  bool no_memory = false;
+  /// tokens re-read per new token without memory (unset: the memory's length, or train.tgt_len)
+  std::optional<int64_t> window;
+  /// refuse a config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
+};
+
+/// Generates text from a checkpoint of a causal language model run (eval/generate.h): the prompt
+/// and the samples on stdout, the speed on stderr. Returns the process exit status.
+int run_sample(const config::Config& config, const SampleRequest& request);
+
 struct ImportRequest {
   /// safetensors with Hugging Face TransfoXLLMHeadModel names
   std::string weights;
@@ -67,5 +96,21 @@ struct AverageRequest {
 /// Averages checkpoints of a run (run/average.h) into checkpoints/<out>.pt and prints what it
 /// did. Returns the process exit status.
 int run_average(const AverageRequest& request);
+
+struct SweepRequest {
+  run::SweepSpec spec;
+  /// print each run's xl-train command instead of running it (for a scheduler)
+  bool dry_run = false;
+  /// evaluate each finished run with xl-eval unless it has been
+  bool evaluate = true;
+  /// refuse a config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
+};
+
+/// Trains every run of a sweep one after another with xl-train (a finished run is skipped, an
+/// interrupted one resumed), evaluates each with xl-eval, then prints xl-compare's table and
+/// writes <dir>/compare.csv and <dir>/curves.png. Returns the process exit status: 128 + the
+/// signal that stopped a run, 1 when a run failed.
+int run_sweep(const SweepRequest& request);
 
 } // namespace xl::app

@@ -41,6 +41,9 @@ class Dataset {
   virtual std::filesystem::path vocabulary_file() const = 0;
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
+  /// The word or byte vocabulary that encodes prompts and decodes generated text; a UserError
+  /// for data without one.
+  virtual const Vocab& text_vocab() const;
   /// Builds the training batches now, so that options the data cannot serve fail before a run
   /// writes anything; the next train_source() hands them out.
   void prepare_training() {

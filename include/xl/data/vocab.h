@@ -60,6 +60,16 @@ class Vocab {
   /// an error otherwise); byte vocabularies give the raw bytes. Errors name the
   /// file and line.
   std::vector<int64_t> encode_file(const std::filesystem::path& path) const;
+  /// Encodes `text` as encode_file() does, `where` naming it in errors; with `open_end`, a last
+  /// line without a line break gets no `<eos>` (a prompt to continue).
+  std::vector<int64_t> encode(
+      std::string_view text,
+      const std::string& where,
+      bool open_end = false) const;
+  /// The text of `ids`: words joined by spaces with `<eos>` as a line break, or the bytes;
+  /// `after_word`: the text continues a line that ends in a word (a space comes first).
+  std::string decode(const std::vector<int64_t>& ids, bool after_word = false)
+      const;
 
  private:
   Vocab(VocabKind kind, std::vector<std::string> tokens);

@@ -6,7 +6,8 @@
 //
 // The batch carries named fields (data/batch.h); the output carries named loss terms, each a
 // (sum, count, weight) ratio whose first is the headline metric, plus what some families add
-// (per-token log-probs, classification logits, the next memory).
+// (per-token log-probs, the next token's distribution for generation, classification logits, the
+// next memory).
 #pragma once
 
 #include <torch/torch.h>
@@ -39,6 +40,9 @@ struct ForwardArgs {
   int64_t step = 0;
   /// fill ModelOutput::log_probs
   bool log_probs = false;
+  /// fill ModelOutput::next_log_probs (generation); batch.targets may then be undefined, and
+  /// the output has no loss terms
+  bool next_token = false;
   Span span;
 };
 
@@ -47,6 +51,8 @@ struct ModelOutput {
   std::vector<LossTerm> terms;
   /// log p(target) [T, B] of terms[0], when asked for
   torch::Tensor log_probs;
+  /// [B, V] log-probabilities of the token after the last input position, when asked for
+  torch::Tensor next_log_probs;
   /// [B, C] classification logits, for families with a classification head
   torch::Tensor logits;
   /// the memory for the next batch (empty: none)

@@ -1,0 +1,77 @@
+// xl-sample: generates text from a trained (or imported) Transformer-XL or character-transformer
+// run, carrying the memory across segments so that each new token costs one position.
+//   xl-sample --run runs/wt2_small --prompt "The meaning of" --tokens 100 --top-p 0.9 --seed 1
+//   xl-sample --run runs/enwik8_base --prompt-file start.txt --temperature 0.8 --samples 3
+//   xl-sample --run runs/wt2_small --no-memory   (the baseline: every token re-reads the window)
+#include "xl/app/cli.h"
+#include "xl/app/commands.h"
+
+int main(int argc, char** argv) {
+  return xl::app::run_main([&] {
+    CLI::App app{"xl-sample: generate text from a trained run"};
+    xl::app::ConfigFlags flags;
+    xl::app::SampleRequest request;
+    xl::app::add_config_flags(app, flags);
+    app.add_option(
+           "--run",
+           request.run_dir,
+           "run directory; its config.yaml is the base config (--config replaces it)")
+        ->required();
+    app.add_option(
+        "--checkpoint",
+        request.checkpoint,
+        "best, last, another checkpoint of the run or a checkpoint file");
+    auto* prompt = app.add_option(
+        "--prompt",
+        request.prompt,
+        "the text to continue, encoded with the run's vocabulary (default: a new line)");
+    app.add_option(
+           "--prompt-file",
+           request.prompt_file,
+           "read the prompt from this file")
+        ->excludes(prompt);
+    app.add_option("--tokens", request.tokens, "tokens to generate per sample")
+        ->check(xl::app::positive_count());
+    app.add_option("--samples", request.samples, "samples drawn side by side")
+        ->check(xl::app::positive_count());
+    app.add_option(
+           "--temperature",
+           request.temperature,
+           "divides the log-probabilities (0: always the most probable token)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option(
+           "--top-k",
+           request.top_k,
+           "draw from the k most probable tokens only (0: all)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option(
+           "--top-p",
+           request.top_p,
+           "draw from the fewest most probable tokens whose probability reaches p")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--seed", request.seed, "the same seed draws the same text");
+    app.add_flag(
+        "--no-memory",
+        request.no_memory,
+        "re-read the last --window tokens for every new token instead of carrying the memory "
+        "(slower: the baseline of the memory's speed-up)");
+    app.add_option(
+           "--window",
+           request.window,
+           "tokens re-read per new token without memory (default: eval's memory length, or "
+           "train.tgt_len)")
+        ->check(xl::app::positive_count());
+    app.final_callback([&] {
+      if (flags.path.empty()) {
+        flags.path = request.run_dir + "/config.yaml";
+      }
+    });
+    xl::config::Config config;
+    if (const auto status =
+            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+      return *status;
+    }
+    request.enforce_memory = !flags.skip_memory_check;
+    return xl::app::run_sample(config, request);
+  });
+}

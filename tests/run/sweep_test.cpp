@@ -1,0 +1,98 @@
+// Sweeps: grid axes and variants parsed, expanded into named runs in order, every config
+// validated before any run starts.
+#include "xl/run/sweep.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xl/config/config.h"
+#include "xl/run/run_dir.h"
+
+namespace xl::run {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(SweepSpec, GridAxesKeepBracketedValuesAndVariantsTheirOverrides) {
+  const auto lr = parse_grid_axis("train.lr=0.001,0.00025");
+  EXPECT_EQ(lr.key, "train.lr");
+  EXPECT_THAT(lr.values, ElementsAre("0.001", "0.00025"));
+  EXPECT_THAT(
+      parse_grid_axis("model.transformer_xl.cutoffs=[10,20],[20,30]").values,
+      ElementsAre("[10,20]", "[20,30]"));
+  EXPECT_THROW(parse_grid_axis("train.lr"), UserError);
+  EXPECT_THROW(parse_grid_axis("=1,2"), UserError);
+  EXPECT_THROW(parse_grid_axis("train.lr=1,,2"), UserError);
+
+  const auto v = parse_variant("  no_memory  model.transformer_xl.mem_len=0 ");
+  EXPECT_EQ(v.name, "no_memory");
+  EXPECT_THAT(v.overrides, ElementsAre("model.transformer_xl.mem_len=0"));
+  EXPECT_TRUE(parse_variant("full").overrides.empty());
+  EXPECT_THROW(parse_variant(""), UserError);
+  EXPECT_THROW(parse_variant("a/b x=1"), UserError);
+  EXPECT_THROW(parse_variant("x=1"), UserError);
+  EXPECT_THROW(parse_variant("name model.d_model"), UserError);
+}
+
+SweepSpec tiny_sweep() {
+  SweepSpec spec;
+  spec.config = std::string(test::kSourceDir) + "/configs/txl/tiny.yaml";
+  spec.common = {"train.max_step=12"};
+  spec.dir = "sweeps/a";
+  return spec;
+}
+
+TEST(SweepSpec, VariantsTimesTheGridLastAxisFastestEachConfigResolved) {
+  auto spec = tiny_sweep();
+  spec.variants = {
+      parse_variant("full"),
+      parse_variant("short model.transformer_xl.mem_len=4")};
+  spec.grid = {
+      parse_grid_axis("train.lr=0.002,0.001"),
+      parse_grid_axis("model.transformer_xl.cutoffs=[200,2000],[100,1000]")};
+  const auto runs = expand_sweep(spec);
+  std::vector<std::string> names;
+  for (const auto& r : runs) {
+    names.push_back(r.name);
+  }
+  EXPECT_THAT(
+      names,
+      ElementsAre(
+          "full,lr=0.002,cutoffs=200-2000",
+          "full,lr=0.002,cutoffs=100-1000",
+          "full,lr=0.001,cutoffs=200-2000",
+          "full,lr=0.001,cutoffs=100-1000",
+          "short,lr=0.002,cutoffs=200-2000",
+          "short,lr=0.002,cutoffs=100-1000",
+          "short,lr=0.001,cutoffs=200-2000",
+          "short,lr=0.001,cutoffs=100-1000"));
+  const auto& last = runs.back().config;
+  EXPECT_EQ(last.train.max_step, 12);
+  EXPECT_DOUBLE_EQ(last.train.lr, 0.001);
+  EXPECT_EQ(last.model.transformer_xl.mem_len, 4);
+  EXPECT_EQ(
+      last.model.transformer_xl.cutoffs, (std::vector<int64_t>{100, 1000}));
+  EXPECT_EQ(
+      run_directory(last),
+      std::filesystem::path("sweeps/a/short,lr=0.001,cutoffs=100-1000"));
+  EXPECT_EQ(runs[0].config.model.transformer_xl.mem_len, 16);
+}
+
+TEST(SweepSpec, BadSweepsFailBeforeAnyRun) {
+  auto spec = tiny_sweep();
+  EXPECT_THROW(expand_sweep(spec), UserError); // nothing to sweep
+  spec.variants = {parse_variant("a"), parse_variant("a train.lr=0.1")};
+  EXPECT_THROW(expand_sweep(spec), UserError); // one name twice
+  spec.variants = {parse_variant("a"), parse_variant("b train.lrr=0.1")};
+  try {
+    expand_sweep(spec);
+    FAIL() << "expected a config error";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.lrr"));
+  }
+}
+
+} // namespace
+} // namespace xl::run
