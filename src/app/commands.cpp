@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "xl/app/cli.h"
 #include "xl/config/config.h"
 #include "xl/data/batch.h"
 #include "xl/data/dataset.h"
@@ -18,6 +19,7 @@
 #include "xl/io/archive.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
+#include "xl/models/hf_export.h"
 #include "xl/models/hf_import.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/run/average.h"
@@ -470,6 +472,47 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
           : fmt::format("re-reading up to {} tokens per token", options.window),
       generated.prompt_seconds,
       std::exp(-generated.log_probs.to(torch::kDouble).mean().item<double>()));
+  return 0;
+}
+
+int run_export(const config::Config& config, const ExportRequest& request) {
+  run::setup_logging(config.run.log_level);
+  // Checked before the weights are read: what HF cannot express fails at once.
+  const auto dataset = data::open_dataset(config);
+  const int64_t eos = config.model.type == config::ModelType::kTransformerXL
+      ? dataset->text_vocab().index("<eos>")
+      : 0;
+  auto hf = models::hf_config(config, dataset->vocab_size(), eos);
+  hf["xl_version"] = version_line();
+  const auto [model, checkpoint, step] = load_trained_model(
+      config,
+      run::run_paths(request.run_dir),
+      request.checkpoint,
+      *dataset,
+      torch::kCPU,
+      true);
+  const std::filesystem::path out(request.out);
+  std::filesystem::create_directories(out);
+  io::save_safetensors(
+      out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
+  atomic_write(out / "config.json", hf.dump(2) + "\n");
+  const auto vocabulary = dataset->vocabulary_file();
+  std::filesystem::copy_file(
+      vocabulary,
+      out / vocabulary.filename(),
+      std::filesystem::copy_options::overwrite_existing);
+  std::cout
+      << fmt::format(
+             "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
+             "in Python: {}.from_pretrained(\"{}\")",
+             checkpoint.string(),
+             step,
+             hf["architectures"][0].get<std::string>(),
+             out.string(),
+             vocabulary.filename().string(),
+             hf["architectures"][0].get<std::string>(),
+             out.string())
+      << std::endl;
   return 0;
 }
 

@@ -114,6 +114,30 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
       hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
   EXPECT_NEAR(xl_loss, hf_loss, 1e-4); // xl-eval prints 4 decimals
 
+  // Back to Hugging Face: the export loads with from_pretrained and scores as the original.
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run runs/imported --out exported",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("TransfoXLLMHeadModel.from_pretrained(\"exported\")"));
+  EXPECT_TRUE(fs::exists(dir / "exported/vocab.txt"));
+  const auto config =
+      nlohmann::json::parse(read_text(dir / "exported/config.json"));
+  EXPECT_EQ(config["mem_len"], 24);
+  EXPECT_EQ(config["clamp_len"], 20);
+  EXPECT_EQ(config["same_length"], true);
+  EXPECT_EQ(config["tie_projs"], nlohmann::json({false, true, true}));
+  const auto back = run_command(
+      std::string(kPython) + " reference.py exported data/test.bin 4",
+      dir.path());
+  ASSERT_EQ(back.status, 0) << back.output;
+  EXPECT_EQ(
+      back.output.substr(
+          back.output.find_last_of('\n', back.output.size() - 2) + 1),
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+
   // A vocabulary of another size is refused, naming the tensors that do not
   // fit.
   write_file(dir / "small.txt", "a b c\n");
@@ -132,6 +156,56 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(
       r.output, HasSubstr("cannot import converted/weights.safetensors"));
+}
+
+// A run trained by xl, exported: Hugging Face gives xl-eval's loss on the same segments.
+TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
+  TempDir dir;
+  std::string text;
+  for (int line = 0; line < 300; ++line) {
+    for (int w = 0; w < 40; ++w) {
+      text += "w" + std::to_string((w * 37 + line * 11) % 600) + " ";
+    }
+    text += "\n";
+  }
+  write_file(dir / "corpus.txt", text);
+  auto r = run_command(
+      std::string(kBinDir) +
+          "/xl-prep --train corpus.txt --valid corpus.txt --test corpus.txt --out data",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) + "/xl-train --config " + kSourceDir +
+          "/configs/txl/tiny.yaml --set data.dir=data run.dir=run train.max_step=10 "
+          "'model.transformer_xl.cutoffs=[100,300]' model.transformer_xl.clamp_len=12 "
+          "eval.same_length=true eval.batch_size=10 eval.tgt_len=128",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) + "/xl-eval --run run --max-steps 3", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto at = r.output.find("test | loss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double xl_loss = std::stod(r.output.substr(at + 12));
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run run --out hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  write_file(dir / "reference.py", kReferenceLoss);
+  const auto hf = run_command(
+      std::string(kPython) + " reference.py hf data/test.bin 3", dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  const double hf_loss = std::stod(
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  EXPECT_NEAR(xl_loss, hf_loss, 1e-4);
+
+  // What Hugging Face cannot hold is refused before anything is written.
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-export --run run --out vanilla --set model.transformer_xl.attn_type=absolute",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("relative attention only"));
+  EXPECT_FALSE(fs::exists(dir / "vanilla"));
 }
 
 } // namespace

@@ -248,6 +248,26 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
     double hf_loss = 0.0;
     double hf_accuracy = 0.0;
     numbers >> hf_loss >> hf_accuracy;
+    // Exported back, Hugging Face loads the run and scores the batches as the original.
+    r = run_command(
+        bin("xl-export") + " --run run_" + kind + " --out exported_" + kind,
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_THAT(
+        r.output,
+        HasSubstr(
+            kind == "lm" ? "as XLNetLMHeadModel"
+                         : "as XLNetForSequenceClassification"));
+    const auto back = run_command(
+        std::string(kPython) + " hf_loss.py exported_" + kind +
+            " batches.safetensors",
+        dir.path());
+    ASSERT_EQ(back.status, 0) << back.output;
+    EXPECT_EQ(
+        back.output.substr(
+            back.output.find_last_of('\n', back.output.size() - 2) + 1),
+        hf.output.substr(
+            hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
     EXPECT_NEAR(xl["loss"].get<double>(), hf_loss, 1e-5);
     if (kind == "cls") {
       EXPECT_NEAR(xl["acc/cls"].get<double>(), hf_accuracy, 1e-6);

@@ -69,6 +69,18 @@ struct SampleRequest {
 /// and the samples on stdout, the speed on stderr. Returns the process exit status.
 int run_sample(const config::Config& config, const SampleRequest& request);
 
+struct ExportRequest {
+  std::string run_dir;
+  /// "best", "last", another checkpoint of the run or a file
+  std::string checkpoint = "best";
+  /// the folder to write (created)
+  std::string out;
+};
+
+/// Writes a checkpoint of a run in Hugging Face's format (models/hf_export.h): out/config.json,
+/// out/model.safetensors, and the run's vocabulary file. Returns the process exit status.
+int run_export(const config::Config& config, const ExportRequest& request);
+
 struct ImportRequest {
   /// safetensors with Hugging Face TransfoXLLMHeadModel names
   std::string weights;

@@ -1,0 +1,35 @@
+// xl-export: writes a Transformer-XL or XLNet run in Hugging Face's format (config.json,
+// model.safetensors and the vocabulary file), for from_pretrained().
+//   xl-export --run runs/wt2_small --out hf/wt2_small [--checkpoint last]
+#include "xl/app/cli.h"
+#include "xl/app/commands.h"
+
+int main(int argc, char** argv) {
+  return xl::app::run_main([&] {
+    CLI::App app{"xl-export: write a run in Hugging Face's format"};
+    xl::app::ConfigFlags flags;
+    xl::app::ExportRequest request;
+    xl::app::add_config_flags(app, flags);
+    app.add_option(
+           "--run",
+           request.run_dir,
+           "run directory; its config.yaml is the base config (--config replaces it)")
+        ->required();
+    app.add_option(
+        "--checkpoint",
+        request.checkpoint,
+        "best, last, another checkpoint of the run or a checkpoint file");
+    app.add_option("--out", request.out, "the folder to write")->required();
+    app.final_callback([&] {
+      if (flags.path.empty()) {
+        flags.path = request.run_dir + "/config.yaml";
+      }
+    });
+    xl::config::Config config;
+    if (const auto status =
+            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+      return *status;
+    }
+    return xl::app::run_export(config, request);
+  });
+}
