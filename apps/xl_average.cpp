@@ -6,7 +6,7 @@
 #include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-average: average the weights of a run's checkpoints"};
     xl::app::add_common_flags(app);
     xl::app::AverageRequest request;

@@ -10,7 +10,7 @@
 #include "xl/run/logging.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-bench: tokens/s and peak memory of training and evaluation"};
     xl::app::ConfigFlags flags;

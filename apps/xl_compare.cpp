@@ -11,7 +11,7 @@
 #include "xl/util/error.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-compare: compare training runs"};
     xl::app::add_common_flags(app);
     std::vector<std::string> dirs;

@@ -5,7 +5,7 @@
 #include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-export: write a run in Hugging Face's format"};
     xl::app::ConfigFlags flags;
     xl::app::ExportRequest request;

@@ -7,7 +7,7 @@
 #include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-import: make an xl run from Hugging Face TransfoXL weights"};
     xl::app::ConfigFlags flags;

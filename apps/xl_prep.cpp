@@ -15,7 +15,7 @@
 #include "xl/util/error.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::app::add_common_flags(app);

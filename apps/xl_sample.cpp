@@ -7,7 +7,7 @@
 #include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-sample: generate text from a trained run"};
     xl::app::ConfigFlags flags;
     xl::app::SampleRequest request;

@@ -11,7 +11,7 @@
 #include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-sweep: train, evaluate and compare the runs of a sweep"};
     xl::app::add_common_flags(app);
     xl::app::SweepRequest request;

@@ -6,7 +6,7 @@
 #include "xl/run/run_dir.h"
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-train: train a long-context language model from a YAML config"};
     xl::app::ConfigFlags flags;

@@ -7,8 +7,10 @@
 #include <torch/version.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "xl/config/config.h"
@@ -127,7 +129,25 @@ void tune_allocator() {
   util::install_cpu_cache();
 }
 
-int run_main(const std::function<int()>& body) {
+void bound_thread_spinning(char** argv) {
+  // LibTorch's OpenMP threads spin up to 300,000 times waiting for work (libgomp's default),
+  // which on cores shared with another busy process burns the time slices that process needs:
+  // two 2-thread runs on 2 cores fell to a third of their speed, sometimes a tenth. A bounded
+  // spin keeps about 95% of the speed alone and the shared case stable (docs/benchmarks.md).
+  // libgomp reads its settings when it is loaded, before main, hence the re-exec; a setting
+  // of the user's is kept.
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr ||
+      std::getenv("GOMP_SPINCOUNT") != nullptr) {
+    return;
+  }
+  setenv("GOMP_SPINCOUNT", kSpinCount, 1);
+  execv(
+      "/proc/self/exe",
+      argv); // returns only on failure: go on with libgomp's default
+}
+
+int run_main(char** argv, const std::function<int()>& body) {
+  bound_thread_spinning(argv);
   tune_allocator();
   // Past a file-size limit a write fails with EFBIG, which the writers report, instead of
   // killing the process.

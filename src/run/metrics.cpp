@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -101,6 +102,22 @@ void MetricsWriter::write(nlohmann::json record) {
       line.substr(0, line.size() - 1)));
 }
 
+namespace {
+
+// How LibTorch's OpenMP threads wait for work: the settings libgomp read at start-up.
+std::string thread_wait() {
+  std::vector<std::string> settings;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    if (const char* value = std::getenv(name)) {
+      settings.push_back(fmt::format("{}={}", name, value));
+    }
+  }
+  return settings.empty() ? "libgomp default"
+                          : fmt::format("{}", fmt::join(settings, " "));
+}
+
+} // namespace
+
 nlohmann::json start_record(const torch::Device& device, int64_t step) {
   return {
       {"event", "start"},
@@ -116,7 +133,8 @@ nlohmann::json start_record(const torch::Device& device, int64_t step) {
                                   device.has_index() ? device.index() : 0)
                                   ->name)
                         : std::string("cpu")},
-      {"threads", torch::get_num_threads()}};
+      {"threads", torch::get_num_threads()},
+      {"thread_wait", thread_wait()}};
 }
 
 int64_t last_logged_step(const std::filesystem::path& path) {

@@ -272,7 +272,7 @@ int run(
 } // namespace
 
 int main(int argc, char** argv) {
-  return xl::app::run_main([&] {
+  return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-parity-check: compare xl with Hugging Face reference numbers"};
     std::string config;

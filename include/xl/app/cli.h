@@ -58,9 +58,18 @@ std::optional<int> parse_and_load(
 /// after every large tensor (run_main calls it).
 void tune_allocator();
 
+/// The spin count of LibTorch's OpenMP threads when the environment sets none.
+inline constexpr const char* kSpinCount = "10000";
+
+/// Re-executes the program with GOMP_SPINCOUNT=kSpinCount unless the environment sets
+/// OMP_WAIT_POLICY or GOMP_SPINCOUNT (run_main calls it), so that waiting threads give the
+/// cores back soon when another process needs them.
+void bound_thread_spinning(char** argv);
+
 /// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11
 /// does, UserError (and ConfigError) to one "error: ..." line and status 2,
-/// anything else to "internal error" and 1.
-int run_main(const std::function<int()>& body);
+/// anything else to "internal error" and 1. First bounds the threads' spinning
+/// and tunes the allocator.
+int run_main(char** argv, const std::function<int()>& body);
 
 } // namespace xl::app

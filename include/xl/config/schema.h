@@ -264,7 +264,7 @@ struct TrainConfig {
     // clang-format off
     v("seed", s.seed, "random seed");
     v("device", s.device, "where to train");
-    v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default)", at_least(0));
+    v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default, one per core); runs sharing a machine do best with cores / runs each (docs/benchmarks.md, threads on shared cores)", at_least(0));
     v("sampling", s.sampling, "ordered: contiguous streams whose memory carries over; random_windows: windows at random offsets, nothing carried");
     v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
     v("batch_chunk", s.batch_chunk, "split each batch into this many accumulation chunks", at_least(1));
