@@ -17,17 +17,7 @@ int main(int argc, char** argv) {
         "xl-eval: evaluate a trained run (perplexity or bits per character)"};
     xl::app::ConfigFlags flags;
     xl::app::EvalRequest request;
-    xl::app::add_config_flags(app, flags);
-    app.add_option(
-           "--run",
-           request.run_dir,
-           "run directory; its config.yaml is the base config (--config replaces it)")
-        ->required();
-    app.add_option(
-        "--checkpoint",
-        request.checkpoint,
-        "best, last, another checkpoint of the run (step_300, averaged: see xl-average) or a "
-        "checkpoint file");
+    xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
     app.add_option(
            "--max-steps",
            request.max_steps,
@@ -43,11 +33,6 @@ int main(int argc, char** argv) {
         request.dump_batches,
         "also write the scored batches to this safetensors file (batch_<s>/<field>), to feed "
         "another implementation the same inputs");
-    app.final_callback([&] {
-      if (flags.path.empty()) {
-        flags.path = request.run_dir + "/config.yaml";
-      }
-    });
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {

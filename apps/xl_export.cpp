@@ -9,22 +9,8 @@ int main(int argc, char** argv) {
     CLI::App app{"xl-export: write a run in Hugging Face's format"};
     xl::app::ConfigFlags flags;
     xl::app::ExportRequest request;
-    xl::app::add_config_flags(app, flags);
-    app.add_option(
-           "--run",
-           request.run_dir,
-           "run directory; its config.yaml is the base config (--config replaces it)")
-        ->required();
-    app.add_option(
-        "--checkpoint",
-        request.checkpoint,
-        "best, last, another checkpoint of the run or a checkpoint file");
+    xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
     app.add_option("--out", request.out, "the folder to write")->required();
-    app.final_callback([&] {
-      if (flags.path.empty()) {
-        flags.path = request.run_dir + "/config.yaml";
-      }
-    });
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {

@@ -11,16 +11,7 @@ int main(int argc, char** argv) {
     CLI::App app{"xl-sample: generate text from a trained run"};
     xl::app::ConfigFlags flags;
     xl::app::SampleRequest request;
-    xl::app::add_config_flags(app, flags);
-    app.add_option(
-           "--run",
-           request.run_dir,
-           "run directory; its config.yaml is the base config (--config replaces it)")
-        ->required();
-    app.add_option(
-        "--checkpoint",
-        request.checkpoint,
-        "best, last, another checkpoint of the run or a checkpoint file");
+    xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
     auto* prompt = app.add_option(
         "--prompt",
         request.prompt,
@@ -61,11 +52,6 @@ int main(int argc, char** argv) {
            "tokens re-read per new token without memory (default: eval's memory length, or "
            "train.tgt_len)")
         ->check(xl::app::positive_count());
-    app.final_callback([&] {
-      if (flags.path.empty()) {
-        flags.path = request.run_dir + "/config.yaml";
-      }
-    });
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {

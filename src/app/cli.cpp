@@ -67,6 +67,29 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
       "build the model even when its memory estimate exceeds the available memory");
 }
 
+void add_run_flags(
+    CLI::App& app,
+    ConfigFlags& flags,
+    std::string& run_dir,
+    std::string& checkpoint) {
+  add_config_flags(app, flags);
+  app.add_option(
+         "--run",
+         run_dir,
+         "run directory; its config.yaml is the base config (--config replaces it)")
+      ->required();
+  app.add_option(
+      "--checkpoint",
+      checkpoint,
+      "best, last, another checkpoint of the run (step_300, averaged: see xl-average) or a "
+      "checkpoint file");
+  app.final_callback([&] {
+    if (flags.path.empty()) {
+      flags.path = run_dir + "/config.yaml";
+    }
+  });
+}
+
 CLI::Validator positive_count() {
   return CLI::Validator(
       [](const std::string& value) -> std::string {

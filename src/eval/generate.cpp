@@ -91,13 +91,17 @@ Generated generate(
       options.window);
   torch::NoGradGuard no_grad;
   const EvalMode eval_mode(model);
+  models::GenerationCache cache;
   models::ForwardArgs args;
   args.next_token = true;
   args.span = options.span;
   args.span.ext_len = 0; // every input is read once
+  // The cache follows the memory: the windows re-read without one go without it.
+  bool caching = options.use_memory;
   const auto step = [&](const torch::Tensor& tokens, const nn::Memory& mems) {
     data::Batch batch;
     batch.tokens = tokens.to(options.device);
+    args.cache = caching ? &cache : nullptr;
     return model.forward(batch, mems, args);
   };
   // The context the window re-reads: the prompt, then every token drawn.
@@ -116,6 +120,7 @@ Generated generate(
       state = step(context.narrow(0, first, length), state.mems);
     }
     out.used_memory = !state.mems.empty();
+    caching = out.used_memory;
   }
   if (!out.used_memory) {
     state = step(window(), {});

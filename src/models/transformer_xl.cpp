@@ -139,20 +139,25 @@ torch::Tensor TransformerXLImpl::run_layers(
     const torch::Tensor& r,
     const torch::Tensor& mask,
     const nn::Memory& mems,
-    std::vector<torch::Tensor>& hiddens) {
+    std::vector<torch::Tensor>& hiddens,
+    GenerationCache* cache) {
   hiddens.reserve(static_cast<size_t>(options.n_layer()));
+  if (cache != nullptr) {
+    cache->layers.resize(static_cast<size_t>(options.n_layer()));
+  }
   for (int64_t i = 0; i < options.n_layer(); ++i) {
     const auto index = static_cast<size_t>(i);
     hiddens.push_back(core);
     // The memory is detached and r a sinusoid: only core carries gradient into a layer.
     // Captures by value: a replay runs after forward has returned.
     const auto mem = mems.empty() ? torch::Tensor() : mems[index];
-    const auto layer = [this, i, index, r, mask, mem](
+    auto* layer_cache = cache != nullptr ? &cache->layers[index] : nullptr;
+    const auto layer = [this, i, index, r, mask, mem, layer_cache](
                            const std::vector<torch::Tensor>& in) {
       if (options.relative()) {
         return std::vector<torch::Tensor>{
             layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-                in[0], {r, u(i), v(i)}, mask, mem)};
+                in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
       }
       if (!options.learned_positions()) {
         return std::vector<torch::Tensor>{
@@ -215,7 +220,11 @@ ModelOutput TransformerXLImpl::forward(
       qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
-  core = run_layers(core, r, mask, mems, hiddens);
+  TORCH_CHECK(
+      args.cache == nullptr || lengths.ext_len == 0,
+      "a generation cache needs ext_len 0, got ",
+      lengths.ext_len);
+  core = run_layers(core, r, mask, mems, hiddens, args.cache);
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);

@@ -50,19 +50,40 @@ Heads project_qkv(
     torch::nn::Linear& qkv_net,
     torch::nn::LayerNorm& layer_norm,
     const torch::Tensor& h,
-    const torch::Tensor& mem) {
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
   const int64_t qlen = h.size(0);
-  auto cat = mem.defined() && mem.size(0) > 0 ? torch::cat({mem, h}, 0) : h;
+  const int64_t mlen = mem.defined() ? mem.size(0) : 0;
+  const int64_t inner = o.n_head() * o.d_head();
+  const auto heads = [&](const torch::Tensor& q, const torch::Tensor& kv) {
+    if (cache != nullptr) {
+      cache->kv = kv;
+    }
+    return Heads{
+        split_heads(q, o.n_head(), o.d_head()),
+        split_heads(kv.narrow(2, 0, inner), o.n_head(), o.d_head()),
+        split_heads(kv.narrow(2, inner, inner), o.n_head(), o.d_head())};
+  };
+  // Each row is projected on its own (LayerNorm and Linear are row-wise), so the memory's
+  // rows project as they did when they were the segment.
+  if (cache != nullptr && mlen > 0 && cache->kv.defined() &&
+      cache->kv.size(0) >= mlen) {
+    const auto proj =
+        qkv_net->forward(o.pre_lnorm() ? layer_norm->forward(h) : h);
+    return heads(
+        proj.narrow(2, 0, inner),
+        torch::cat(
+            {cache->kv.narrow(0, cache->kv.size(0) - mlen, mlen),
+             proj.narrow(2, inner, 2 * inner)}));
+  }
+  auto cat = mlen > 0 ? torch::cat({mem, h}, 0) : h;
   if (o.pre_lnorm()) {
     cat = layer_norm->forward(cat);
   }
-  const int64_t klen = cat.size(0);
-  const auto heads = qkv_net->forward(cat).chunk(3, -1);
-  return Heads{
-      split_heads(
-          heads[0].narrow(0, klen - qlen, qlen), o.n_head(), o.d_head()),
-      split_heads(heads[1], o.n_head(), o.d_head()),
-      split_heads(heads[2], o.n_head(), o.d_head())};
+  const auto proj = qkv_net->forward(cat);
+  return heads(
+      proj.narrow(0, mlen, qlen).narrow(2, 0, inner),
+      proj.narrow(2, inner, 2 * inner));
 }
 
 torch::Tensor attend(

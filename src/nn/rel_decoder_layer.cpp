@@ -22,8 +22,9 @@ torch::Tensor RelDecoderLayerImpl::forward(
     const torch::Tensor& h,
     const RelativeTerms& rel,
     const torch::Tensor& mask,
-    const torch::Tensor& mem) {
-  return pos_ff(rel_attn(h, rel, mask, mem));
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
+  return pos_ff(rel_attn->forward(h, rel, mask, mem, cache));
 }
 
 } // namespace xl::nn

@@ -31,7 +31,8 @@ torch::Tensor RelPartialAttentionImpl::forward(
     const torch::Tensor& h,
     const RelativeTerms& rel,
     const torch::Tensor& mask,
-    const torch::Tensor& mem) {
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
   const auto& r = rel.r;
   check_attention_inputs(options, h, mask, mem);
   const int64_t klen = mask.size(1);
@@ -43,11 +44,19 @@ torch::Tensor RelPartialAttentionImpl::forward(
       options.d_model(),
       "], got ",
       r.sizes());
-  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem);
-  // [S, H*Dh] -> [H, Dh, S]
-  const auto rk = r_net(r)
-                      .view({klen, options.n_head(), options.d_head()})
-                      .permute({1, 2, 0});
+  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
+  torch::Tensor rk;
+  if (cache != nullptr && cache->rk.defined() && cache->rk_len == klen) {
+    rk = cache->rk;
+  } else { // [S, H*Dh] -> [H, Dh, S]
+    rk = r_net(r)
+             .view({klen, options.n_head(), options.d_head()})
+             .permute({1, 2, 0});
+    if (cache != nullptr) {
+      cache->rk = rk;
+      cache->rk_len = klen;
+    }
+  }
   const auto ac =
       torch::matmul(heads.q + rel.u.unsqueeze(1), heads.k.transpose(2, 3));
   const auto bd = rel_shift(torch::matmul(heads.q + rel.v.unsqueeze(1), rk));

@@ -96,6 +96,44 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
   }
 }
 
+// Generation's cache projects only the new positions; what comes out is what projecting
+// [memory | segment] whole gives, post-LN and pre-LN, shared and per-layer biases, clamped.
+TEST(TransformerXL, AGenerationCacheGivesTheOutputsOfTheWholeProjection) {
+  auto pre_ln = tiny(true, 5);
+  pre_ln.layer().attention().pre_lnorm(true);
+  auto untied = tiny(true, 7).untie_r(true);
+  untied.lengths().clamp_len = 3;
+  for (const auto& options : {tiny(true, 5), pre_ln, untied}) {
+    torch::manual_seed(5);
+    auto model = std::make_shared<TransformerXLImpl>(options);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    GenerationCache cache;
+    ForwardArgs plain;
+    plain.next_token = true;
+    ForwardArgs cached = plain;
+    cached.cache = &cache;
+    nn::Memory plain_mems;
+    nn::Memory cached_mems;
+    for (const int64_t len : {4, 1, 1, 3, 1, 1, 1}) {
+      data::Batch batch;
+      batch.tokens = torch::randint(40, {len, 2});
+      const auto a = model->forward(batch, plain_mems, plain);
+      const auto b = model->forward(batch, cached_mems, cached);
+      EXPECT_TRUE(
+          torch::allclose(a.next_log_probs, b.next_log_probs, 1e-5, 1e-5))
+          << len;
+      EXPECT_TRUE(torch::allclose(a.mems.back(), b.mems.back(), 1e-5, 1e-5));
+      // The cache holds the keys and values of every row this call read.
+      EXPECT_EQ(
+          cache.layers[1].kv.size(0),
+          (plain_mems.empty() ? 0 : plain_mems[0].size(0)) + len);
+      plain_mems = a.mems;
+      cached_mems = b.mems;
+    }
+  }
+}
+
 TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
   for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
     torch::manual_seed(3);

@@ -32,6 +32,15 @@ void add_common_flags(CLI::App& app);
 /// --skip-memory-check to `app`.
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
+/// add_config_flags() plus what the apps that read a trained run share: --run (required; its
+/// config.yaml is the config unless --config names another) and --checkpoint (best, last,
+/// another checkpoint of the run or a file).
+void add_run_flags(
+    CLI::App& app,
+    ConfigFlags& flags,
+    std::string& run_dir,
+    std::string& checkpoint);
+
 /// A check for flags that count steps: an integer >= 1.
 CLI::Validator positive_count();
 

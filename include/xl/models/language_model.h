@@ -18,6 +18,7 @@
 
 #include "xl/data/batch.h"
 #include "xl/models/loss.h"
+#include "xl/nn/attention_core.h"
 #include "xl/nn/memory.h"
 
 namespace xl::models {
@@ -35,6 +36,13 @@ struct Span {
   std::optional<bool> same_length;
 };
 
+/// What a family may keep between the calls of one generation (Transformer-XL: each layer's
+/// key and value projections of its memory), so that a call projects only its new positions.
+/// One per generation; every call after the first passes the memory the previous one returned.
+struct GenerationCache {
+  std::vector<nn::AttentionCache> layers;
+};
+
 struct ForwardArgs {
   /// the training step, for loss schedules (0 outside training)
   int64_t step = 0;
@@ -43,6 +51,8 @@ struct ForwardArgs {
   /// fill ModelOutput::next_log_probs (generation); batch.targets may then be undefined, and
   /// the output has no loss terms
   bool next_token = false;
+  /// generation's cache (null: none); needs ext_len 0
+  GenerationCache* cache = nullptr;
   Span span;
 };
 

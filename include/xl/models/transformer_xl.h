@@ -96,13 +96,15 @@ class TransformerXLImpl : public LanguageModelImpl {
       const torch::Tensor& tokens,
       int64_t mlen,
       const TransformerXLLengths& lengths);
-  /// The layer stack over `core` [L, B, D]; `hiddens` receives each layer's input.
+  /// The layer stack over `core` [L, B, D]; `hiddens` receives each layer's input. `cache`:
+  /// generation's (relative attention uses it).
   torch::Tensor run_layers(
       torch::Tensor core,
       const torch::Tensor& r,
       const torch::Tensor& mask,
       const nn::Memory& mems,
-      std::vector<torch::Tensor>& hiddens);
+      std::vector<torch::Tensor>& hiddens,
+      GenerationCache* cache);
   /// log p(target) [T, B] of the last T positions of `core` [L, B, D]
   torch::Tensor score(const torch::Tensor& core, const torch::Tensor& targets);
 };

@@ -31,6 +31,15 @@ struct AttentionOptions {
   TORCH_ARG(double, layer_norm_eps) = 1e-5;
 };
 
+/// What one attention layer keeps between the calls of a generation: the key and value
+/// projections of the rows it last read ([memory | segment], [S, B, 2 H Dh]), whose last rows
+/// are those of the next call's memory, and the position projections of the last key length.
+struct AttentionCache {
+  torch::Tensor kv;
+  torch::Tensor rk;
+  int64_t rk_len = 0;
+};
+
 /// Attention heads: q [B, H, L, Dh] from the segment, k and v [B, H, S, Dh] from
 /// [memory | segment].
 struct Heads {
@@ -54,13 +63,16 @@ torch::Tensor split_heads(
     int64_t d_head);
 
 /// q, k, v through one fused projection `qkv_net` (D -> 3 H Dh) of [mem | h]; with pre-LN the
-/// keys' source is normalised first.
+/// keys' source is normalised first. With a `cache` whose rows end with the memory's, only h
+/// is projected and the memory's keys and values come from the cache; the cache then holds
+/// those of [mem | h].
 Heads project_qkv(
     const AttentionOptions& o,
     torch::nn::Linear& qkv_net,
     torch::nn::LayerNorm& layer_norm,
     const torch::Tensor& h,
-    const torch::Tensor& mem);
+    const torch::Tensor& mem,
+    AttentionCache* cache = nullptr);
 
 /// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden; undefined: none
 /// hidden), v [B, H, S, Dh] -> attention vectors [L, B, H * Dh]. Scores are normalised in

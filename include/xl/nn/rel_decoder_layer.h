@@ -16,12 +16,13 @@ class RelDecoderLayerImpl : public torch::nn::Cloneable<RelDecoderLayerImpl> {
   void reset_parameters(const InitOptions& init);
 
   /// h [L, B, D], rel (r [S, D], u, v [H, Dh]), mask [L, S], mem [M, B, D] or undefined ->
-  /// [L, B, D]
+  /// [L, B, D]; `cache`: generation's (see AttentionCache)
   torch::Tensor forward(
       const torch::Tensor& h,
       const RelativeTerms& rel,
       const torch::Tensor& mask,
-      const torch::Tensor& mem);
+      const torch::Tensor& mem,
+      AttentionCache* cache = nullptr);
 
   DecoderLayerOptions options;
   RelPartialAttention rel_attn{nullptr};

@@ -34,12 +34,14 @@ class RelPartialAttentionImpl
   void reset_parameters(const InitOptions& init);
 
   /// h [L, B, D] segment, rel: r [S, D] (S = M + L), u and v [H, Dh], mask [L, S] (true =
-  /// hidden), mem [M, B, D] or undefined -> [L, B, D]
+  /// hidden), mem [M, B, D] or undefined -> [L, B, D]; `cache`: generation's (see
+  /// AttentionCache), which also keeps the position projections of r while S stays the same
   torch::Tensor forward(
       const torch::Tensor& h,
       const RelativeTerms& rel,
       const torch::Tensor& mask,
-      const torch::Tensor& mem = {});
+      const torch::Tensor& mem = {},
+      AttentionCache* cache = nullptr);
 
   AttentionOptions options;
   torch::nn::Linear qkv_net{nullptr};
