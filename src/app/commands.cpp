@@ -416,6 +416,22 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   const int64_t mem_len = options.span.mem_len.value_or(0);
   options.window =
       request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
+  // Learned position tables bound the window a model can re-read.
+  const auto& txl = config.model.transformer_xl;
+  std::optional<int64_t> n_ctx;
+  if (config.model.type == config::ModelType::kCharTransformer) {
+    n_ctx = config.model.char_transformer.n_ctx;
+  } else if (txl.attn_type == config::AttnType::kLearned) {
+    n_ctx = txl.n_ctx.value_or(txl.mem_len + config.train.tgt_len);
+  }
+  if (n_ctx && options.window > *n_ctx) {
+    throw UserError(fmt::format(
+        "--window {}: this model's learned position tables hold {} positions (n_ctx); give "
+        "--window {} or less",
+        options.window,
+        *n_ctx,
+        *n_ctx));
+  }
   options.use_memory = !request.no_memory;
   options.seed = request.seed;
   options.device = device;
@@ -492,6 +508,11 @@ int run_export(const config::Config& config, const ExportRequest& request) {
       torch::kCPU,
       true);
   const std::filesystem::path out(request.out);
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
+    throw UserError(fmt::format(
+        "--out {} is a file; name a folder to write the export into",
+        out.string()));
+  }
   std::filesystem::create_directories(out);
   io::save_safetensors(
       out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});

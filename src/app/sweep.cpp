@@ -127,7 +127,10 @@ int run_sweep(const SweepRequest& request) {
           "{}: {} ({})",
           where,
           state == run::RunState::kNew ? "training" : "resuming",
-          fmt::join(r.overrides.begin(), r.overrides.end() - 2, " "));
+          fmt::join(
+              r.overrides.begin(),
+              r.overrides.end() - 2, // all but run.name and run.dir
+              " "));
       const int status =
           run_child(train_argv(request.spec, r, request.enforce_memory));
       if (status > 128) { // stopped by a signal: the run is checkpointed

@@ -85,6 +85,11 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   EXPECT_EQ(
       r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
   EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("re-reading up to"));
+  r = run_command(bin("xl-sample") + " --run whole --window 33", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("--window 33: this model's learned position tables hold 32"));
 }
 
 // Each refused up front with exit 2 and one line naming the cause.

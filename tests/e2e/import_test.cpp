@@ -206,6 +206,11 @@ TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("relative attention only"));
   EXPECT_FALSE(fs::exists(dir / "vanilla"));
+  write_file(dir / "a_file", "");
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run run --out a_file", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--out a_file is a file"));
 }
 
 } // namespace

@@ -47,8 +47,8 @@ struct SweepSpec {
   std::filesystem::path dir;
 };
 
-/// One run of a sweep: its name, its overrides (common, variant, grid, then run.dir) and its
-/// resolved config.
+/// One run of a sweep: its name, its overrides (common, variant, grid, then run.name and
+/// run.dir) and its resolved config.
 struct SweepRun {
   std::string name;
   std::vector<std::string> overrides;
