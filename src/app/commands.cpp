@@ -30,6 +30,7 @@
 #include "xl/run/metrics.h"
 #include "xl/run/progress.h"
 #include "xl/run/run_dir.h"
+#include "xl/train/parameter_groups.h"
 #include "xl/train/trainer.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -39,14 +40,20 @@ namespace xl::app {
 namespace {
 
 // train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
-// parameters it lacks (a new head), which keep their fresh values. Returns what it did, for the
-// log.
+// parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
+// values. Returns what it did, for the log.
 std::string load_initial_weights(
     const config::Config& config,
     models::LanguageModelImpl& model) {
   std::filesystem::path path = *config.train.init_from;
   if (std::filesystem::is_directory(path)) {
     path = run::run_paths(path).best_checkpoint();
+  }
+  const auto excluded = train::parameters_named(
+      config, model, config.train.init_exclude, "train.init_exclude");
+  std::map<std::string, torch::Tensor> fresh;
+  for (const auto& name : excluded) {
+    fresh.emplace(name, model.named_parameters()[name].detach().clone());
   }
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(path, archive);
@@ -59,8 +66,13 @@ std::string load_initial_weights(
           difference));
     }
   }
-  const auto left =
-      io::read_module_matching(archive, "model", model, path.string());
+  auto left = io::read_module_matching(archive, "model", model, path.string());
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, value] : fresh) {
+      model.named_parameters()[name].copy_(value);
+    }
+  }
   // The checkpoint's tensors this model has no place for (a head it lacks).
   std::vector<std::string> skipped;
   const auto params = model.named_parameters();
@@ -71,13 +83,15 @@ std::string load_initial_weights(
     }
   }
   return fmt::format(
-      "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}",
+      "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}{}{}",
       path.string(),
       info.step,
-      params.size() - left.size(),
+      params.size() - left.size() - excluded.size(),
       params.size(),
       left.empty() ? "" : "; fresh, not in the checkpoint: ",
       fmt::join(left, ", "),
+      excluded.empty() ? "" : "; fresh, train.init_exclude: ",
+      fmt::join(excluded, ", "),
       skipped.empty() ? "" : "; skipped, not in this model: ",
       fmt::join(skipped, ", "));
 }
@@ -221,6 +235,10 @@ int run_training(
   const std::string initialised = config.train.init_from && !resume
       ? load_initial_weights(config, *model)
       : "";
+  // Which parameters train (a bad train.freeze fails here, before the run directory is
+  // written); the frozen ones compute no gradient, and data-parallel training reduces the
+  // others only.
+  train::plan_parameters(config, *model);
   std::unique_ptr<run::Group> group;
   run::RunPaths paths;
   if (env) {
@@ -274,7 +292,9 @@ int run_training(
   if (group) {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     for (const auto& item : model->named_parameters()) {
-      named.emplace_back(item.key(), item.value());
+      if (item.value().requires_grad()) {
+        named.emplace_back(item.key(), item.value());
+      }
     }
     parallel = std::make_unique<train::DataParallel>(*group, named);
   }
@@ -329,6 +349,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   // can be fed exactly what xl scored.
   std::map<std::string, torch::Tensor> dumped;
   int64_t dumped_batches = 0;
+  setup.options.unigram = dataset->unigram_baseline();
   const auto result = eval::evaluate(
       *model, *setup.source, setup.options, [&](const data::Batch& b) {
         if (!request.dump_batches) {

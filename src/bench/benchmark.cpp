@@ -16,6 +16,7 @@
 #include "xl/models/memory_estimate.h"
 #include "xl/run/device.h"
 #include "xl/train/optimizer.h"
+#include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 
@@ -153,7 +154,8 @@ nlohmann::json bench_train(Bench& b) {
   // The dataset owns the tokens its sources read.
   const auto dataset = data::random_dataset(b.config, b.n_token, b.size);
   auto source = dataset->train_source();
-  auto optimizer = train::make_optimizer(t, b.model->parameters());
+  auto optimizer = train::make_optimizer(
+      t, train::plan_parameters(b.config, *b.model).groups);
   std::vector<nn::Memory> mems(static_cast<size_t>(t.batch_chunk));
   train::StepOptions step_options;
   step_options.chunks = t.batch_chunk;

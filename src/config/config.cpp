@@ -34,6 +34,22 @@ void validate_data(const Config& c) {
         "data.dir",
         "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
   }
+  const bool labelled =
+      c.model.type == ModelType::kXLNet && c.model.xlnet.n_class > 0;
+  if (c.data.train_examples && !labelled) {
+    fail_rule(
+        c,
+        "data.train_examples",
+        "limits labelled examples, which only XLNet classification reads "
+        "(model.xlnet.n_class > 0): set null");
+  }
+  if (c.train.group_by_length && !labelled) {
+    fail_rule(
+        c,
+        "train.group_by_length",
+        "groups labelled examples, which only XLNet classification reads "
+        "(model.xlnet.n_class > 0): set false");
+  }
 }
 
 void validate_adaptive(const Config& c) {
@@ -273,12 +289,20 @@ void validate_train(const Config& c) {
             t.warmup_step,
             t.max_step / 10));
   }
-  if (t.scheduler == Scheduler::kCosine && t.eta_min > t.lr) {
+  if ((t.scheduler == Scheduler::kCosine || t.scheduler == Scheduler::kPoly) &&
+      t.eta_min > t.lr) {
     fail_rule(
         c,
         "train.eta_min",
         fmt::format(
             "must not exceed train.lr = {}, found {}", t.lr, t.eta_min));
+  }
+  if (!t.init_exclude.empty() && !t.init_from) {
+    fail_rule(
+        c,
+        "train.init_exclude",
+        "names parameters not to load from train.init_from, which is null: set "
+        "train.init_from or []");
   }
   if (t.bf16 && t.device == Device::kCpu) {
     fail_rule(

@@ -188,6 +188,16 @@ class XLNetDataset : public Dataset {
   fs::path vocabulary_file() const override {
     return pieces_ ? pieces_->path() : fs::path();
   }
+  const UnigramBaseline* unigram_baseline() override {
+    if (!pieces_ || classification()) {
+      return nullptr;
+    }
+    if (!unigram_) {
+      const auto train = read_sentence_tokens(dir_ / c_.data.train, *pieces_);
+      unigram_ = piece_unigram_baseline(train, *pieces_);
+    }
+    return &*unigram_;
+  }
   std::string describe() override {
     return fmt::format(
         "SentencePiece vocabulary of {} ({}), {} from {}",
@@ -233,10 +243,23 @@ class XLNetDataset : public Dataset {
       bool training) {
     const fs::path path = dir_ / split_file(c_.data, split);
     if (classification()) {
-      const auto o = labelled_options(batch_size, training);
-      return pieces_ ? std::make_unique<LabelledTexts>(path, *pieces_, o)
-                     : std::make_unique<LabelledTexts>(
-                           random_reviews_, "random reviews", o);
+      auto o = labelled_options(batch_size, training);
+      if (training) {
+        o.max_examples = c_.data.train_examples;
+      }
+      try {
+        return pieces_ ? std::make_unique<LabelledTexts>(path, *pieces_, o)
+                       : std::make_unique<LabelledTexts>(
+                             random_reviews_, "random reviews", o);
+      } catch (const UserError& e) {
+        if (!o.max_examples) {
+          throw;
+        }
+        throw ConfigError(fmt::format(
+            "{}: data.train_examples: {}; ask for at most that many, or null for all",
+            c_.where("data.train_examples"),
+            e.what()));
+      }
     }
     return records(
         pieces_ ? read_sentence_tokens(path, *pieces_) : random_pieces_,
@@ -251,6 +274,8 @@ class XLNetDataset : public Dataset {
     o.seq_len = c_.train.tgt_len;
     o.shuffle = training;
     o.seed = static_cast<uint64_t>(c_.train.seed);
+    // Evaluation sums over its batches, so reading by length changes no score.
+    o.group_by_length = training ? c_.train.group_by_length : true;
     return o;
   }
 
@@ -289,6 +314,7 @@ class XLNetDataset : public Dataset {
   std::vector<bool> word_starts_;
   SentenceTokens random_pieces_;
   std::vector<EncodedExample> random_reviews_;
+  std::optional<UnigramBaseline> unigram_;
 };
 
 } // namespace

@@ -198,7 +198,15 @@ LabelledTexts::LabelledTexts(
         options_.batch_size,
         options_.seq_len));
   }
-  const auto n = static_cast<int64_t>(examples.size());
+  available_ = static_cast<int64_t>(examples.size());
+  if (options_.max_examples && *options_.max_examples > available_) {
+    throw UserError(fmt::format(
+        "{} holds {} examples, fewer than the first {} asked for",
+        name_,
+        available_,
+        *options_.max_examples));
+  }
+  const int64_t n = options_.max_examples.value_or(available_);
   if (options_.shuffle && n < options_.batch_size) {
     throw UserError(fmt::format(
         "{} holds {} examples: too few for one training batch of batch_size {}",
@@ -210,9 +218,11 @@ LabelledTexts::LabelledTexts(
   tokens_ = torch::full({n, len}, kPadId, torch::kLong);
   segment_ids_ = torch::full({n, len}, kSegmentPad, torch::kLong);
   labels_ = torch::empty({n}, torch::kLong);
+  lengths_ = torch::empty({n}, torch::kLong);
   auto tokens = tokens_.accessor<int64_t, 2>();
   auto segments = segment_ids_.accessor<int64_t, 2>();
   auto labels = labels_.accessor<int64_t, 1>();
+  auto lengths = lengths_.accessor<int64_t, 1>();
   for (int64_t e = 0; e < n; ++e) {
     const auto& example = examples[static_cast<size_t>(e)];
     const auto kept =
@@ -228,9 +238,40 @@ LabelledTexts::LabelledTexts(
     tokens[e][len - 1] = kClsId;
     segments[e][len - 1] = kSegmentCls;
     labels[e] = example.label;
+    lengths[e] = kept + 2;
   }
-  order_ = options_.shuffle ? torch::randperm(n, generator_, torch::kLong)
-                            : torch::arange(n, torch::kLong);
+  order_ = pass_order();
+}
+
+torch::Tensor LabelledTexts::pass_order() {
+  const int64_t n = labels_.size(0);
+  if (!options_.shuffle) {
+    return options_.group_by_length
+        ? std::get<1>(lengths_.sort(/*stable=*/true, 0, /*descending=*/false))
+        : torch::arange(n, torch::kLong);
+  }
+  auto order = torch::randperm(n, generator_, torch::kLong);
+  if (!options_.group_by_length) {
+    return order;
+  }
+  // Full batches only (the rest of the shuffled rows waits for another pass), sorted by length
+  // window by window, then the batches in random order.
+  const int64_t size = options_.batch_size;
+  const int64_t batches = n / size;
+  order = order.narrow(0, 0, batches * size);
+  std::vector<torch::Tensor> windows;
+  for (int64_t start = 0; start < batches * size;
+       start += kGroupBatches * size) {
+    const auto window = order.narrow(
+        0, start, std::min(kGroupBatches * size, batches * size - start));
+    const auto by_length = std::get<1>(
+        lengths_.index_select(0, window).sort(/*stable=*/true, 0, false));
+    windows.push_back(window.index_select(0, by_length));
+  }
+  const auto grouped = torch::cat(windows).view({batches, size});
+  return grouped
+      .index_select(0, torch::randperm(batches, generator_, torch::kLong))
+      .reshape({-1});
 }
 
 int64_t LabelledTexts::batches_per_pass() const {
@@ -240,13 +281,20 @@ int64_t LabelledTexts::batches_per_pass() const {
 }
 
 std::string LabelledTexts::describe() const {
+  const char* order = options_.shuffle
+      ? (options_.group_by_length ? "shuffled, grouped by length" : "shuffled")
+      : (options_.group_by_length ? "by length" : "in file order");
   return fmt::format(
-      "labelled texts: {} rows x {} tokens, {}, of {} ({} examples)",
+      "labelled texts: {} rows x {} tokens{}, {}, of {} ({} examples{})",
       options_.batch_size,
       options_.seq_len,
-      options_.shuffle ? "shuffled" : "in file order",
+      options_.group_by_length ? " at most" : "",
+      order,
       name_,
-      labels_.size(0));
+      labels_.size(0),
+      labels_.size(0) < available_
+          ? fmt::format(": the first of {}", available_)
+          : "");
 }
 
 std::optional<Batch> LabelledTexts::next() {
@@ -254,7 +302,7 @@ std::optional<Batch> LabelledTexts::next() {
     ++epoch_;
     read_ = 0;
     if (options_.shuffle) {
-      order_ = torch::randperm(labels_.size(0), generator_, torch::kLong);
+      order_ = pass_order();
     }
     return std::nullopt;
   }
@@ -262,9 +310,20 @@ std::optional<Batch> LabelledTexts::next() {
   const int64_t rows = std::min(options_.batch_size, labels_.size(0) - begin);
   const auto rows_index = order_.narrow(0, begin, rows);
   ++read_;
+  // Grouped by length: the positions every row pads are left out (they change no score).
+  const int64_t len = options_.seq_len;
+  const int64_t width = options_.group_by_length
+      ? lengths_.index_select(0, rows_index).max().item<int64_t>()
+      : len;
   Batch batch;
-  batch.tokens = tokens_.index_select(0, rows_index).t().contiguous();
-  batch.segment_ids = segment_ids_.index_select(0, rows_index).t().contiguous();
+  batch.tokens = tokens_.index_select(0, rows_index)
+                     .narrow(1, len - width, width)
+                     .t()
+                     .contiguous();
+  batch.segment_ids = segment_ids_.index_select(0, rows_index)
+                          .narrow(1, len - width, width)
+                          .t()
+                          .contiguous();
   batch.padding = batch.segment_ids.eq(kSegmentPad);
   batch.labels = labels_.index_select(0, rows_index);
   batch.n_targets = rows;

@@ -67,6 +67,7 @@ EvalResult evaluate(
   run::Progress progress(
       options.max_batches ? std::min(*options.max_batches, pass) : pass);
   bool stopped = false;
+  data::BaselineTotals baseline;
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
     if (options.stop && options.stop()) {
       stopped = true;
@@ -78,6 +79,9 @@ EvalResult evaluate(
     }
     if (observe) {
       observe(*batch);
+    }
+    if (options.unigram != nullptr) {
+      baseline.add(*batch, *options.unigram);
     }
     evaluator.consume(*batch, source.continues_streams());
     progress.update(evaluator.batches(), batch->n_targets);
@@ -92,6 +96,7 @@ EvalResult evaluate(
   result.pass_batches = pass;
   result.partial =
       stopped || (options.max_batches && *options.max_batches < pass);
+  result.baseline = baseline;
   return result;
 }
 

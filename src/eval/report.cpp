@@ -75,10 +75,25 @@ EvalReport report_evaluation(
     data::VocabKind unit,
     nlohmann::json fields) {
   EvalReport report;
+  // The baseline reads beside a headline that counted the same targets.
+  const auto& headline = result.headline();
+  const auto& baseline = result.baseline;
+  const bool compared = baseline.targets > 0 &&
+      baseline.targets == headline.count &&
+      headline.kind == models::TermKind::kTokenNll;
+  std::string versus;
+  if (compared) {
+    versus = fmt::format(
+        " | unigram {:.4f} | nats/char {:.4f} (unigram {:.4f})",
+        baseline.unigram_nll / static_cast<double>(baseline.targets),
+        headline.sum / baseline.chars,
+        baseline.unigram_nll / baseline.chars);
+  }
   report.line = fmt::format(
-      "{}{} | {} tokens | {} tok/s{}",
+      "{}{}{} | {} tokens | {} tok/s{}",
       label,
       terms_line(result.terms, unit, result.qualifier),
+      versus,
       result.tokens(),
       run::format_count(result.tokens_per_second()),
       result.partial ? fmt::format(
@@ -88,6 +103,13 @@ EvalReport report_evaluation(
                      : "");
   report.record = std::move(fields);
   add_terms(report.record, result.terms, unit, result.qualifier);
+  if (compared) {
+    report.record["unigram_loss"] =
+        baseline.unigram_nll / static_cast<double>(baseline.targets);
+    report.record["loss_per_char"] = headline.sum / baseline.chars;
+    report.record["unigram_loss_per_char"] =
+        baseline.unigram_nll / baseline.chars;
+  }
   report.record["tokens"] = result.tokens();
   report.record["tokens_per_s"] = result.tokens_per_second();
   report.record["batches"] = result.batches;

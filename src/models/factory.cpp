@@ -91,6 +91,9 @@ XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
                  .activation(activation(x.ff_activation)))
       .untie_r(x.untie_r)
       .n_class(x.n_class)
+      .summary(
+          x.summary == config::SequenceSummary::kMean ? SequenceSummary::kMean
+                                                      : SequenceSummary::kLast)
       .lengths(lengths)
       .init(init_options(m).unit_layer_norm(true));
 }

@@ -78,6 +78,13 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
         m.n_head,
         m.d_model));
   }
+  if (x.n_class > 0 && x.summary != config::SequenceSummary::kLast) {
+    // HF's "mean" summary averages the padding too, so it would score other numbers.
+    throw UserError(
+        "this run's classifier reads the mean of the real positions "
+        "(model.xlnet.summary mean); Hugging Face's XLNetForSequenceClassification reads the "
+        "last position or a mean that counts the padding, so it has no model for it");
+  }
   const std::string activation = config::choice_name(x.ff_activation);
   nlohmann::json out = {
       {"architectures",

@@ -248,8 +248,19 @@ void XLNetImpl::classification_terms(
       h.size(1),
       "], got ",
       labels.sizes());
-  // Inputs end in <cls> (left padding), so the last position summarises the sequence.
-  const auto pooled = drop(torch::tanh(summary(h[h.size(0) - 1])));
+  // Inputs end in <cls> (left padding), so the last position summarises the sequence; or
+  // the mean of the real positions.
+  torch::Tensor summed; // [B, D]
+  if (options.summary() == SequenceSummary::kMean) {
+    auto real = torch::ones({h.size(0), h.size(1), 1}, h.options());
+    if (batch.padding.defined()) {
+      real = batch.padding.logical_not().unsqueeze(2).to(h.dtype());
+    }
+    summed = (h * real).sum(0) / real.sum(0).clamp_min(1.0);
+  } else {
+    summed = h[h.size(0) - 1];
+  }
+  const auto pooled = drop(torch::tanh(summary(summed)));
   out.logits = logits_proj(pooled).to(torch::kFloat); // [B, C]
   const int64_t rows = labels.size(0);
   out.terms.push_back(

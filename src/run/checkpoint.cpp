@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "xl/config/config.h"
 #include "xl/io/zip_check.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -137,6 +138,18 @@ CheckpointInfo read_info(
 std::map<std::string, std::string> flatten_config(const std::string& yaml) {
   std::map<std::string, std::string> out;
   flatten(YAML::Load(yaml), "", out);
+  // A config written by an older xl lacks the keys added since; their defaults are the
+  // behaviour that xl had.
+  config::Config defaults;
+  const auto type = out.find("model.type");
+  if (type != out.end()) {
+    config::parse_choice(type->second, defaults.model.type);
+  }
+  std::map<std::string, std::string> all;
+  flatten(YAML::Load(config::dump(defaults)), "", all);
+  for (auto& [key, value] : all) {
+    out.emplace(key, std::move(value));
+  }
   return out;
 }
 
@@ -241,13 +254,13 @@ std::vector<Difference> differing_keys(
   std::map<std::string, std::string> saved;
   std::map<std::string, std::string> current;
   try {
-    flatten(YAML::Load(checkpoint_config), "", saved);
+    saved = flatten_config(checkpoint_config);
   } catch (const YAML::Exception& e) {
     throw UserError(
         "the config saved in the checkpoint cannot be read (the file is corrupt): " +
         std::string(e.what()));
   }
-  flatten(YAML::Load(current_config), "", current);
+  current = flatten_config(current_config);
   const auto selected = [&](const std::string& key) {
     for (const auto& s : sections) {
       if (key.rfind(s + ".", 0) == 0) {
@@ -297,8 +310,13 @@ ResumeChanges resume_changes(
       "train.batch_size",
       "train.batch_chunk",
       "train.tgt_len",
+      "train.group_by_length",
       "train.optim",
-      "train.seed"};
+      "train.seed",
+      // the optimizer's parameter groups
+      "train.freeze",
+      "train.lr_layer_decay",
+      "train.decay_vectors"};
   ResumeChanges changes;
   for (const auto& d : differing_keys(
            checkpoint_config, current_config, {"train", "eval", "run"})) {

@@ -18,17 +18,22 @@ using AdamState = std::conditional_t<
     torch::optim::AdamParamState,
     torch::optim::AdamWParamState>;
 
-// Any LibTorch optimizer; the learning rate lives in its parameter group
-// options. Adam and AdamW can run their update as one fused multi-tensor
+// Any LibTorch optimizer, one LibTorch parameter group per ParameterGroup; the learning rate
+// lives in the groups' options. Adam and AdamW can run their update as one fused multi-tensor
 // kernel on LibTorch's own state, so checkpoints do not depend on the path.
 template <class Torch, class Options>
 class TorchOptimizer : public Optimizer {
  public:
   TorchOptimizer(
-      std::vector<torch::Tensor> params,
-      Options options,
+      const std::vector<ParameterGroup>& groups,
+      const Options& defaults,
       bool fused = false)
-      : optimizer_(std::move(params), options), fused_(fused) {}
+      : optimizer_(torch_groups(groups, defaults), defaults), fused_(fused) {
+    for (const auto& group : groups) {
+      lr_scale_.push_back(group.lr_scale);
+      weight_decay_.push_back(group.weight_decay);
+    }
+  }
   void step() override {
     if constexpr (kIsAdam<Torch>) {
       if (fused_) {
@@ -42,8 +47,9 @@ class TorchOptimizer : public Optimizer {
     optimizer_.zero_grad();
   }
   void set_lr(double lr) override {
-    for (auto& group : optimizer_.param_groups()) {
-      static_cast<Options&>(group.options()).lr(lr);
+    auto& groups = optimizer_.param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      static_cast<Options&>(groups[i].options()).lr(lr * lr_scale_[i]);
     }
   }
   void save(torch::serialize::OutputArchive& archive) const override {
@@ -51,6 +57,12 @@ class TorchOptimizer : public Optimizer {
   }
   void load(torch::serialize::InputArchive& archive) override {
     optimizer_.load(archive);
+    // The saved options come back with the state; the weight decay is the config's (a resume
+    // may change it), and set_lr sets the rates before every step.
+    auto& groups = optimizer_.param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      static_cast<Options&>(groups[i].options()).weight_decay(weight_decay_[i]);
+    }
   }
   std::vector<torch::Tensor> state_tensors() const override {
     std::vector<torch::Tensor> out;
@@ -132,8 +144,22 @@ class TorchOptimizer : public Optimizer {
     }
   }
 
+  static std::vector<torch::optim::OptimizerParamGroup> torch_groups(
+      const std::vector<ParameterGroup>& groups,
+      const Options& defaults) {
+    std::vector<torch::optim::OptimizerParamGroup> out;
+    for (const auto& group : groups) {
+      auto options = std::make_unique<Options>(defaults);
+      options->weight_decay(group.weight_decay);
+      out.emplace_back(group.params, std::move(options));
+    }
+    return out;
+  }
+
   mutable Torch optimizer_;
   bool fused_;
+  std::vector<double> lr_scale_;
+  std::vector<double> weight_decay_;
 };
 
 } // namespace
@@ -145,21 +171,20 @@ std::vector<torch::Tensor> Lamb::state_tensors() const {
 }
 
 Lamb::Lamb(
-    std::vector<torch::Tensor> params,
+    std::vector<ParameterGroup> groups,
     double lr,
     double beta1,
     double beta2,
-    double eps,
-    double weight_decay)
-    : params_(std::move(params)),
-      lr_(lr),
-      beta1_(beta1),
-      beta2_(beta2),
-      eps_(eps),
-      weight_decay_(weight_decay) {
-  for (const auto& p : params_) {
-    exp_avg_.push_back(torch::zeros_like(p));
-    exp_avg_sq_.push_back(torch::zeros_like(p));
+    double eps)
+    : lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
+  for (auto& group : groups) {
+    for (auto& p : group.params) {
+      exp_avg_.push_back(torch::zeros_like(p));
+      exp_avg_sq_.push_back(torch::zeros_like(p));
+      params_.push_back(std::move(p));
+      lr_scale_.push_back(group.lr_scale);
+      weight_decay_.push_back(group.weight_decay);
+    }
   }
 }
 
@@ -174,14 +199,14 @@ void Lamb::step() {
     exp_avg_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
     exp_avg_sq_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
     auto r = exp_avg_[i] / (exp_avg_sq_[i].sqrt() + eps_);
-    if (weight_decay_ != 0.0) {
-      r.add_(p, weight_decay_);
+    if (weight_decay_[i] != 0.0) {
+      r.add_(p, weight_decay_[i]);
     }
     const double w_norm = std::min(p.norm().item<double>(), 10.0);
     const double r_norm = r.norm().item<double>();
     const double trust =
         (w_norm == 0.0 || r_norm == 0.0) ? 1.0 : w_norm / (r_norm + eps_);
-    p.add_(r, -lr_ * trust);
+    p.add_(r, -lr_ * lr_scale_[i] * trust);
   }
 }
 
@@ -209,37 +234,36 @@ void Lamb::load(torch::serialize::InputArchive& archive) {
 
 std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& t,
-    std::vector<torch::Tensor> params) {
+    std::vector<ParameterGroup> groups) {
   switch (t.optim) {
     case config::Optim::kAdam:
       return std::make_unique<
           TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
-          std::move(params),
-          torch::optim::AdamOptions(t.lr)
-              .betas({t.beta1, t.beta2})
-              .eps(t.eps)
-              .weight_decay(t.weight_decay),
+          groups,
+          torch::optim::AdamOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps),
           t.fused_optim);
     case config::Optim::kAdamW:
       return std::make_unique<
           TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
-          std::move(params),
-          torch::optim::AdamWOptions(t.lr)
-              .betas({t.beta1, t.beta2})
-              .eps(t.eps)
-              .weight_decay(t.weight_decay),
+          groups,
+          torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps),
           t.fused_optim);
     case config::Optim::kSgd:
       return std::make_unique<
           TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
-          std::move(params),
-          torch::optim::SGDOptions(t.lr).momentum(t.mom).weight_decay(
-              t.weight_decay));
+          groups, torch::optim::SGDOptions(t.lr).momentum(t.mom));
     case config::Optim::kLamb:
       return std::make_unique<Lamb>(
-          std::move(params), t.lr, t.beta1, t.beta2, t.eps, t.weight_decay);
+          std::move(groups), t.lr, t.beta1, t.beta2, t.eps);
   }
   TORCH_CHECK(false, "unhandled train.optim");
+}
+
+std::unique_ptr<Optimizer> make_optimizer(
+    const config::TrainConfig& t,
+    std::vector<torch::Tensor> params) {
+  return make_optimizer(
+      t, std::vector<ParameterGroup>{{std::move(params), 1.0, t.weight_decay}});
 }
 
 LRSchedule::LRSchedule(const config::TrainConfig& train) : train_(train) {}
@@ -257,11 +281,14 @@ double LRSchedule::lr(int64_t step) const {
   if (train_.warmup_step > 0 && step <= train_.warmup_step) {
     return base * t / w;
   }
+  const double span = static_cast<double>(train_.max_step) - w;
+  const double progress = span > 0 ? std::min((t - w) / span, 1.0) : 1.0;
   if (train_.scheduler == config::Scheduler::kCosine) {
-    const double span = static_cast<double>(train_.max_step) - w;
-    const double progress = span > 0 ? (t - w) / span : 1.0;
     return train_.eta_min +
         (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
+  }
+  if (train_.scheduler == config::Scheduler::kPoly) {
+    return train_.eta_min + (base - train_.eta_min) * (1.0 - progress);
   }
   if (train_.scheduler == config::Scheduler::kPlateau) {
     return std::max(base * factor_, train_.lr_min);

@@ -19,6 +19,7 @@
 #include "xl/run/metrics.h"
 #include "xl/run/progress.h"
 #include "xl/train/optimizer.h"
+#include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -354,6 +355,7 @@ std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
   auto setup = eval::eval_setup(
       config_, data_.eval_batches("valid", true), true, device_);
   setup.options.stop = [] { return stop_signal().load() != 0; };
+  setup.options.unigram = data_.unigram_baseline();
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
   if (result.stopped) {
     spdlog::warn("validation at step {} interrupted by a signal", step);
@@ -384,7 +386,8 @@ void Trainer::start(State& s, bool resume) {
   model_->to(device_);
   model_->train();
   s.source = data_.train_source();
-  s.optimizer = make_optimizer(t, model_->parameters());
+  const auto plan = plan_parameters(config_, *model_);
+  s.optimizer = make_optimizer(t, plan.groups);
   s.schedule = std::make_unique<LRSchedule>(t);
   s.mems.resize(static_cast<size_t>(t.batch_chunk));
   if (resume) {
@@ -417,9 +420,12 @@ void Trainer::start(State& s, bool resume) {
          {"logged_until", s.logged_until}});
   }
   s.progress = std::make_unique<run::Progress>(t.max_step, s.step);
+  if (const auto special = plan.describe(); !special.empty()) {
+    spdlog::info("{}", special);
+  }
   spdlog::info(
       "training {} parameters on {} for steps {}..{}: {}, {} batches per pass",
-      models::count_parameters(*model_),
+      plan.trainable,
       device_.str(),
       s.step + 1,
       s.last_step,

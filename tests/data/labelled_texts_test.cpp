@@ -213,5 +213,55 @@ TEST_F(LabelledTextsTest, TrainingShufflesEveryPassAndResumesExactly) {
   EXPECT_EQ(a.epoch(), b.epoch());
 }
 
+// Grouped by length: every batch is cut to its longest row, a training pass reads each of its
+// full batches' examples once (in batches of similar lengths, in random order), evaluation
+// reads every example once from the shortest to the longest.
+TEST_F(LabelledTextsTest, GroupedBatchesAreCutToTheirLongestRow) {
+  const SentencePiece sp(*dir_ / "m.model");
+  LabelledOptions o;
+  o.batch_size = 3;
+  o.seq_len = 40; // no text is cut: each has a length of its own
+  o.seed = 3;
+  o.group_by_length = true;
+  const auto width_of = [&](int64_t i) {
+    return static_cast<int64_t>(sp.encode(text(static_cast<int>(i))).size()) +
+        2;
+  };
+  for (const bool training : {true, false}) {
+    o.shuffle = training;
+    LabelledTexts source(*dir_ / "l.tsv", sp, o);
+    std::vector<int64_t> seen;
+    int64_t previous = 0;
+    while (auto batch = source.next()) {
+      // Rows are told apart by their tokens: example i is text(i).
+      int64_t longest = 0;
+      for (int64_t r = 0; r < batch->tokens.size(1); ++r) {
+        const auto real =
+            batch->padding.select(1, r).logical_not().sum().item<int64_t>();
+        int64_t found = -1;
+        for (int64_t i = 0; i < 10; ++i) {
+          if (width_of(i) == real &&
+              batch->labels[r].item<int64_t>() == i % 2) {
+            found = i;
+          }
+        }
+        ASSERT_GE(found, 0);
+        seen.push_back(found);
+        longest = std::max(longest, real);
+      }
+      EXPECT_EQ(batch->tokens.size(0), longest);
+      EXPECT_EQ(batch->segment_ids.size(0), longest);
+      EXPECT_EQ(batch->tokens[longest - 1][0].item<int64_t>(), kClsId);
+      if (!training) {
+        EXPECT_GE(longest, previous);
+        previous = longest;
+      }
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen.size(), training ? 9U : 10U);
+    EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end());
+  }
+}
+
 } // namespace
 } // namespace xl::data

@@ -4,11 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_util.h"
+#include "xl/data/sentence_tokens.h"
+#include "xl/io/safetensors.h"
 
 namespace xl::test {
 namespace {
@@ -66,6 +71,51 @@ std::string train_command(
       " --set run.dir=" + run.string() + " " + extra;
 }
 
+// The unigram cross-entropy xl-eval recorded for the targets it scored (dumped to `batches`),
+// counted again here: add-one counts of the training pieces.
+void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
+  const data::SentencePiece model(prepared() / "spiece.model");
+  const auto train =
+      data::read_sentence_tokens(prepared() / "train.pieces", model);
+  std::map<int64_t, double> counts;
+  for (const int64_t id : train.ids) {
+    counts[id] += 1.0;
+  }
+  const double total = static_cast<double>(train.ids.size() + model.size());
+  const auto dumped = io::SafeTensors::load(batches);
+  double nll = 0.0;
+  int64_t targets = 0;
+  for (int64_t b = 0; dumped.contains(fmt::format("batch_{}/targets", b));
+       ++b) {
+    const auto ids =
+        dumped.at(fmt::format("batch_{}/targets", b)).reshape({-1});
+    const auto keep =
+        dumped.at(fmt::format("batch_{}/target_mask", b)).reshape({-1});
+    for (int64_t i = 0; i < ids.size(0); ++i) {
+      if (keep[i].item<bool>()) {
+        const auto found = counts.find(ids[i].item<int64_t>());
+        nll -= std::log(
+            ((found == counts.end() ? 0.0 : found->second) + 1.0) / total);
+        ++targets;
+      }
+    }
+  }
+  ASSERT_GT(targets, 0);
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line)) {
+    last = line;
+  }
+  const auto record = nlohmann::json::parse(last);
+  EXPECT_EQ(record.at("tokens").get<int64_t>(), targets);
+  EXPECT_NEAR(
+      record.at("unigram_loss").get<double>(),
+      nll / static_cast<double>(targets),
+      1e-9);
+  EXPECT_GT(record.at("loss_per_char").get<double>(), 0.0);
+}
+
 TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   TempDir dir;
   const std::string steps =
@@ -93,9 +143,13 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
 
   // The test split, and a raw text file of the user's own.
   r = run_command(
-      bin("xl-eval") + " --run " + (dir / "whole").string() + " --max-steps 3");
+      bin("xl-eval") + " --run " + (dir / "whole").string() +
+      " --max-steps 3 --dump-batches " +
+      (dir / "batches.safetensors").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("test | loss"));
+  EXPECT_THAT(r.output, HasSubstr(" | nats/char "));
+  expect_unigram_baseline(dir / "whole", dir / "batches.safetensors");
   // 150 lines of reviews the model has not seen, as a user's raw text file.
   std::istringstream test_text(read_text(prepared() / "test.txt"));
   std::string mine;
@@ -124,6 +178,22 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   r = run_command(bin("xl-eval") + " --run " + (dir / "cls").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("acc/cls"));
+
+  // A linear probe of the mean summary on 40 labelled reviews, with the references' schedule:
+  // the frozen body is listed, the subset described.
+  r = run_command(train_command(
+      "tiny_cls.yaml",
+      dir / "probe",
+      "--set train.max_step=4 --set train.eval_interval=4 --set train.init_from=" +
+          (dir / "whole").string() +
+          " --set data.train_examples=40 --set model.xlnet.summary=mean --set "
+          "train.scheduler=poly --set train.warmup_step=1 --set "
+          "'train.freeze=[word_embedding.weight, mask_emb, \"r_*_bias\", lm_bias, "
+          "\"layers.*\"]'"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("frozen by train.freeze: "));
+  EXPECT_THAT(r.output, HasSubstr("(40 examples: the first of "));
+  EXPECT_THAT(r.output, HasSubstr("training 1122 parameters"));
 }
 
 // Random HF models over the prepared vocabulary, saved like published checkpoints: a language
@@ -292,8 +362,22 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
       train_command(
           "tiny.yaml", dir / "many", "--set model.xlnet.num_predict=40"),
       "num_predict (40) is larger than a record can hold");
-  EXPECT_FALSE(fs::exists(dir / "short"));
-  EXPECT_FALSE(fs::exists(dir / "many"));
+  // Fewer labelled reviews than asked for; a probe of a model without a classification
+  // head; a parameter name that does not exist.
+  fails(
+      train_command(
+          "tiny_cls.yaml", dir / "subset", "--set data.train_examples=100000"),
+      "data.train_examples: ");
+  fails(
+      train_command("tiny.yaml", dir / "probe", "--set 'train.freeze=[\"*\"]'"),
+      "model.xlnet.n_class > 0");
+  fails(
+      train_command(
+          "tiny_cls.yaml", dir / "typo", "--set 'train.freeze=[encoder.*]'"),
+      "train.freeze[0]: 'encoder.*' names no parameter of this model");
+  for (const auto* run : {"short", "many", "subset", "probe", "typo"}) {
+    EXPECT_FALSE(fs::exists(dir / run)) << run;
+  }
   fails(
       bin("xl-prep") + " --format xlnet --train " +
           write_file(dir / "empty.txt", "\n\n").string() + " --out " +

@@ -161,7 +161,8 @@ data::Batch classification(const torch::Tensor& tokens, int64_t pad) {
   return batch;
 }
 
-// Left padding: whatever the pad positions hold, the classifier reads the same sequence.
+// Left padding: whatever the pad positions hold and however many there are, the classifier
+// reads the same sequence.
 TEST(XLNet, ClassificationIgnoresPadding) {
   torch::manual_seed(5);
   XLNetImpl model(small(3));
@@ -174,6 +175,12 @@ TEST(XLNet, ClassificationIgnoresPadding) {
   const auto b = model.forward(classification(other, 3), {}, {});
   ASSERT_EQ(a.logits.sizes(), (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(torch::allclose(a.logits, b.logits, 1e-5, 1e-6));
+  // nor how many pad positions there are (batches cut to their longest row)
+  EXPECT_TRUE(torch::allclose(
+      model.forward(classification(tokens.narrow(0, 2, 6), 1), {}, {}).logits,
+      a.logits,
+      1e-5,
+      1e-6));
   // without the padding flags the pad tokens are read
   auto unflagged = classification(other, 3);
   unflagged.padding.zero_();
@@ -193,6 +200,46 @@ TEST(XLNet, ClassificationIgnoresPadding) {
       1e-5);
   EXPECT_EQ(a.terms[1].kind, TermKind::kAccuracy);
   EXPECT_EQ(a.terms[1].weight, 0.0);
+}
+
+// The mean summary averages the real positions: neither what the padding holds nor how much
+// of it there is changes the logits; the pad tokens count once unflagged; and it reads other
+// numbers than the last position does.
+TEST(XLNet, MeanSummaryIgnoresPadding) {
+  torch::manual_seed(5);
+  XLNetImpl model(small(3).summary(SequenceSummary::kMean));
+  model.eval();
+  torch::NoGradGuard no_grad;
+  const auto tokens = torch::randint(9, 50, {8, 2});
+  const auto a = model.forward(classification(tokens, 3), {}, {});
+  auto other = tokens.clone();
+  other.narrow(0, 0, 3).fill_(7);
+  EXPECT_TRUE(torch::allclose(
+      model.forward(classification(other, 3), {}, {}).logits,
+      a.logits,
+      1e-5,
+      1e-6));
+  const auto longer = torch::cat({torch::full({2, 2}, 7, torch::kLong), other});
+  EXPECT_TRUE(torch::allclose(
+      model.forward(classification(longer, 5), {}, {}).logits,
+      a.logits,
+      1e-5,
+      1e-6));
+  auto unflagged = classification(other, 3);
+  unflagged.padding.zero_();
+  EXPECT_FALSE(torch::allclose(
+      model.forward(unflagged, {}, {}).logits, a.logits, 1e-5, 1e-6));
+  XLNetImpl last(small(3));
+  last.eval();
+  const auto params = model.named_parameters();
+  for (auto& item : last.named_parameters()) {
+    item.value().copy_(params[item.key()]);
+  }
+  EXPECT_FALSE(torch::allclose(
+      last.forward(classification(tokens, 3), {}, {}).logits,
+      a.logits,
+      1e-5,
+      1e-6));
 }
 
 // The memory holds the first reuse_len inputs of each layer, the last mem_len kept, detached.

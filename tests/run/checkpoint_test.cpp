@@ -300,6 +300,21 @@ TEST(Checkpoint, ConfigDifferencesNameEachKey) {
   }
 }
 
+// A checkpoint's config written before a key existed stands for that key's default: it still
+// matches a config at the default, and not one that changes it.
+TEST(Checkpoint, KeysAConfigPredatesTakeTheirDefaults) {
+  const std::string saved = "model:\n  type: xlnet\n  d_model: 32\n";
+  const std::string now =
+      "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: last\n";
+  EXPECT_TRUE(config_differences(saved, now, {"model"}).empty());
+  const std::string mean =
+      "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: mean\n";
+  EXPECT_EQ(
+      config_differences(saved, mean, {"model"}),
+      std::vector<std::string>{
+          "model.xlnet.summary: checkpoint last, config mean"});
+}
+
 // train.init_from: a pretrained body goes into a model with a new head; the head keeps its
 // values and is named, and a body of other shapes is refused with every mismatch listed.
 TEST(Checkpoint, ReadsTheMatchingParametersOfAnotherModel) {

@@ -27,6 +27,15 @@ TEST(LRSchedule, CosineWarmsUpLinearlyThenDecaysToEtaMin) {
   EXPECT_NEAR(s.lr(110), 0.1, 1e-12);
 }
 
+TEST(LRSchedule, PolyWarmsUpLinearlyThenDecaysLinearlyToEtaMin) {
+  const LRSchedule s(schedule(config::Scheduler::kPoly, 10));
+  EXPECT_DOUBLE_EQ(s.lr(5), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr(10), 1.0);
+  EXPECT_NEAR(s.lr(35), 0.1 + 0.9 * 0.75, 1e-12); // a quarter of the decay
+  EXPECT_NEAR(s.lr(60), 0.1 + 0.9 * 0.5, 1e-12);
+  EXPECT_NEAR(s.lr(110), 0.1, 1e-12);
+}
+
 TEST(LRSchedule, InverseSquareRootFollowsKimiyoung) {
   const LRSchedule s(schedule(config::Scheduler::kInvSqrt, 16));
   EXPECT_DOUBLE_EQ(s.lr(4), 4.0 / 64.0);
@@ -71,7 +80,7 @@ TEST(Lamb, OneStepMatchesTheFormula) {
   auto w =
       torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
   w.mutable_grad() = torch::tensor({1.0, -2.0}, torch::kDouble);
-  Lamb lamb({w}, 0.1, 0.9, 0.999, 1e-6, 0.01);
+  Lamb lamb({{{w}, 1.0, 0.01}}, 0.1, 0.9, 0.999, 1e-6);
   lamb.step();
   // m = 0.1 g, v = 0.001 g^2 -> r = m / (sqrt(v) + eps) + wd w
   const auto g = torch::tensor({1.0, -2.0}, torch::kDouble);

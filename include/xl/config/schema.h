@@ -24,11 +24,12 @@ enum class Init { kNormal, kUniform };
 enum class Device { kAuto, kCpu, kCuda };
 enum class Sampling { kOrdered, kRandomWindows };
 enum class Optim { kAdam, kAdamW, kSgd, kLamb };
-enum class Scheduler { kCosine, kInvSqrt, kConstant, kPlateau };
+enum class Scheduler { kCosine, kPoly, kInvSqrt, kConstant, kPlateau };
 enum class EvalMode { kMemory, kVanilla };
 enum class PositionTables { kPerLayer, kInput };
 enum class LayerDecay { kStep, kLinear };
 enum class LayerReduce { kSum, kMean };
+enum class SequenceSummary { kLast, kMean };
 
 // clang-format off
 template <> struct Choices<ModelType> {
@@ -53,7 +54,7 @@ template <> struct Choices<Optim> {
   static constexpr std::array<Choice<Optim>, 4> all{{{Optim::kAdam, "adam"}, {Optim::kAdamW, "adamw"}, {Optim::kSgd, "sgd"}, {Optim::kLamb, "lamb"}}};
 };
 template <> struct Choices<Scheduler> {
-  static constexpr std::array<Choice<Scheduler>, 4> all{{{Scheduler::kCosine, "cosine"}, {Scheduler::kInvSqrt, "inv_sqrt"}, {Scheduler::kConstant, "constant"}, {Scheduler::kPlateau, "plateau"}}};
+  static constexpr std::array<Choice<Scheduler>, 5> all{{{Scheduler::kCosine, "cosine"}, {Scheduler::kPoly, "poly"}, {Scheduler::kInvSqrt, "inv_sqrt"}, {Scheduler::kConstant, "constant"}, {Scheduler::kPlateau, "plateau"}}};
 };
 template <> struct Choices<EvalMode> {
   static constexpr std::array<Choice<EvalMode>, 2> all{{{EvalMode::kMemory, "memory"}, {EvalMode::kVanilla, "vanilla"}}};
@@ -66,6 +67,9 @@ template <> struct Choices<LayerDecay> {
 };
 template <> struct Choices<LayerReduce> {
   static constexpr std::array<Choice<LayerReduce>, 2> all{{{LayerReduce::kSum, "sum"}, {LayerReduce::kMean, "mean"}}};
+};
+template <> struct Choices<SequenceSummary> {
+  static constexpr std::array<Choice<SequenceSummary>, 2> all{{{SequenceSummary::kLast, "last"}, {SequenceSummary::kMean, "mean"}}};
 };
 // clang-format on
 
@@ -115,6 +119,7 @@ struct XLNetConfig {
   int64_t clamp_len = -1;
   Activation ff_activation = Activation::kRelu;
   int64_t n_class = 0;
+  SequenceSummary summary = SequenceSummary::kLast;
   bool bi_data = true;
   std::optional<int64_t> perm_size; // null: reuse_len
   int64_t num_predict = 85;
@@ -130,6 +135,7 @@ struct XLNetConfig {
     v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", at_least(-1));
     v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
     v("n_class", s.n_class, "classes of the sequence classification head (0: pretraining, no head)", at_least(0));
+    v("summary", s.summary, "what the classification head reads of the content stream's last layer: last (the <cls> position, as zihangdai's run_classifier and ratsgo) or mean (the mean over the real positions, padding left out)");
     v("bi_data", s.bi_data, "pretraining: half of the rows read their streams backwards");
     v("perm_size", s.perm_size, "pretraining: positions permuted together (null: reuse_len)", at_least(1));
     v("num_predict", s.num_predict, "pretraining: predictions per record (padded)", at_least(1));
@@ -213,6 +219,7 @@ struct DataConfig {
   std::string valid = "valid.bin";
   std::string test = "test.bin";
   std::string vocab = "vocab.txt";
+  std::optional<int64_t> train_examples; // null: all
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -222,6 +229,7 @@ struct DataConfig {
     v("valid", s.valid, "validation token file, relative to data.dir");
     v("test", s.test, "test token file, relative to data.dir");
     v("vocab", s.vocab, "vocabulary file, relative to data.dir");
+    v("train_examples", s.train_examples, "labelled data (XLNet classification): train on the first N examples of data.train, for runs with fewer labels (null: all)", at_least(1));
     // clang-format on
   }
 };
@@ -234,11 +242,13 @@ struct TrainConfig {
   int64_t batch_size = 60;
   int64_t batch_chunk = 1;
   int64_t tgt_len = 70;
+  bool group_by_length = false;
   int64_t max_step = 100000;
   Optim optim = Optim::kAdam;
   double lr = 2.5e-4;
   double mom = 0.0;
   double weight_decay = 0.0;
+  bool decay_vectors = true;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
@@ -250,6 +260,8 @@ struct TrainConfig {
   int64_t patience = 0;
   double lr_min = 0.0;
   double clip = 0.25;
+  double lr_layer_decay = 1.0;
+  std::vector<std::string> freeze;
   bool bf16 = false;
   bool activation_checkpointing = false;
   int64_t log_interval = 200;
@@ -258,6 +270,7 @@ struct TrainConfig {
   int64_t max_bad_steps = 5;
   int64_t keep_snapshots = 0;
   std::optional<std::string> init_from; // null: fresh weights
+  std::vector<std::string> init_exclude;
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -269,22 +282,26 @@ struct TrainConfig {
     v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
     v("batch_chunk", s.batch_chunk, "split each batch into this many accumulation chunks", at_least(1));
     v("tgt_len", s.tgt_len, "tokens per training segment (window)", at_least(1));
+    v("group_by_length", s.group_by_length, "labelled data: training batches of reviews of similar lengths (windows of 50 batches of each pass's order sorted by length, the batches in random order), each cut to its longest review: on NSMC about a third of the positions to compute (evaluations always read labelled data by length, which changes no score)");
     v("max_step", s.max_step, "optimizer steps to train", at_least(1));
     v("optim", s.optim, "optimizer");
     v("lr", s.lr, "peak learning rate", greater_than(0));
     v("mom", s.mom, "SGD momentum", fraction());
-    v("weight_decay", s.weight_decay, "weight decay", at_least(0));
+    v("weight_decay", s.weight_decay, "weight decay (L2 for adam, sgd; decoupled for adamw, lamb)", at_least(0));
+    v("decay_vectors", s.decay_vectors, "weight decay on 1-D parameters too (false: LayerNorm gains and biases and every bias vector are not decayed, as zihangdai/xlnet's AdamWeightDecay and Hugging Face's no_decay lists)");
     v("beta1", s.beta1, "Adam/LAMB beta1", fraction());
     v("beta2", s.beta2, "Adam/LAMB beta2", fraction());
     v("eps", s.eps, "Adam/LAMB epsilon", greater_than(0));
     v("fused_optim", s.fused_optim, "adam, adamw: update every parameter in one fused multi-tensor kernel (false: LibTorch's per-tensor step; same formula and state, the last float bits may differ)");
-    v("scheduler", s.scheduler, "learning-rate schedule after warmup");
+    v("scheduler", s.scheduler, "learning-rate schedule after warmup: cosine or poly (linear) decay to eta_min at max_step, inv_sqrt, constant, plateau");
     v("warmup_step", s.warmup_step, "linear warmup steps", at_least(0));
-    v("eta_min", s.eta_min, "final learning rate of the cosine schedule", at_least(0));
+    v("eta_min", s.eta_min, "final learning rate of the cosine and poly schedules", at_least(0));
     v("decay_rate", s.decay_rate, "plateau: factor applied to the learning rate", open_interval(0, 1));
     v("patience", s.patience, "plateau: evaluations without improvement before decaying", at_least(0));
     v("lr_min", s.lr_min, "plateau: lower bound of the learning rate", at_least(0));
     v("clip", s.clip, "global gradient-norm clipping (0: off)", at_least(0));
+    v("lr_layer_decay", s.lr_layer_decay, "layer-wise learning-rate decay: the parameters of layer i of n (layers.<i>.*) train at lr * lr_layer_decay^(n - 1 - i), the others at lr (zihangdai/xlnet's lr_layer_decay_rate, applied to the rate because Adam undoes a scaled gradient)", Limits{0.0, 1.0, true, false, {}});
+    v("freeze", s.freeze, "parameters not to train, by name pattern (* any characters, ? one): a linear probe freezes everything but the classification head (configs/xlnet/ko_probe_cpu.yaml); the log lists what is frozen");
     v("bf16", s.bf16, "bfloat16 autocast (CUDA only)");
     v("activation_checkpointing", s.activation_checkpointing, "keep no layer activations for the backward pass and recompute them there: less memory for about one more forward pass per step, same gradients");
     v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
@@ -293,6 +310,7 @@ struct TrainConfig {
     v("max_bad_steps", s.max_bad_steps, "consecutive NaN/Inf losses after which training stops", at_least(1));
     v("keep_snapshots", s.keep_snapshots, "besides last.pt and best.pt, keep the checkpoints of the last N validation steps as checkpoints/step_<S>.pt (xl-average averages them)", at_least(0));
     v("init_from", s.init_from, "start from the weights of this run directory (its best checkpoint) or checkpoint file; parameters it lacks (new heads) keep their fresh values");
+    v("init_exclude", s.init_exclude, "with init_from: parameters that keep their fresh values instead, by name pattern as train.freeze (e.g. [word_embedding.weight, lm_bias]: a pretrained body with new embeddings)");
     // clang-format on
   }
 };

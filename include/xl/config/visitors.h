@@ -346,7 +346,7 @@ class Writer {
   static std::string render(const std::vector<T>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) {
-      s += (i ? ", " : "") + format_value(static_cast<T>(v[i]));
+      s += (i ? ", " : "") + render(static_cast<T>(v[i]));
     }
     return s + "]";
   }

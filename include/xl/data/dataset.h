@@ -16,6 +16,7 @@
 #include "xl/config/schema.h"
 #include "xl/data/batch_source.h"
 #include "xl/data/tokens.h"
+#include "xl/data/unigram_baseline.h"
 #include "xl/data/vocab.h"
 
 namespace xl::data {
@@ -39,6 +40,12 @@ class Dataset {
   virtual std::string vocabulary() const = 0;
   /// The file that holds the vocabulary (empty for random data), for messages.
   virtual std::filesystem::path vocabulary_file() const = 0;
+  /// What a language model's targets score under the training split's unigram counts, for
+  /// evaluations to print beside the model's loss; null where the data has none (random data,
+  /// classification).
+  virtual const UnigramBaseline* unigram_baseline() {
+    return nullptr;
+  }
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
   /// The word or byte vocabulary that encodes prompts and decodes generated text; a UserError

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,18 @@ struct LabelledOptions {
   /// order, the last partial batch kept.
   bool shuffle = true;
   uint64_t seed = 0;
+  /// Only the first N examples (fewer labels); more than the file holds is a UserError.
+  std::optional<int64_t> max_examples;
+  /// Batches of examples of similar lengths, each cut to its longest row (the positions every
+  /// row pads are left out, which changes no score): training sorts each window of
+  /// kGroupBatches batches of a fresh order by length and reads those batches in random order;
+  /// evaluation reads the examples from the shortest to the longest.
+  bool group_by_length = false;
 };
+
+/// Batches per window that group_by_length sorts: long enough to find partners of a similar
+/// length, short enough that every stretch of the pass still mixes the whole file.
+inline constexpr int64_t kGroupBatches = 50;
 
 class LabelledTexts : public BatchSource {
  public:
@@ -107,9 +119,15 @@ class LabelledTexts : public BatchSource {
   torch::Tensor tokens_;
   torch::Tensor segment_ids_;
   torch::Tensor labels_;
+  /// [N] the positions of each row that are not padding
+  torch::Tensor lengths_;
   at::Generator generator_;
+  /// the examples the file holds; labels_ keeps the first max_examples of them
+  int64_t available_ = 0;
   /// the order of the current pass
   torch::Tensor order_;
+  /// A pass's order: file order or shuffled, grouped by length when asked (see LabelledOptions).
+  torch::Tensor pass_order();
   int64_t epoch_ = 0;
   /// batches read in the current pass
   int64_t read_ = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xl/data/batch_source.h"
+#include "xl/data/unigram_baseline.h"
 #include "xl/models/language_model.h"
 
 namespace xl::eval {
@@ -30,6 +31,9 @@ struct EvalOptions {
   double progress_seconds = 0.0;
   /// what the progress line calls a batch ("valid batch", "test segment")
   std::string progress_unit = "batch";
+  /// the unigram guess of the data (Dataset::unigram_baseline), scored on the same targets
+  /// into EvalResult::baseline; null: none
+  const data::UnigramBaseline* unigram = nullptr;
 };
 
 struct EvalResult {
@@ -45,6 +49,8 @@ struct EvalResult {
   int64_t pass_batches = 0;
   /// options.max_batches or a stop cut the pass short: the scores are of a part of the split
   bool partial = false;
+  /// with options.unigram: its scores of the targets scored (targets 0 without)
+  data::BaselineTotals baseline;
 
   const models::TermTotal& headline() const;
   double loss() const {

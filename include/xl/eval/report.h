@@ -50,7 +50,9 @@ struct EvalReport {
 
 /// "<label> | loss .. | ppl .. | N tokens | R tok/s[ | PARTIAL: b of n batches]" and the
 /// record: `fields` (step, split, setting, ...) followed by the terms, tokens, tokens_per_s,
-/// batches, and for a partial pass "partial": true and pass_batches.
+/// batches, and for a partial pass "partial": true and pass_batches. When the result holds the
+/// unigram guess of the same targets, also " | unigram .. | nats/char .. (unigram ..)": the
+/// record's unigram_loss, loss_per_char and unigram_loss_per_char.
 EvalReport report_evaluation(
     const std::string& label,
     const EvalResult& result,

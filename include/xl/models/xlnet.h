@@ -7,8 +7,9 @@
 //     targets [P, B], target_mask [P, B] optional, segment_ids [L, B] optional, reversed [B]
 //     optional (bi_data). The query stream predicts the targets: loss term "lm".
 //   classification: tokens [L, B], labels [B], segment_ids and padding optional. The content
-//     stream's output at the last position (<cls>, inputs are left-padded) goes through the
-//     summary projection and the classifier: terms "cls" of kind kNll (cross-entropy) and
+//     stream's output at the last position (<cls>, inputs are left-padded), or its mean over
+//     the positions that are not padding, goes through the summary projection and the
+//     classifier: terms "cls" of kind kNll (cross-entropy) and
 //     "cls" of kind kAccuracy (weight 0), logged as loss/cls and acc/cls; ModelOutput::logits
 //     [B, C].
 // Memory caches each layer's content-stream input over the first reuse_len positions (all of
@@ -36,6 +37,14 @@ struct XLNetLengths {
   XLNetLengths with(const Span& span) const;
 };
 
+/// What the classification head reads of the content stream's last layer.
+enum class SequenceSummary {
+  /// the last position: <cls>, since inputs are left-padded (zihangdai's run_classifier)
+  kLast,
+  /// the mean over the positions that are not padding
+  kMean,
+};
+
 struct XLNetOptions {
   XLNetOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
       : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
@@ -47,6 +56,7 @@ struct XLNetOptions {
   TORCH_ARG(bool, untie_r) = false;
   /// classes of the classification head (0: no head)
   TORCH_ARG(int64_t, n_class) = 0;
+  TORCH_ARG(SequenceSummary, summary) = SequenceSummary::kLast;
   TORCH_ARG(XLNetLengths, lengths) = {};
   TORCH_ARG(nn::InitOptions, init) = {};
   /// recompute each layer's activations in the backward pass instead of keeping them

@@ -50,7 +50,8 @@ CheckpointInfo load_checkpoint(
     const std::filesystem::path& path,
     torch::serialize::InputArchive& archive);
 
-/// A resolved config's values by key path ("model.d_model" -> "410"; lists in YAML flow style).
+/// A resolved config's values by key path ("model.d_model" -> "410"; lists in YAML flow style);
+/// the keys it lacks (a config an older xl wrote) take their defaults.
 std::map<std::string, std::string> flatten_config(const std::string& yaml);
 
 /// Keys under `sections` (e.g. {"model", "data"}) whose values differ between

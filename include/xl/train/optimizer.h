@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "xl/config/schema.h"
+#include "xl/train/parameter_groups.h"
 
 namespace xl::train {
 
@@ -16,6 +17,7 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual void step() = 0;
   virtual void zero_grad() = 0;
+  /// The schedule's rate: each parameter group trains at it times the group's lr_scale.
   virtual void set_lr(double lr) = 0;
   virtual void save(torch::serialize::OutputArchive& archive) const = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
@@ -24,20 +26,19 @@ class Optimizer {
 };
 
 /// LAMB as NVIDIA's Transformer-XL uses it (You et al. 2019, without bias
-/// correction):
+/// correction), per parameter tensor p of a group with rate factor s and decay wd:
 ///   m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2,
 ///   r = m / (sqrt(v) + eps) + wd w,
 ///   trust = min(|w|, 10) / (|r| + eps)   (1 when |w| or |r| is 0),
-///   w -= lr trust r,   per parameter tensor.
+///   w -= lr s trust r.
 class Lamb : public Optimizer {
  public:
   Lamb(
-      std::vector<torch::Tensor> params,
+      std::vector<ParameterGroup> groups,
       double lr,
       double beta1,
       double beta2,
-      double eps,
-      double weight_decay);
+      double eps);
   void step() override;
   std::vector<torch::Tensor> state_tensors() const override;
   void zero_grad() override;
@@ -48,13 +49,21 @@ class Lamb : public Optimizer {
   void load(torch::serialize::InputArchive& archive) override;
 
  private:
+  /// every group's parameters in order, with their group's factor and decay
   std::vector<torch::Tensor> params_;
+  std::vector<double> lr_scale_;
+  std::vector<double> weight_decay_;
   std::vector<torch::Tensor> exp_avg_;
   std::vector<torch::Tensor> exp_avg_sq_;
-  double lr_, beta1_, beta2_, eps_, weight_decay_;
+  double lr_, beta1_, beta2_, eps_;
 };
 
-/// adam, adamw, sgd (with train.mom) or lamb over `params`.
+/// adam, adamw, sgd (with train.mom) or lamb over the parameter groups (plan_parameters).
+std::unique_ptr<Optimizer> make_optimizer(
+    const config::TrainConfig& train,
+    std::vector<ParameterGroup> groups);
+
+/// The same over one group: every parameter at the schedule's rate and train.weight_decay.
 std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& train,
     std::vector<torch::Tensor> params);
@@ -62,9 +71,11 @@ std::unique_ptr<Optimizer> make_optimizer(
 /// The learning rate of each step, and the plateau state.
 ///
 /// For optimizer step t = 1, 2, ..., max_step with base rate lr and w = warmup_step:
-///   cosine, constant, plateau: t <= w gives lr t / w (linear warmup), then
+///   cosine, poly, constant, plateau: t <= w gives lr t / w (linear warmup), then
 ///     cosine:   eta_min + (lr - eta_min) (1 + cos(pi (t - w) / (max_step - w))) / 2
 ///               (counted after the warmup, as NVIDIA does),
+///     poly:     eta_min + (lr - eta_min) (1 - (t - w) / (max_step - w)), TensorFlow's
+///               polynomial_decay of power 1 after the warmup (zihangdai/xlnet, ratsgo),
 ///     constant: lr,
 ///     plateau:  lr decay_rate^k, at least lr_min, where k counts the validations after which
 ///               the loss had not improved for more than `patience` validations;

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Does XLNet pretraining pay on a 2-core CPU? Every run behind docs/benchmarks.md's "XLNet on
+# NSMC: does pretraining pay?" tables. Resumable: a finished run is skipped (xl-train
+# --auto-resume, an evaluation that is already recorded), so the same command continues after
+# an interruption.
+#
+#   scripts/bench/xlnet_pretraining.sh [STAGE...]     (default: every stage, in this order)
+#     pretrain  configs/xlnet/ko_cpu.yaml for each seed -> $dir/pretrain_ko_cpu_s<seed>, then
+#               xl-eval of its test split (the loss beside the unigram guess)
+#     peer      Hugging Face's pretraining of the same model on the same pieces, as many steps
+#               (scripts/peer/hf_xlnet_pretrain.py), converted and imported ->
+#               $dir/pretrain_hf_peer_s<seed>, and the same xl-eval
+#     baseline  the bag-of-pieces classifier at each label count -> $dir/bag_of_pieces.json
+#     finetune  configs/xlnet/ko_cls_cpu.yaml from random weights, from xl's and from Hugging
+#               Face's pretraining, at each label count, for each seed ->
+#               $dir/cls_<start>_<labels>_s<seed>, then xl-eval of the whole test split
+#     probe     configs/xlnet/ko_probe_cpu.yaml the same way -> $dir/probe_<start>_<labels>_s<seed>
+#     table     scripts/bench/xlnet_table.py $dir
+# A fine-tuning run of seed s starts from the pretraining of seed s.
+# Environment: XL_PAYS_DIR (runs/pays), XL_SEEDS ("1 2 3"), XL_PEER_SEEDS ("1"),
+# XL_LABELS ("1000 5000 all"), XL_BUILD_DIR (build).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bin=${XL_BUILD_DIR:-build}/bin
+python=${XL_PYTHON:-.venv/bin/python}
+dir=${XL_PAYS_DIR:-runs/pays}
+seeds=${XL_SEEDS:-1 2 3}
+peer_seeds=${XL_PEER_SEEDS:-1}
+labels=${XL_LABELS:-1000 5000 all}
+stages=${*:-pretrain peer baseline finetune probe table}
+mkdir -p "$dir"
+
+log() { echo "[xlnet_pretraining] $*" >&2; }
+
+# Trains (or resumes, or skips a finished) run $1 with config $2 and overrides, then evaluates
+# its best checkpoint on the test split once.
+train_and_eval() {
+  local run=$1 config=$2
+  shift 2
+  log "$run"
+  "$bin/xl-train" --config "$config" --set "run.dir=$run" "$@" --auto-resume \
+    >"$run.out" 2>"$run.err" || { log "$run failed: see $run.err"; return 1; }
+  if ! grep -q '"mode"' "$run/metrics.jsonl"; then
+    "$bin/xl-eval" --run "$run" >>"$run.out" 2>>"$run.err"
+  fi
+}
+
+# The fine-tuning length of each label count: about ten passes over 1,000 reviews, four over
+# 5,000, one over all 145k; a tenth of it warmup, a validation every pass (at most every 1,000
+# steps).
+steps_for() {
+  case $1 in
+    1000) echo "data.train_examples=1000 train.max_step=310 train.warmup_step=31 train.eval_interval=31" ;;
+    5000) echo "data.train_examples=5000 train.max_step=624 train.warmup_step=62 train.eval_interval=156" ;;
+    all) echo "data.train_examples=null train.max_step=4531 train.warmup_step=453 train.eval_interval=1000" ;;
+    *) echo "data.train_examples=$1 train.max_step=$(($1 / 32 * 4)) train.warmup_step=$(($1 / 80)) train.eval_interval=$(($1 / 32))" ;;
+  esac
+}
+
+for stage in $stages; do
+  case $stage in
+    pretrain)
+      for s in $seeds; do
+        train_and_eval "$dir/pretrain_ko_cpu_s$s" configs/xlnet/ko_cpu.yaml --set "train.seed=$s"
+      done
+      ;;
+    peer)
+      for s in $peer_seeds; do
+        run=$dir/pretrain_hf_peer_s$s
+        [ -f "$run/checkpoints/best.pt" ] && continue
+        if [ ! -f "$dir/hf_peer_s$s/model.safetensors" ]; then
+          rm -rf "$dir/hf_peer_s$s"
+          log "$dir/hf_peer_s$s"
+          "$python" scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/ko_cpu.yaml \
+            --set "train.seed=$s" --out "$dir/hf_peer_s$s" 2>"$dir/hf_peer_s$s.err"
+        fi
+        rm -rf "$dir/hf_peer_s${s}_converted"
+        "$python" scripts/convert/hf_xlnet.py --model "$dir/hf_peer_s$s" \
+          --out "$dir/hf_peer_s${s}_converted" --data-dir data/prepared/nsmc_8k --seq-len 64
+        # xl's pretraining settings around HF's weights, so that xl-eval scores both alike.
+        "$bin/xl-import" --config configs/xlnet/ko_cpu.yaml \
+          --weights "$dir/hf_peer_s${s}_converted/weights.safetensors" --set "run.dir=$run"
+        "$bin/xl-eval" --run "$run" >"$run.out" 2>"$run.err"
+      done
+      ;;
+    baseline)
+      [ -f "$dir/bag_of_pieces.json" ] ||
+        "$python" scripts/baselines/bag_of_pieces.py --data-dir data/prepared/nsmc_8k \
+          --examples $labels --threads 2 --out "$dir/bag_of_pieces.json"
+      ;;
+    finetune | probe)
+      config=configs/xlnet/ko_cls_cpu.yaml
+      kind=cls
+      if [ "$stage" = probe ]; then config=configs/xlnet/ko_probe_cpu.yaml kind=probe; fi
+      for n in $labels; do
+        for s in $seeds; do
+          # shellcheck disable=SC2046
+          train_and_eval "$dir/${kind}_random_${n}_s$s" "$config" --set train.init_from=null \
+            --set "train.seed=$s" --set $(steps_for "$n")
+          # shellcheck disable=SC2046
+          train_and_eval "$dir/${kind}_xl_${n}_s$s" "$config" \
+            --set "train.init_from=$dir/pretrain_ko_cpu_s$s" --set "train.seed=$s" \
+            --set $(steps_for "$n")
+          for p in $peer_seeds; do
+            [ -d "$dir/pretrain_hf_peer_s$p" ] || continue
+            # shellcheck disable=SC2046
+            train_and_eval "$dir/${kind}_hf_${n}_s$s" "$config" \
+              --set "train.init_from=$dir/pretrain_hf_peer_s$p" --set "train.seed=$s" \
+              --set $(steps_for "$n")
+          done
+        done
+      done
+      ;;
+    table) "$python" scripts/bench/xlnet_table.py "$dir" ;;
+    *)
+      echo "xlnet_pretraining.sh: unknown stage '$stage'; expected pretrain, peer, baseline, finetune, probe or table" >&2
+      exit 2
+      ;;
+  esac
+done

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""Pretrains an XLNet with Hugging Face's own permutation-LM recipe: the peer of xl-train.
+
+  scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/mini_ko_cpu.yaml --out OUT
+      [--set train.max_step=500 ...] [--max-step N] [--threads N]
+
+Reads the xl config as xl-train resolves it (`xl-train --dump-config`: the `base:` chain, the
+--set overrides, every default) and the very pieces xl trains on (data.dir/data.train, the
+`.pieces` file of xl-prep --format xlnet, checked against data.dir/data.vocab), and trains
+transformers.XLNetLMHeadModel on them with DataCollatorForPermutationLanguageModeling
+(max_span_length 5, plm_probability the config's share of predicted pieces,
+model.xlnet.num_predict / train.tgt_len, so that both sides predict as many pieces), xl's
+optimizer (adam/adamw, with train.decay_vectors), learning-rate schedule (linear warmup, then
+cosine, poly or constant), global gradient clipping and seed. Writes
+
+  OUT/model.safetensors, OUT/config.json   save_pretrained of the XLNetLMHeadModel (and HF's
+                                           generation_config.json)
+  OUT/train_log.json                       settings, steps, seconds, pieces, loss per logged step
+
+and nothing else anywhere. Then convert and import it like any HF model:
+
+  scripts/convert/hf_xlnet.py --model OUT --out CONVERTED --data-dir data/prepared/nsmc \\
+      --seq-len <train.tgt_len>
+  build/bin/xl-import --config CONVERTED/config.yaml --weights CONVERTED/weights.safetensors \\
+      --set run.dir=runs/hf_peer
+
+Data layout: the piece stream is cut into chunks of tgt_len - 2 pieces, each followed by
+<sep> <cls> with token types 0..0 0 2, as XLNetTokenizer lays out one text; the tail shorter
+than a chunk is dropped. Every pass visits the chunks in a fresh seeded order; steps run on
+across passes until max_step, each with batch_size rows.
+
+How this differs from xl's (zihangdai's) pretraining, all of it HF's collator or HF's usage:
+  * masking: per row, spans of a uniform 1-5 pieces, one in each context of span/plm_probability
+    pieces (no word boundaries, no mask_alpha/mask_beta; the count varies around
+    plm_probability); <unk>, <s>, </s>, <cls>, <sep>, <pad>, <mask>, <eod>, <eop> never masked.
+  * masked inputs are replaced by <mask> in the content stream (zihangdai keeps the real piece
+    there and hides it only through perm_mask), labels elsewhere are -100.
+  * target_mapping is the identity: every position is a query (num_predict = tgt_len), the loss
+    averages over the masked ones only.
+  * one factorisation order per row: the sequence is split into halves and both share one
+    random permutation of tgt_len/2 offsets (like perm_size = tgt_len/2, block order kept);
+    unmasked pieces and the special tokens are visible to every position, so the first half can
+    see the unmasked pieces of the second (zihangdai hides <sep>/<cls> from ordinary pieces).
+  * no memory (mem_len None, rows are independent texts), no bi_data, no A/B segment pairs, no
+    reuse_len; the records are single texts ending <sep> <cls>.
+  * HF's initialisation (normal(init_std) for every weight and the r_*/mask_emb biases) and its
+    dropout (model.dropout also drops attention probabilities; model.dropatt is ignored).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import xl_files  # noqa: E402
+
+NAME = "hf_xlnet_pretrain"
+
+# XLNet's special pieces at the ids xl's SentencePiece models give them.
+XL_SPECIAL_IDS = {"unk": 0, "bos": 1, "eos": 2, "cls": 3, "sep": 4, "pad": 5, "mask": 6}
+SEP_ID, CLS_ID = XL_SPECIAL_IDS["sep"], XL_SPECIAL_IDS["cls"]
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
+
+LOG_EVERY_STEPS = 100
+LOG_EVERY_SECONDS = 30.0
+MAX_BAD_STEPS = 5
+
+
+def refuse(message):
+    print(f"{NAME}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training.
+# ---------------------------------------------------------------------------------------------
+
+def lr_at(step, t):
+    """xl's LRSchedule::lr for the 1-based step: linear warmup, then the schedule."""
+    base, w, total, eta_min = t["lr"], t["warmup_step"], t["max_step"], t["eta_min"]
+    if t["scheduler"] == "inv_sqrt":
+        if w == 0:
+            return base / math.sqrt(max(step, 1))
+        return base * step / w ** 1.5 if step <= w else base / math.sqrt(step)
+    if w > 0 and step <= w:
+        return base * step / w
+    progress = (step - w) / (total - w) if total > w else 1.0
+    if t["scheduler"] == "cosine":
+        return eta_min + (base - eta_min) * (1 + math.cos(math.pi * progress)) / 2
+    if t["scheduler"] == "poly":
+        return base + (eta_min - base) * progress
+    return base
+
+
+def settings_from(config):
+    """Every value used, checked: the parts of the config HF can reproduce."""
+    m, d, t = config["model"], config["data"], config["train"]
+    if m.get("type", "xlnet") != "xlnet":
+        refuse(f"model.type is {m.get('type')!r}; this script pretrains an XLNet")
+    if m["d_model"] % m["n_head"] or m["d_head"] != m["d_model"] // m["n_head"]:
+        refuse(f"HF's XLNet needs d_head = d_model / n_head; this config has d_head "
+               f"{m['d_head']} with d_model {m['d_model']} and {m['n_head']} heads")
+    activation = m["xlnet"]["ff_activation"]
+    if activation not in ACTIVATIONS:
+        refuse(f"model.xlnet.ff_activation {activation!r}: expected {', '.join(ACTIVATIONS)}")
+    if t["tgt_len"] < 4 or t["tgt_len"] % 2:
+        refuse(f"train.tgt_len {t['tgt_len']}: HF's collator needs an even length (and >= 4)")
+    if t["optim"] not in ("adam", "adamw"):
+        refuse(f"train.optim {t['optim']!r}: this script has adam and adamw")
+    if t["scheduler"] not in ("cosine", "poly", "constant", "inv_sqrt"):
+        refuse(f"train.scheduler {t['scheduler']!r}: this script has cosine, poly, constant, "
+               "inv_sqrt")
+    if not d.get("dir"):
+        refuse("data.dir is not set")
+    keys = {"model": ["n_layer", "n_head", "d_model", "d_head", "d_inner", "dropout", "dropatt",
+                      "init_std", "layer_norm_eps"],
+            "train": ["seed", "device", "threads", "batch_size", "tgt_len", "max_step", "optim",
+                      "lr", "weight_decay", "decay_vectors", "beta1", "beta2", "eps",
+                      "scheduler", "warmup_step", "eta_min", "clip", "log_interval"]}
+    used = {section: {k: config[section][k] for k in names} for section, names in keys.items()}
+    used["model"]["ff_activation"] = activation
+    used["model"]["plm_probability"] = m["xlnet"]["num_predict"] / t["tgt_len"]
+    used["data"] = {k: d[k] for k in ("dir", "vocab", "train")}
+    return used
+
+
+def build_tokenizer(spm_path):
+    from transformers import XLNetTokenizer
+    tokenizer = XLNetTokenizer(vocab_file=spm_path, keep_accents=True, do_lower_case=False)
+    for name, expected in XL_SPECIAL_IDS.items():
+        got = getattr(tokenizer, f"{name}_token_id")
+        if got != expected:
+            refuse(f"{spm_path}: HF's tokenizer puts {getattr(tokenizer, name + '_token')} at "
+                   f"id {got}, xl at {expected}; not an xl/XLNet SentencePiece model")
+    return tokenizer
+
+
+def chunk_rows(ids, tgt_len):
+    """[n, tgt_len] rows `chunk <sep> <cls>` and their token types 0..0 0 2, as XLNetTokenizer."""
+    body = tgt_len - 2
+    n = ids.numel() // body
+    if n == 0:
+        refuse(f"the training pieces ({ids.numel()}) do not fill one row of {tgt_len}")
+    rows = torch.empty(n, tgt_len, dtype=torch.long)
+    rows[:, :body] = ids[:n * body].view(n, body)
+    rows[:, body] = SEP_ID
+    rows[:, body + 1] = CLS_ID
+    types = torch.zeros(tgt_len, dtype=torch.long)
+    types[-1] = 2
+    return rows, types
+
+
+def row_batches(n_rows, batch_size, generator):
+    """Row indices, batch_size at a time, over endless passes in fresh seeded orders."""
+    pending = torch.empty(0, dtype=torch.long)
+    while True:
+        while pending.numel() < batch_size:
+            pending = torch.cat([pending, torch.randperm(n_rows, generator=generator)])
+        yield pending[:batch_size]
+        pending = pending[batch_size:]
+
+
+def format_seconds(s):
+    s = int(s)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True, help="xl YAML config (model.type xlnet)")
+    parser.add_argument("--out", required=True, help="new or empty output folder")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="override config keys, e.g. --set train.max_step=500")
+    parser.add_argument("--max-step", type=int, help="train.max_step")
+    parser.add_argument("--threads", type=int, help="train.threads (0: torch's default)")
+    args = parser.parse_args()
+
+    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
+        refuse(f"{args.out} exists and is not an empty folder")
+    overrides = list(args.set)
+    if args.max_step is not None:
+        overrides.append(f"train.max_step={args.max_step}")
+    if args.threads is not None:
+        overrides.append(f"train.threads={args.threads}")
+    settings = settings_from(xl_files.resolved_config(args.config, overrides))
+    m, d, t = settings["model"], settings["data"], settings["train"]
+
+    if t["threads"] > 0:
+        torch.set_num_threads(t["threads"])
+    device = torch.device("cuda" if t["device"] in ("auto", "cuda") and torch.cuda.is_available()
+                          else "cpu")
+    if t["device"] == "cuda" and device.type != "cuda":
+        refuse("train.device is cuda but torch sees no GPU")
+
+    warnings.filterwarnings("ignore")
+    from transformers import (DataCollatorForPermutationLanguageModeling, XLNetConfig,
+                              XLNetLMHeadModel)
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+
+    spm_path = os.path.join(d["dir"], d["vocab"])
+    pieces_path = os.path.join(d["dir"], d["train"])
+    if not os.path.isfile(spm_path):
+        refuse(f"no SentencePiece model at {spm_path}")
+    tokenizer = build_tokenizer(spm_path)
+    vocab_size = tokenizer.sp_model.get_piece_size()
+    ids = torch.from_numpy(xl_files.read_pieces(pieces_path, spm_path))
+    rows, token_types = chunk_rows(ids, t["tgt_len"])
+    collator = DataCollatorForPermutationLanguageModeling(
+        tokenizer=tokenizer, plm_probability=m["plm_probability"], max_span_length=5,
+        return_tensors="pt")
+
+    # The seed fixes the initial weights, then the collator's masks and permutations and the
+    # dropout (all from torch's global generator); the row order has a generator of its own.
+    torch.manual_seed(t["seed"])
+    if m["dropatt"] != m["dropout"]:
+        print(f"{NAME}: HF drops attention probabilities at model.dropout {m['dropout']}; "
+              f"model.dropatt {m['dropatt']} is not used", file=sys.stderr)
+    hf_config = XLNetConfig(
+        vocab_size=vocab_size, d_model=m["d_model"], n_layer=m["n_layer"], n_head=m["n_head"],
+        d_inner=m["d_inner"], ff_activation=ACTIVATIONS[m["ff_activation"]],
+        dropout=m["dropout"], initializer_range=m["init_std"],
+        layer_norm_eps=m["layer_norm_eps"], mem_len=None, bi_data=False, untie_r=True,
+        pad_token_id=XL_SPECIAL_IDS["pad"], bos_token_id=XL_SPECIAL_IDS["bos"],
+        eos_token_id=XL_SPECIAL_IDS["eos"])
+    model = XLNetLMHeadModel(hf_config).to(device)
+    model.train()
+    n_params = sum(p.numel() for p in model.parameters())
+    optim_cls = torch.optim.Adam if t["optim"] == "adam" else torch.optim.AdamW
+    # train.decay_vectors false: no weight decay on 1-D parameters, as xl's parameter groups.
+    groups = [{"params": [p for p in model.parameters() if t["decay_vectors"] or p.dim() > 1]},
+              {"params": [p for p in model.parameters() if not t["decay_vectors"] and p.dim() <= 1],
+               "weight_decay": 0.0}]
+    optimizer = optim_cls([g for g in groups if g["params"]], lr=lr_at(1, t),
+                          betas=(t["beta1"], t["beta2"]), eps=t["eps"],
+                          weight_decay=t["weight_decay"])
+    batches = row_batches(rows.size(0), t["batch_size"], torch.Generator().manual_seed(t["seed"]))
+
+    print(f"{NAME}: {n_params / 1e6:.2f}M parameters, vocabulary {vocab_size}, "
+          f"{ids.numel()} pieces -> {rows.size(0)} rows of {t['tgt_len']}, "
+          f"{t['max_step']} steps of {t['batch_size']} rows on {device} "
+          f"({torch.get_num_threads()} threads), plm_probability {m['plm_probability']:.3f}",
+          file=sys.stderr)
+
+    os.makedirs(args.out, exist_ok=True)
+    log_every = min(LOG_EVERY_STEPS, t["log_interval"])
+    history = []
+    start = last_log = time.time()
+    window_loss, window_steps, bad_steps = 0.0, 0, 0
+    for step in range(1, t["max_step"] + 1):
+        lr = lr_at(step, t)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        # The collator takes a list of sequences; it returns no token types, so add the batch's.
+        batch = collator([row for row in rows[next(batches)]])
+        batch["token_type_ids"] = token_types.expand(t["batch_size"], -1)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        loss = model(**batch, use_mems=False).loss
+        optimizer.zero_grad(set_to_none=True)
+        if not torch.isfinite(loss):
+            bad_steps += 1
+            print(f"{NAME}: step {step}: loss {loss.item()}, update skipped", file=sys.stderr)
+            if bad_steps >= MAX_BAD_STEPS:
+                print(f"{NAME}: {bad_steps} non-finite losses in a row; stopping", file=sys.stderr)
+                sys.exit(1)
+            continue
+        bad_steps = 0
+        loss.backward()
+        if t["clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), t["clip"])
+        optimizer.step()
+        window_loss += loss.item()
+        window_steps += 1
+
+        now = time.time()
+        if (step == 1 or step % log_every == 0 or step == t["max_step"]
+                or now - last_log >= LOG_EVERY_SECONDS):
+            elapsed = now - start
+            mean = window_loss / max(window_steps, 1)
+            speed = step * t["batch_size"] * t["tgt_len"] / elapsed
+            eta = elapsed / step * (t["max_step"] - step)
+            print(f"step {step}/{t['max_step']} loss {mean:.4f} lr {lr:.3g} "
+                  f"{speed:.0f} pieces/s elapsed {format_seconds(elapsed)} "
+                  f"eta {format_seconds(eta)}", file=sys.stderr, flush=True)
+            history.append({"step": step, "loss": mean, "lr": lr, "seconds": round(elapsed, 2)})
+            window_loss, window_steps, last_log = 0.0, 0, now
+
+    seconds = time.time() - start
+    model.save_pretrained(args.out, safe_serialization=True)
+    log = {
+        "config": args.config, "overrides": overrides,
+        "settings": settings, "hf_config": hf_config.to_dict(), "device": str(device),
+        "parameters": n_params, "steps": t["max_step"], "seconds": round(seconds, 2),
+        # rows seen x tgt_len: what the model read, <sep>/<cls> included; corpus pieces without.
+        "input_pieces": t["max_step"] * t["batch_size"] * t["tgt_len"],
+        "corpus_pieces_read": t["max_step"] * t["batch_size"] * (t["tgt_len"] - 2),
+        "corpus_pieces": ids.numel(), "rows_per_pass": rows.size(0), "loss": history,
+    }
+    with open(os.path.join(args.out, "train_log.json"), "w") as f:
+        json.dump(log, f, indent=1)
+    print(f"{NAME}: wrote {args.out} ({format_seconds(seconds)}); convert with "
+          f"scripts/convert/hf_xlnet.py --model {args.out} --out CONVERTED "
+          f"--data-dir {d['dir']} --seq-len {t['tgt_len']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
