@@ -15,10 +15,18 @@
 #               Face's pretraining, at each label count, for each seed ->
 #               $dir/cls_<start>_<labels>_s<seed>, then xl-eval of the whole test split
 #     probe     configs/xlnet/ko_probe_cpu.yaml the same way -> $dir/probe_<start>_<labels>_s<seed>
+#     diagnosis why the tutorial scaled down (configs/xlnet/mini_ko_cpu.yaml, 32k pieces) did
+#               not pay: its 2,000- and 12,000-step pretraining, their word embeddings by
+#               training count (scripts/analysis/xlnet_embeddings.py), fine-tuning at lr 1e-4
+#               (nsmc_cls_cpu.yaml) from them, from random weights, from the pretrained body with
+#               fresh embeddings and the reverse, with the rare rows drawn again, with the mean
+#               summary; and linear probes of random, 2k and 12k at each label count ->
+#               $dir/diag_*
 #     table     scripts/bench/xlnet_table.py $dir
 # A fine-tuning run of seed s starts from the pretraining of seed s.
 # Environment: XL_PAYS_DIR (runs/pays), XL_SEEDS ("1 2 3"), XL_PEER_SEEDS ("1"),
-# XL_LABELS ("1000 5000 all"), XL_BUILD_DIR (build).
+# XL_LABELS ("1000 5000 all"), XL_THREADS (the configs' train.threads: 2; two commands side by
+# side with 1 each use 2 cores best), XL_BUILD_DIR (build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -28,22 +36,34 @@ dir=${XL_PAYS_DIR:-runs/pays}
 seeds=${XL_SEEDS:-1 2 3}
 peer_seeds=${XL_PEER_SEEDS:-1}
 labels=${XL_LABELS:-1000 5000 all}
-stages=${*:-pretrain peer baseline finetune probe table}
+threads=()
+[ -z "${XL_THREADS:-}" ] || threads=(--set "train.threads=$XL_THREADS")
+stages=${*:-pretrain peer baseline finetune probe diagnosis table}
 mkdir -p "$dir"
 
 log() { echo "[xlnet_pretraining] $*" >&2; }
 
 # Trains (or resumes, or skips a finished) run $1 with config $2 and overrides, then evaluates
-# its best checkpoint on the test split once.
+# its checkpoint $checkpoint on the test split once: pretraining its best, fine-tuning its last
+# (the recipe's fixed number of steps; with few labels the validation loss rises while the
+# accuracy still does).
+checkpoint=best
 train_and_eval() {
   local run=$1 config=$2
   shift 2
   log "$run"
-  "$bin/xl-train" --config "$config" --set "run.dir=$run" "$@" --auto-resume \
+  "$bin/xl-train" --config "$config" --set "run.dir=$run" "$@" "${threads[@]}" --auto-resume \
     >"$run.out" 2>"$run.err" || { log "$run failed: see $run.err"; return 1; }
-  if ! grep -q '"mode"' "$run/metrics.jsonl"; then
-    "$bin/xl-eval" --run "$run" >>"$run.out" 2>>"$run.err"
+  if ! grep -q '"mode":"memory".*"split":"test"' "$run/metrics.jsonl"; then
+    "$bin/xl-eval" --run "$run" --checkpoint "$checkpoint" "${threads[@]}" >>"$run.out" \
+      2>>"$run.err"
   fi
+}
+
+# The whole validation split once (training validates on train.max_eval_steps batches).
+eval_valid() {
+  grep -q '"mode":"memory".*"split":"valid"' "$1/metrics.jsonl" ||
+    "$bin/xl-eval" --run "$1" --set eval.split=valid "${threads[@]}" >>"$1.out" 2>>"$1.err"
 }
 
 # The fine-tuning length of each label count: about ten passes over 1,000 reviews, four over
@@ -62,7 +82,9 @@ for stage in $stages; do
   case $stage in
     pretrain)
       for s in $seeds; do
-        train_and_eval "$dir/pretrain_ko_cpu_s$s" configs/xlnet/ko_cpu.yaml --set "train.seed=$s"
+        run=$dir/pretrain_ko_cpu_s$s
+        train_and_eval "$run" configs/xlnet/ko_cpu.yaml --set "train.seed=$s"
+        eval_valid "$run"
       done
       ;;
     peer)
@@ -73,7 +95,8 @@ for stage in $stages; do
           rm -rf "$dir/hf_peer_s$s"
           log "$dir/hf_peer_s$s"
           "$python" scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/ko_cpu.yaml \
-            --set "train.seed=$s" --out "$dir/hf_peer_s$s" 2>"$dir/hf_peer_s$s.err"
+            --set "train.seed=$s" "${threads[@]}" --out "$dir/hf_peer_s$s" \
+            2>"$dir/hf_peer_s$s.err"
         fi
         rm -rf "$dir/hf_peer_s${s}_converted"
         "$python" scripts/convert/hf_xlnet.py --model "$dir/hf_peer_s$s" \
@@ -81,7 +104,8 @@ for stage in $stages; do
         # xl's pretraining settings around HF's weights, so that xl-eval scores both alike.
         "$bin/xl-import" --config configs/xlnet/ko_cpu.yaml \
           --weights "$dir/hf_peer_s${s}_converted/weights.safetensors" --set "run.dir=$run"
-        "$bin/xl-eval" --run "$run" >"$run.out" 2>"$run.err"
+        "$bin/xl-eval" --run "$run" "${threads[@]}" >"$run.out" 2>"$run.err"
+        eval_valid "$run"
       done
       ;;
     baseline)
@@ -90,6 +114,7 @@ for stage in $stages; do
           --examples $labels --threads 2 --out "$dir/bag_of_pieces.json"
       ;;
     finetune | probe)
+      checkpoint=last
       config=configs/xlnet/ko_cls_cpu.yaml
       kind=cls
       if [ "$stage" = probe ]; then config=configs/xlnet/ko_probe_cpu.yaml kind=probe; fi
@@ -112,9 +137,56 @@ for stage in $stages; do
         done
       done
       ;;
+    diagnosis)
+      checkpoint=best
+      for steps in 2000 12000; do
+        train_and_eval "$dir/diag_mini_ko_cpu_$steps" configs/xlnet/mini_ko_cpu.yaml \
+          --set "train.max_step=$steps" --set train.eval_interval=2000
+        eval_valid "$dir/diag_mini_ko_cpu_$steps"
+      done
+      "$python" scripts/analysis/xlnet_embeddings.py "$dir/diag_mini_ko_cpu_2000" \
+        "$dir/diag_mini_ko_cpu_12000" >"$dir/diag_embeddings.md"
+      pretrained=$dir/diag_mini_ko_cpu_2000
+      if [ ! -d "$dir/diag_rare_reinit_start" ]; then
+        rm -rf "$dir/diag_hf" "$dir/diag_hf_rare" "$dir/diag_hf_rare_converted"
+        "$bin/xl-export" --run "$pretrained" --out "$dir/diag_hf"
+        "$python" scripts/analysis/xlnet_reinit_rare.py --hf "$dir/diag_hf" \
+          --pieces data/prepared/nsmc/train.pieces --below 100 --out "$dir/diag_hf_rare"
+        "$python" scripts/convert/hf_xlnet.py --model "$dir/diag_hf_rare" \
+          --out "$dir/diag_hf_rare_converted" --data-dir data/prepared/nsmc --seq-len 64
+        "$bin/xl-import" --config configs/xlnet/mini_ko_cpu.yaml \
+          --weights "$dir/diag_hf_rare_converted/weights.safetensors" \
+          --set "run.dir=$dir/diag_rare_reinit_start"
+      fi
+      lr=(configs/xlnet/nsmc_cls_cpu.yaml --set train.lr=1e-4)
+      train_and_eval "$dir/diag_lr1e-4_pretrained" "${lr[@]}" --set "train.init_from=$pretrained"
+      train_and_eval "$dir/diag_lr1e-4_random" "${lr[@]}" --set train.init_from=null
+      train_and_eval "$dir/diag_lr1e-4_fresh_embeddings" "${lr[@]}" \
+        --set "train.init_from=$pretrained" --set "train.init_exclude=[word_embedding.weight, lm_bias]"
+      train_and_eval "$dir/diag_lr1e-4_fresh_body" "${lr[@]}" --set "train.init_from=$pretrained" \
+        --set 'train.init_exclude=[mask_emb, "r_*_bias", "layers.*"]'
+      train_and_eval "$dir/diag_lr1e-4_rare_reinit" "${lr[@]}" \
+        --set "train.init_from=$dir/diag_rare_reinit_start"
+      train_and_eval "$dir/diag_lr1e-4_pretrained_mean" "${lr[@]}" \
+        --set "train.init_from=$pretrained" --set model.xlnet.summary=mean
+      train_and_eval "$dir/diag_lr1e-4_random_mean" "${lr[@]}" --set train.init_from=null \
+        --set model.xlnet.summary=mean
+      checkpoint=last
+      for n in $labels; do
+        for start in random 2000 12000; do
+          from=null
+          [ "$start" = random ] || from=$dir/diag_mini_ko_cpu_$start
+          # shellcheck disable=SC2046
+          train_and_eval "$dir/diag_probe_${start}_$n" configs/xlnet/nsmc_cls_cpu.yaml \
+            --set "train.init_from=$from" --set train.lr=1e-3 --set train.group_by_length=true \
+            --set 'train.freeze=[word_embedding.weight, mask_emb, "r_*_bias", lm_bias, "layers.*"]' \
+            --set $(steps_for "$n")
+        done
+      done
+      ;;
     table) "$python" scripts/bench/xlnet_table.py "$dir" ;;
     *)
-      echo "xlnet_pretraining.sh: unknown stage '$stage'; expected pretrain, peer, baseline, finetune, probe or table" >&2
+      echo "xlnet_pretraining.sh: unknown stage '$stage'; expected pretrain, peer, baseline, finetune, probe, diagnosis or table" >&2
       exit 2
       ;;
   esac

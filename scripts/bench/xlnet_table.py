@@ -37,8 +37,9 @@ def spread(values, digits=2, scale=1.0):
 def pretraining(root):
     rows = []
     for run in sorted(glob.glob(os.path.join(root, "pretrain_*"))):
-        valid = last(run, lambda r: r.get("split") == "valid" and "mode" not in r
-                     and "unigram_loss" in r)
+        # The whole validation split (xl-eval), else training's last validation.
+        valid = (last(run, lambda r: r.get("split") == "valid" and "mode" in r)
+                 or last(run, lambda r: r.get("split") == "valid" and "unigram_loss" in r))
         test = last(run, lambda r: r.get("split") == "test" and "mode" in r)
         start = [r for r in records(run) if r.get("event") == "start"]
         rows.append((os.path.basename(run), valid, test, start))
