@@ -161,31 +161,37 @@ data::Batch classification(const torch::Tensor& tokens, int64_t pad) {
   return batch;
 }
 
-// Left padding: whatever the pad positions hold and however many there are, the classifier
-// reads the same sequence.
+// Left padding: whatever the 3 pad positions of `tokens` [8, 2] hold and however many there
+// are (a batch cut to its longest row, or a longer one), `model` reads the same sequence; the
+// pad tokens count once they are not flagged. Returns the output for `tokens`.
+ModelOutput expect_padding_ignored(
+    XLNetImpl& model,
+    const torch::Tensor& tokens) {
+  const auto close = [&](const data::Batch& batch,
+                         const torch::Tensor& logits) {
+    return torch::allclose(
+        model.forward(batch, {}, {}).logits, logits, 1e-5, 1e-6);
+  };
+  auto a = model.forward(classification(tokens, 3), {}, {});
+  auto other = tokens.clone();
+  other.narrow(0, 0, 3).fill_(7);
+  EXPECT_TRUE(close(classification(other, 3), a.logits));
+  EXPECT_TRUE(close(classification(tokens.narrow(0, 2, 6), 1), a.logits));
+  const auto longer = torch::cat({torch::full({2, 2}, 7, torch::kLong), other});
+  EXPECT_TRUE(close(classification(longer, 5), a.logits));
+  auto unflagged = classification(other, 3);
+  unflagged.padding.zero_();
+  EXPECT_FALSE(close(unflagged, a.logits));
+  return a;
+}
+
 TEST(XLNet, ClassificationIgnoresPadding) {
   torch::manual_seed(5);
   XLNetImpl model(small(3));
   model.eval();
   torch::NoGradGuard no_grad;
-  const auto tokens = torch::randint(50, {8, 2});
-  const auto a = model.forward(classification(tokens, 3), {}, {});
-  auto other = tokens.clone();
-  other.narrow(0, 0, 3).fill_(7);
-  const auto b = model.forward(classification(other, 3), {}, {});
+  const auto a = expect_padding_ignored(model, torch::randint(50, {8, 2}));
   ASSERT_EQ(a.logits.sizes(), (std::vector<int64_t>{2, 3}));
-  EXPECT_TRUE(torch::allclose(a.logits, b.logits, 1e-5, 1e-6));
-  // nor how many pad positions there are (batches cut to their longest row)
-  EXPECT_TRUE(torch::allclose(
-      model.forward(classification(tokens.narrow(0, 2, 6), 1), {}, {}).logits,
-      a.logits,
-      1e-5,
-      1e-6));
-  // without the padding flags the pad tokens are read
-  auto unflagged = classification(other, 3);
-  unflagged.padding.zero_();
-  EXPECT_FALSE(torch::allclose(
-      model.forward(unflagged, {}, {}).logits, a.logits, 1e-5, 1e-6));
   ASSERT_EQ(a.terms.size(), 2U);
   EXPECT_EQ(a.terms[0].name, "cls");
   EXPECT_EQ(a.terms[0].count, 2);
@@ -202,33 +208,15 @@ TEST(XLNet, ClassificationIgnoresPadding) {
   EXPECT_EQ(a.terms[1].weight, 0.0);
 }
 
-// The mean summary averages the real positions: neither what the padding holds nor how much
-// of it there is changes the logits; the pad tokens count once unflagged; and it reads other
-// numbers than the last position does.
+// The mean summary averages the real positions, padding left out (expect_padding_ignored), and
+// reads other numbers than the last position does.
 TEST(XLNet, MeanSummaryIgnoresPadding) {
   torch::manual_seed(5);
   XLNetImpl model(small(3).summary(SequenceSummary::kMean));
   model.eval();
   torch::NoGradGuard no_grad;
   const auto tokens = torch::randint(9, 50, {8, 2});
-  const auto a = model.forward(classification(tokens, 3), {}, {});
-  auto other = tokens.clone();
-  other.narrow(0, 0, 3).fill_(7);
-  EXPECT_TRUE(torch::allclose(
-      model.forward(classification(other, 3), {}, {}).logits,
-      a.logits,
-      1e-5,
-      1e-6));
-  const auto longer = torch::cat({torch::full({2, 2}, 7, torch::kLong), other});
-  EXPECT_TRUE(torch::allclose(
-      model.forward(classification(longer, 5), {}, {}).logits,
-      a.logits,
-      1e-5,
-      1e-6));
-  auto unflagged = classification(other, 3);
-  unflagged.padding.zero_();
-  EXPECT_FALSE(torch::allclose(
-      model.forward(unflagged, {}, {}).logits, a.logits, 1e-5, 1e-6));
+  const auto a = expect_padding_ignored(model, tokens);
   XLNetImpl last(small(3));
   last.eval();
   const auto params = model.named_parameters();

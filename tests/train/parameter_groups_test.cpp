@@ -40,6 +40,23 @@ std::map<std::string, torch::Tensor> snapshot(const torch::nn::Module& model) {
   return out;
 }
 
+// One step of the plan's optimizer at rate 0.1 with every gradient `fill`; the parameters as
+// they were before it.
+std::map<std::string, torch::Tensor> sgd_step(
+    const config::Config& config,
+    torch::nn::Module& model,
+    const ParameterPlan& plan,
+    double fill) {
+  const auto before = snapshot(model);
+  auto optimizer = make_optimizer(config.train, plan.groups);
+  for (auto& p : model.parameters()) {
+    p.mutable_grad() = torch::full_like(p, fill);
+  }
+  optimizer->set_lr(0.1);
+  optimizer->step();
+  return before;
+}
+
 // A linear probe: everything but the classification head frozen. The frozen parameters are
 // listed, compute no gradient and stay exactly as they were; the head trains.
 TEST(ParameterPlan, FrozenParametersReceiveNoUpdateAndAreListed) {
@@ -101,13 +118,7 @@ TEST(ParameterPlan, LayerDecayGivesTheRatesWrittenByHand) {
   EXPECT_EQ(
       plan.layer_rates,
       (std::vector<std::string>{"layers.0 x0.25", "layers.1 x0.5"}));
-  const auto before = snapshot(*model);
-  auto optimizer = make_optimizer(config.train, plan.groups);
-  for (auto& p : model->parameters()) {
-    p.mutable_grad() = torch::ones_like(p);
-  }
-  optimizer->set_lr(0.1);
-  optimizer->step();
+  const auto before = sgd_step(config, *model, plan, 1.0);
   const std::map<std::string, double> expected{
       {"layers.0.ff.fc1.weight", -0.025},
       {"layers.1.rel_attn.o_net.weight", -0.05},
@@ -137,13 +148,7 @@ TEST(ParameterPlan, VectorsCanBeLeftOutOfWeightDecay) {
   auto model = models::build_model(config, 50);
   const auto plan = plan_parameters(config, *model);
   EXPECT_THAT(plan.describe(), HasSubstr("no weight decay on"));
-  const auto before = snapshot(*model);
-  auto optimizer = make_optimizer(config.train, plan.groups);
-  for (auto& p : model->parameters()) {
-    p.mutable_grad() = torch::zeros_like(p);
-  }
-  optimizer->set_lr(0.1);
-  optimizer->step();
+  const auto before = sgd_step(config, *model, plan, 0.0);
   for (const auto& item : model->named_parameters()) {
     const auto& old = before.at(item.key());
     const auto expected = item.value().dim() <= 1 ? old : old * (1.0 - 0.05);
