@@ -6,7 +6,8 @@
 #
 #   scripts/bench/xlnet_pretraining.sh [STAGE...]     (default: every stage, in this order)
 #     pretrain  configs/xlnet/ko_cpu.yaml for each seed -> $dir/pretrain_ko_cpu_s<seed>, then
-#               xl-eval of its test split (the loss beside the unigram guess)
+#               xl-eval of its test and validation splits and of Korean text from outside NSMC
+#               (the loss beside the unigram guess)
 #     peer      Hugging Face's pretraining of the same model on the same pieces, as many steps
 #               (scripts/peer/hf_xlnet_pretrain.py), converted and imported ->
 #               $dir/pretrain_hf_peer_s<seed>, and the same xl-eval
@@ -25,8 +26,8 @@
 #     table     scripts/bench/xlnet_table.py $dir
 # A fine-tuning run of seed s starts from the pretraining of seed s.
 # Environment: XL_PAYS_DIR (runs/pays), XL_SEEDS ("1 2 3"), XL_PEER_SEEDS ("1"),
-# XL_LABELS ("1000 5000 all"), XL_THREADS (the configs' train.threads: 2; two commands side by
-# side with 1 each use 2 cores best), XL_BUILD_DIR (build).
+# XL_LABELS ("1000 5000 all"), XL_OUTSIDE_TEXTS (../shared/seeds), XL_THREADS (the configs'
+# train.threads: 2; two commands side by side with 1 each use 2 cores best), XL_BUILD_DIR (build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -66,15 +67,31 @@ eval_valid() {
     "$bin/xl-eval" --run "$1" --set eval.split=valid "${threads[@]}" >>"$1.out" 2>>"$1.err"
 }
 
+# Korean text from outside NSMC (the project's Korean seed documents: paper reviews, with their
+# English terms and formulas) once per pretraining: does the model know more than NSMC's piece
+# counts on text it was not trained to fit?
+outside=$dir/outside_ko.txt
+eval_outside() {
+  if [ ! -f "$outside" ]; then
+    for f in "${XL_OUTSIDE_TEXTS:-../shared/seeds}"/00[0234]_*.txt; do
+      cat "$f"
+      printf '\n\n'
+    done >"$outside.tmp"
+    mv "$outside.tmp" "$outside"
+  fi
+  grep -q "\"split\":\"$outside\"" "$1/metrics.jsonl" ||
+    "$bin/xl-eval" --run "$1" --file "$outside" "${threads[@]}" >>"$1.out" 2>>"$1.err"
+}
+
 # The fine-tuning length of each label count: about ten passes over 1,000 reviews, four over
-# 5,000, one over all 145k; a tenth of it warmup, a validation every pass (at most every 1,000
-# steps).
+# 5,000, one over all 145k; a tenth of it warmup. Two or three validations (each reads all 5,000
+# held-out reviews); the test split scores the last step.
 steps_for() {
   case $1 in
-    1000) echo "data.train_examples=1000 train.max_step=310 train.warmup_step=31 train.eval_interval=31" ;;
-    5000) echo "data.train_examples=5000 train.max_step=624 train.warmup_step=62 train.eval_interval=156" ;;
-    all) echo "data.train_examples=null train.max_step=4531 train.warmup_step=453 train.eval_interval=1000" ;;
-    *) echo "data.train_examples=$1 train.max_step=$(($1 / 32 * 4)) train.warmup_step=$(($1 / 80)) train.eval_interval=$(($1 / 32))" ;;
+    1000) echo "data.train_examples=1000 train.max_step=310 train.warmup_step=31 train.eval_interval=155" ;;
+    5000) echo "data.train_examples=5000 train.max_step=624 train.warmup_step=62 train.eval_interval=312" ;;
+    all) echo "data.train_examples=null train.max_step=4531 train.warmup_step=453 train.eval_interval=1511" ;;
+    *) echo "data.train_examples=$1 train.max_step=$(($1 * 4 / 32)) train.warmup_step=$(($1 / 80)) train.eval_interval=$(($1 * 2 / 32))" ;;
   esac
 }
 
@@ -85,6 +102,7 @@ for stage in $stages; do
         run=$dir/pretrain_ko_cpu_s$s
         train_and_eval "$run" configs/xlnet/ko_cpu.yaml --set "train.seed=$s"
         eval_valid "$run"
+        eval_outside "$run"
       done
       ;;
     peer)
@@ -106,6 +124,7 @@ for stage in $stages; do
           --weights "$dir/hf_peer_s${s}_converted/weights.safetensors" --set "run.dir=$run"
         "$bin/xl-eval" --run "$run" "${threads[@]}" >"$run.out" 2>"$run.err"
         eval_valid "$run"
+        eval_outside "$run"
       done
       ;;
     baseline)
@@ -143,6 +162,7 @@ for stage in $stages; do
         train_and_eval "$dir/diag_mini_ko_cpu_$steps" configs/xlnet/mini_ko_cpu.yaml \
           --set "train.max_step=$steps" --set train.eval_interval=2000
         eval_valid "$dir/diag_mini_ko_cpu_$steps"
+        eval_outside "$dir/diag_mini_ko_cpu_$steps"
       done
       "$python" scripts/analysis/xlnet_embeddings.py "$dir/diag_mini_ko_cpu_2000" \
         "$dir/diag_mini_ko_cpu_12000" >"$dir/diag_embeddings.md"

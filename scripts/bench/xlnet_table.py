@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The tables of docs/benchmarks.md's "Does XLNet pretraining pay?" from the runs that
-scripts/bench/xlnet_pretraining.sh made: pretraining against the unigram guess of its targets,
-then NSMC test accuracy by start and label count (mean and range over the seeds), with the
-bag-of-pieces baseline beside them.
+scripts/bench/xlnet_pretraining.sh made: pretraining against the unigram guess of its targets
+(NSMC's validation and test splits, Korean text from outside NSMC), then NSMC test accuracy by
+start and label count (mean and range over the seeds), with the bag-of-pieces baseline beside
+them, then the diagnosis of mini_ko_cpu.yaml.
 
   scripts/bench/xlnet_table.py [DIR]      (default: runs/pays)
 """
@@ -34,22 +35,27 @@ def spread(values, digits=2, scale=1.0):
     return f"{statistics.mean(v):.{digits}f} ({min(v):.{digits}f}-{max(v):.{digits}f}, n {len(v)})"
 
 
-def pretraining(root):
+def runs(root, pattern):
+    """The run folders (not their .out and .err logs) under root matching pattern."""
+    return sorted(p for p in glob.glob(os.path.join(root, pattern)) if os.path.isdir(p))
+
+
+def pretraining(root, pattern):
     rows = []
-    for run in sorted(glob.glob(os.path.join(root, "pretrain_*"))):
+    for run in runs(root, pattern):
         # The whole validation split (xl-eval), else training's last validation.
         valid = (last(run, lambda r: r.get("split") == "valid" and "mode" in r)
                  or last(run, lambda r: r.get("split") == "valid" and "unigram_loss" in r))
         test = last(run, lambda r: r.get("split") == "test" and "mode" in r)
-        start = [r for r in records(run) if r.get("event") == "start"]
-        rows.append((os.path.basename(run), valid, test, start))
+        outside = last(run, lambda r: r.get("split", "").endswith("outside_ko.txt"))
+        rows.append((os.path.basename(run), valid, test, outside))
     if not rows:
         return
     print("| pretraining | step | valid loss | unigram | below unigram | test loss | unigram "
-          "| nats/char (unigram) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| nats/char (unigram) | outside NSMC (unigram) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     gaps = {}
-    for name, valid, test, _ in rows:
+    for name, valid, test, outside in rows:
         cells = [name, str(valid["step"]) if valid else "-"]
         if valid:
             gap = valid["unigram_loss"] - valid["loss"]
@@ -62,6 +68,7 @@ def pretraining(root):
                       f"{test['loss_per_char']:.3f} ({test['unigram_loss_per_char']:.3f})"]
         else:
             cells += ["-"] * 3
+        cells.append(f"{outside['loss']:.3f} ({outside['unigram_loss']:.3f})" if outside else "-")
         print("| " + " | ".join(cells) + " |")
     print()
     for name, values in gaps.items():
@@ -76,7 +83,7 @@ def accuracy(run):
 
 def finetuning(root, kind):
     results = {}
-    for run in glob.glob(os.path.join(root, f"{kind}_*")):
+    for run in runs(root, f"{kind}_*"):
         match = re.fullmatch(rf"{kind}_(.+)_(\w+?)_s(\d+)", os.path.basename(run))
         if not match:
             continue
@@ -104,14 +111,30 @@ def finetuning(root, kind):
     print()
 
 
+def diagnosis(root):
+    """Why mini_ko_cpu.yaml did not pay: the fine-tunings and probes of the diagnosis stage."""
+    rows = [(os.path.basename(run)[len("diag_"):], accuracy(run))
+            for run in runs(root, "diag_lr*") + runs(root, "diag_probe_*")]
+    rows = [(name, acc) for name, acc in rows if acc is not None]
+    if not rows:
+        return
+    print("| diagnosis: NSMC test accuracy, % | |")
+    print("|---|---|")
+    for name, acc in rows:
+        print(f"| {name} | {100 * acc:.2f} |")
+    print()
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "runs/pays"
     if not os.path.isdir(root):
         print(f"xlnet_table: no folder {root}", file=sys.stderr)
         sys.exit(2)
-    pretraining(root)
+    pretraining(root, "pretrain_*")
     finetuning(root, "cls")
     finetuning(root, "probe")
+    pretraining(root, "diag_mini_ko_cpu_*")
+    diagnosis(root)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ int64_t vocabulary_of(const config::Config& c) {
       {"data/prepared/text8", 27},
       {"data/prepared/wikitext-103", 267735},
       {"data/prepared/wikitext-2", 33278},
-      {"data/prepared/nsmc", 32000}};
+      {"data/prepared/nsmc", 32000},
+      {"data/prepared/nsmc_8k", 8000}};
   return sizes.at(c.data.dir);
 }
 
