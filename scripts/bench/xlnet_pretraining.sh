@@ -24,10 +24,12 @@
 #               summary; and linear probes of random, 2k and 12k at each label count ->
 #               $dir/diag_*
 #     table     scripts/bench/xlnet_table.py $dir
-# A fine-tuning run of seed s starts from the pretraining of seed s.
+# A fine-tuning run of seed s starts from the pretraining of seed s (Hugging Face's: of seed s
+# where it ran, else of the first peer seed; none: no hf fine-tunings).
 # Environment: XL_PAYS_DIR (runs/pays), XL_SEEDS ("1 2 3"), XL_PEER_SEEDS ("1"),
-# XL_LABELS ("1000 5000 all"), XL_OUTSIDE_TEXTS (../shared/seeds), XL_THREADS (the configs'
-# train.threads: 2; two commands side by side with 1 each use 2 cores best), XL_BUILD_DIR (build).
+# XL_LABELS ("1000 5000 all"), XL_STARTS (the fine-tunings' starts: "random xl hf"),
+# XL_OUTSIDE_TEXTS (../shared/seeds), XL_THREADS (the configs' train.threads: 2; two commands
+# side by side with 1 each use 2 cores best), XL_BUILD_DIR (build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -37,6 +39,7 @@ dir=${XL_PAYS_DIR:-runs/pays}
 seeds=${XL_SEEDS:-1 2 3}
 peer_seeds=${XL_PEER_SEEDS:-1}
 labels=${XL_LABELS:-1000 5000 all}
+starts=${XL_STARTS:-random xl hf}
 threads=()
 [ -z "${XL_THREADS:-}" ] || threads=(--set "train.threads=$XL_THREADS")
 stages=${*:-pretrain peer baseline finetune probe diagnosis table}
@@ -139,19 +142,24 @@ for stage in $stages; do
       if [ "$stage" = probe ]; then config=configs/xlnet/ko_probe_cpu.yaml kind=probe; fi
       for n in $labels; do
         for s in $seeds; do
-          # shellcheck disable=SC2046
-          train_and_eval "$dir/${kind}_random_${n}_s$s" "$config" --set train.init_from=null \
-            --set "train.seed=$s" --set $(steps_for "$n")
-          # shellcheck disable=SC2046
-          train_and_eval "$dir/${kind}_xl_${n}_s$s" "$config" \
-            --set "train.init_from=$dir/pretrain_ko_cpu_s$s" --set "train.seed=$s" \
-            --set $(steps_for "$n")
-          for p in $peer_seeds; do
-            [ -d "$dir/pretrain_hf_peer_s$p" ] || continue
+          for start in $starts; do
+            case $start in
+              random) from=null ;;
+              xl) from=$dir/pretrain_ko_cpu_s$s ;;
+              hf)
+                from=$dir/pretrain_hf_peer_s$s
+                [ -d "$from" ] ||
+                  from=$(find "$dir" -maxdepth 1 -name 'pretrain_hf_peer_s*' -type d | sort | head -1)
+                ;;
+              *)
+                echo "xlnet_pretraining.sh: unknown start '$start' in XL_STARTS; expected random, xl or hf" >&2
+                exit 2
+                ;;
+            esac
+            [ -n "$from" ] || continue
             # shellcheck disable=SC2046
-            train_and_eval "$dir/${kind}_hf_${n}_s$s" "$config" \
-              --set "train.init_from=$dir/pretrain_hf_peer_s$p" --set "train.seed=$s" \
-              --set $(steps_for "$n")
+            train_and_eval "$dir/${kind}_${start}_${n}_s$s" "$config" \
+              --set "train.init_from=$from" --set "train.seed=$s" --set $(steps_for "$n")
           done
         done
       done
