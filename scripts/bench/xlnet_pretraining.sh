@@ -58,16 +58,23 @@ train_and_eval() {
   log "$run"
   "$bin/xl-train" --config "$config" --set "run.dir=$run" "$@" "${threads[@]}" --auto-resume \
     >"$run.out" 2>"$run.err" || { log "$run failed: see $run.err"; return 1; }
-  if ! grep -q '"mode":"memory".*"split":"test"' "$run/metrics.jsonl"; then
-    "$bin/xl-eval" --run "$run" --checkpoint "$checkpoint" "${threads[@]}" >>"$run.out" \
-      2>>"$run.err"
-  fi
+  eval_once "$run" test --checkpoint "$checkpoint"
 }
 
-# The whole validation split once (training validates on train.max_eval_steps batches).
-eval_valid() {
-  grep -q '"mode":"memory".*"split":"valid"' "$1/metrics.jsonl" ||
-    "$bin/xl-eval" --run "$1" --set eval.split=valid "${threads[@]}" >>"$1.out" 2>>"$1.err"
+# xl-eval of run $1 with the arguments after $2, unless its metrics already hold an evaluation
+# of split (or file) $2.
+eval_once() {
+  local run=$1 split=$2
+  shift 2
+  grep -q "\"mode\":\"memory\".*\"split\":\"$split\"" "$run/metrics.jsonl" ||
+    "$bin/xl-eval" --run "$run" "$@" "${threads[@]}" >>"$run.out" 2>>"$run.err"
+}
+
+# The whole validation split (training validates on train.max_eval_steps batches) and the
+# outside text of a pretraining.
+eval_pretraining() {
+  eval_once "$1" valid --set eval.split=valid
+  eval_outside "$1"
 }
 
 # Korean text from outside NSMC (the project's Korean seed documents: paper reviews, with their
@@ -82,8 +89,7 @@ eval_outside() {
     done >"$outside.tmp"
     mv "$outside.tmp" "$outside"
   fi
-  grep -q "\"split\":\"$outside\"" "$1/metrics.jsonl" ||
-    "$bin/xl-eval" --run "$1" --file "$outside" "${threads[@]}" >>"$1.out" 2>>"$1.err"
+  eval_once "$1" "$outside" --file "$outside"
 }
 
 # The fine-tuning length of each label count: about ten passes over 1,000 reviews, four over
@@ -104,30 +110,29 @@ for stage in $stages; do
       for s in $seeds; do
         run=$dir/pretrain_ko_cpu_s$s
         train_and_eval "$run" configs/xlnet/ko_cpu.yaml --set "train.seed=$s"
-        eval_valid "$run"
-        eval_outside "$run"
+        eval_pretraining "$run"
       done
       ;;
     peer)
       for s in $peer_seeds; do
         run=$dir/pretrain_hf_peer_s$s
-        [ -f "$run/checkpoints/best.pt" ] && continue
-        if [ ! -f "$dir/hf_peer_s$s/model.safetensors" ]; then
-          rm -rf "$dir/hf_peer_s$s"
-          log "$dir/hf_peer_s$s"
-          "$python" scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/ko_cpu.yaml \
-            --set "train.seed=$s" "${threads[@]}" --out "$dir/hf_peer_s$s" \
-            2>"$dir/hf_peer_s$s.err"
+        if [ ! -f "$run/checkpoints/best.pt" ]; then
+          if [ ! -f "$dir/hf_peer_s$s/model.safetensors" ]; then
+            rm -rf "$dir/hf_peer_s$s"
+            log "$dir/hf_peer_s$s"
+            "$python" scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/ko_cpu.yaml \
+              --set "train.seed=$s" "${threads[@]}" --out "$dir/hf_peer_s$s" \
+              2>"$dir/hf_peer_s$s.err"
+          fi
+          rm -rf "$dir/hf_peer_s${s}_converted"
+          "$python" scripts/convert/hf_xlnet.py --model "$dir/hf_peer_s$s" \
+            --out "$dir/hf_peer_s${s}_converted" --data-dir data/prepared/nsmc_8k --seq-len 64
+          # xl's pretraining settings around HF's weights, so that xl-eval scores both alike.
+          "$bin/xl-import" --config configs/xlnet/ko_cpu.yaml \
+            --weights "$dir/hf_peer_s${s}_converted/weights.safetensors" --set "run.dir=$run"
         fi
-        rm -rf "$dir/hf_peer_s${s}_converted"
-        "$python" scripts/convert/hf_xlnet.py --model "$dir/hf_peer_s$s" \
-          --out "$dir/hf_peer_s${s}_converted" --data-dir data/prepared/nsmc_8k --seq-len 64
-        # xl's pretraining settings around HF's weights, so that xl-eval scores both alike.
-        "$bin/xl-import" --config configs/xlnet/ko_cpu.yaml \
-          --weights "$dir/hf_peer_s${s}_converted/weights.safetensors" --set "run.dir=$run"
-        "$bin/xl-eval" --run "$run" "${threads[@]}" >"$run.out" 2>"$run.err"
-        eval_valid "$run"
-        eval_outside "$run"
+        eval_once "$run" test
+        eval_pretraining "$run"
       done
       ;;
     baseline)
@@ -169,8 +174,7 @@ for stage in $stages; do
       for steps in 2000 12000; do
         train_and_eval "$dir/diag_mini_ko_cpu_$steps" configs/xlnet/mini_ko_cpu.yaml \
           --set "train.max_step=$steps" --set train.eval_interval=2000
-        eval_valid "$dir/diag_mini_ko_cpu_$steps"
-        eval_outside "$dir/diag_mini_ko_cpu_$steps"
+        eval_pretraining "$dir/diag_mini_ko_cpu_$steps"
       done
       "$python" scripts/analysis/xlnet_embeddings.py "$dir/diag_mini_ko_cpu_2000" \
         "$dir/diag_mini_ko_cpu_12000" >"$dir/diag_embeddings.md"
