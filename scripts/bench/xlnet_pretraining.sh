@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Does XLNet pretraining pay on a 2-core CPU? Every run behind docs/benchmarks.md's "XLNet on
 # NSMC: does pretraining pay?" tables. Resumable: a finished run is skipped (xl-train
-# --auto-resume, an evaluation that is already recorded), so the same command continues after
-# an interruption.
+# --auto-resume, the peer's --resume, an evaluation that is already recorded), so the same
+# command continues after an interruption.
 #
 #   scripts/bench/xlnet_pretraining.sh [STAGE...]     (default: every stage, in this order)
 #     pretrain  configs/xlnet/ko_cpu.yaml for each seed -> $dir/pretrain_ko_cpu_s<seed>, then
@@ -118,11 +118,13 @@ for stage in $stages; do
         run=$dir/pretrain_hf_peer_s$s
         if [ ! -f "$run/checkpoints/best.pt" ]; then
           if [ ! -f "$dir/hf_peer_s$s/model.safetensors" ]; then
-            rm -rf "$dir/hf_peer_s$s"
-            log "$dir/hf_peer_s$s"
+            # Continues a run stopped after its last resume.pt (every 500 steps).
+            resume=()
+            [ -f "$dir/hf_peer_s$s/resume.pt" ] && resume=(--resume)
+            log "$dir/hf_peer_s$s ${resume[*]}"
             "$python" scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/ko_cpu.yaml \
-              --set "train.seed=$s" "${threads[@]}" --out "$dir/hf_peer_s$s" \
-              2>"$dir/hf_peer_s$s.err"
+              --set "train.seed=$s" "${threads[@]}" --out "$dir/hf_peer_s$s" "${resume[@]}" \
+              2>>"$dir/hf_peer_s$s.err"
           fi
           rm -rf "$dir/hf_peer_s${s}_converted"
           "$python" scripts/convert/hf_xlnet.py --model "$dir/hf_peer_s$s" \

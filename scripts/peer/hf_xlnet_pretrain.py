@@ -2,7 +2,8 @@
 """Pretrains an XLNet with Hugging Face's own permutation-LM recipe: the peer of xl-train.
 
   scripts/peer/hf_xlnet_pretrain.py --config configs/xlnet/mini_ko_cpu.yaml --out OUT
-      [--set train.max_step=500 ...] [--max-step N] [--threads N]
+      [--set train.max_step=500 ...] [--max-step N] [--threads N] [--resume]
+      [--checkpoint-every N] [--stop-at-step N]
 
 Reads the xl config as xl-train resolves it (`xl-train --dump-config`: the `base:` chain, the
 --set overrides, every default) and the very pieces xl trains on (data.dir/data.train, the
@@ -17,7 +18,11 @@ cosine, poly or constant), global gradient clipping and seed. Writes
                                            generation_config.json)
   OUT/train_log.json                       settings, steps, seconds, pieces, loss per logged step
 
-and nothing else anywhere. Then convert and import it like any HF model:
+and nothing else anywhere. Until then OUT holds only resume.pt, the state after the last
+--checkpoint-every steps (500), on SIGTERM/SIGINT or at --stop-at-step (weights, optimizer,
+random generators, the row order, the log so far), written atomically: `--resume` continues it
+exactly (the same weights as an uninterrupted run), with the same config and overrides. Then
+convert and import it like any HF model:
 
   scripts/convert/hf_xlnet.py --model OUT --out CONVERTED --data-dir data/prepared/nsmc \\
       --seq-len <train.tgt_len>
@@ -51,6 +56,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import time
 import warnings
@@ -67,6 +73,7 @@ XL_SPECIAL_IDS = {"unk": 0, "bos": 1, "eos": 2, "cls": 3, "sep": 4, "pad": 5, "m
 SEP_ID, CLS_ID = XL_SPECIAL_IDS["sep"], XL_SPECIAL_IDS["cls"]
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
 
+RESUME_FILE = "resume.pt"
 LOG_EVERY_STEPS = 100
 LOG_EVERY_SECONDS = 30.0
 MAX_BAD_STEPS = 5
@@ -156,14 +163,28 @@ def chunk_rows(ids, tgt_len):
     return rows, types
 
 
-def row_batches(n_rows, batch_size, generator):
-    """Row indices, batch_size at a time, over endless passes in fresh seeded orders."""
-    pending = torch.empty(0, dtype=torch.long)
-    while True:
-        while pending.numel() < batch_size:
-            pending = torch.cat([pending, torch.randperm(n_rows, generator=generator)])
-        yield pending[:batch_size]
-        pending = pending[batch_size:]
+class RowBatches:
+    """Row indices, batch_size at a time, over endless passes in fresh seeded orders; its state
+    (the generator's and the rest of the current pass) is saved with the run."""
+
+    def __init__(self, n_rows, batch_size, seed):
+        self.n_rows, self.batch_size = n_rows, batch_size
+        self.generator = torch.Generator().manual_seed(seed)
+        self.pending = torch.empty(0, dtype=torch.long)
+
+    def next(self):
+        while self.pending.numel() < self.batch_size:
+            self.pending = torch.cat([self.pending,
+                                      torch.randperm(self.n_rows, generator=self.generator)])
+        batch, self.pending = self.pending[:self.batch_size], self.pending[self.batch_size:]
+        return batch
+
+    def state_dict(self):
+        return {"generator": self.generator.get_state(), "pending": self.pending}
+
+    def load_state_dict(self, state):
+        self.generator.set_state(state["generator"])
+        self.pending = state["pending"]
 
 
 def only_masked_queries(batch):
@@ -196,10 +217,24 @@ def main():
                         help="override config keys, e.g. --set train.max_step=500")
     parser.add_argument("--max-step", type=int, help="train.max_step")
     parser.add_argument("--threads", type=int, help="train.threads (0: torch's default)")
+    parser.add_argument("--resume", action="store_true",
+                        help=f"continue the unfinished run in OUT (OUT/{RESUME_FILE})")
+    parser.add_argument("--checkpoint-every", type=int, default=500, metavar="N",
+                        help=f"steps between saves of OUT/{RESUME_FILE} (0: only on SIGTERM, "
+                        "SIGINT or --stop-at-step)")
+    parser.add_argument("--stop-at-step", type=int, metavar="N",
+                        help=f"save OUT/{RESUME_FILE} after step N and stop")
     args = parser.parse_args()
 
-    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
-        refuse(f"{args.out} exists and is not an empty folder")
+    resume_path = os.path.join(args.out, RESUME_FILE)
+    if args.resume:
+        if not os.path.isfile(resume_path):
+            refuse(f"--resume: {args.out} holds no unfinished run ({RESUME_FILE})")
+    elif os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
+        hint = "; it holds an unfinished run: add --resume" if os.path.isfile(resume_path) else ""
+        refuse(f"{args.out} exists and is not an empty folder{hint}")
+    if args.checkpoint_every < 0:
+        refuse(f"--checkpoint-every {args.checkpoint_every}: expected 0 or more steps")
     overrides = list(args.set)
     if args.max_step is not None:
         overrides.append(f"train.max_step={args.max_step}")
@@ -257,7 +292,47 @@ def main():
     optimizer = optim_cls([g for g in groups if g["params"]], lr=lr_at(1, t),
                           betas=(t["beta1"], t["beta2"]), eps=t["eps"],
                           weight_decay=t["weight_decay"])
-    batches = row_batches(rows.size(0), t["batch_size"], torch.Generator().manual_seed(t["seed"]))
+    batches = RowBatches(rows.size(0), t["batch_size"], t["seed"])
+    if args.stop_at_step is not None and not 1 <= args.stop_at_step < t["max_step"]:
+        refuse(f"--stop-at-step {args.stop_at_step}: expected a step from 1 to "
+               f"{t['max_step'] - 1} (train.max_step {t['max_step']})")
+
+    progress = {"step": 0, "seconds": 0.0, "history": [], "window_loss": 0.0,
+                "window_steps": 0, "bad_steps": 0}
+    if args.resume:
+        state = torch.load(resume_path, weights_only=False)
+        changed = [f"{section}.{key}" for section in settings for key in settings[section]
+                   if state["settings"][section].get(key) != settings[section][key]]
+        if changed:
+            refuse(f"{resume_path} was written with other settings ({', '.join(changed)}); "
+                   "resume with the config and overrides that started it")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        batches.load_state_dict(state["batches"])
+        torch.set_rng_state(state["rng"])
+        if device.type == "cuda" and state["cuda_rng"] is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        progress = state["progress"]
+        print(f"{NAME}: resuming {args.out} after step {progress['step']}", file=sys.stderr)
+
+    def save_state():
+        """OUT/resume.pt, atomically: everything the next step depends on."""
+        state = {"settings": settings, "model": model.state_dict(),
+                 "optimizer": optimizer.state_dict(), "batches": batches.state_dict(),
+                 "rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                 "progress": progress}
+        tmp = resume_path + ".tmp"
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, resume_path)
+
+    # A signal stops the run after the current step, its state saved.
+    stop_signal = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, _frame: stop_signal.append(received))
 
     print(f"{NAME}: {n_params / 1e6:.2f}M parameters, vocabulary {vocab_size}, "
           f"{ids.numel()} pieces -> {rows.size(0)} rows of {t['tgt_len']}, "
@@ -267,46 +342,59 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     log_every = min(LOG_EVERY_STEPS, t["log_interval"])
-    history = []
-    start = last_log = time.time()
-    window_loss, window_steps, bad_steps = 0.0, 0, 0
-    for step in range(1, t["max_step"] + 1):
+    first = progress["step"] + 1
+    last_log = session_start = time.time()
+    start = session_start - progress["seconds"]  # the seconds of earlier sessions count
+    for step in range(first, t["max_step"] + 1):
         lr = lr_at(step, t)
         for group in optimizer.param_groups:
             group["lr"] = lr
         # The collator takes a list of sequences; it returns no token types, so add the batch's.
-        batch = only_masked_queries(collator([row for row in rows[next(batches)]]))
+        batch = only_masked_queries(collator([row for row in rows[batches.next()]]))
         batch["token_type_ids"] = token_types.expand(t["batch_size"], -1)
         batch = {k: v.to(device) for k, v in batch.items()}
         loss = model(**batch, use_mems=False).loss
         optimizer.zero_grad(set_to_none=True)
-        if not torch.isfinite(loss):
-            bad_steps += 1
+        if torch.isfinite(loss):
+            progress["bad_steps"] = 0
+            loss.backward()
+            if t["clip"] > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), t["clip"])
+            optimizer.step()
+            progress["window_loss"] += loss.item()
+            progress["window_steps"] += 1
+        else:
+            progress["bad_steps"] += 1
             print(f"{NAME}: step {step}: loss {loss.item()}, update skipped", file=sys.stderr)
-            if bad_steps >= MAX_BAD_STEPS:
-                print(f"{NAME}: {bad_steps} non-finite losses in a row; stopping", file=sys.stderr)
+            if progress["bad_steps"] >= MAX_BAD_STEPS:
+                print(f"{NAME}: {progress['bad_steps']} non-finite losses in a row; stopping",
+                      file=sys.stderr)
                 sys.exit(1)
-            continue
-        bad_steps = 0
-        loss.backward()
-        if t["clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), t["clip"])
-        optimizer.step()
-        window_loss += loss.item()
-        window_steps += 1
 
         now = time.time()
+        elapsed = now - start
         if (step == 1 or step % log_every == 0 or step == t["max_step"]
                 or now - last_log >= LOG_EVERY_SECONDS):
-            elapsed = now - start
-            mean = window_loss / max(window_steps, 1)
-            speed = step * t["batch_size"] * t["tgt_len"] / elapsed
+            mean = progress["window_loss"] / max(progress["window_steps"], 1)
+            speed = (step - first + 1) * t["batch_size"] * t["tgt_len"] / (now - session_start)
             eta = elapsed / step * (t["max_step"] - step)
             print(f"step {step}/{t['max_step']} loss {mean:.4f} lr {lr:.3g} "
                   f"{speed:.0f} pieces/s elapsed {format_seconds(elapsed)} "
                   f"eta {format_seconds(eta)}", file=sys.stderr, flush=True)
-            history.append({"step": step, "loss": mean, "lr": lr, "seconds": round(elapsed, 2)})
-            window_loss, window_steps, last_log = 0.0, 0, now
+            progress["history"].append({"step": step, "loss": mean, "lr": lr,
+                                        "seconds": round(elapsed, 2)})
+            progress["window_loss"], progress["window_steps"], last_log = 0.0, 0, now
+
+        if step == t["max_step"]:
+            break
+        stopping = bool(stop_signal) or step == args.stop_at_step
+        if stopping or (args.checkpoint_every and step % args.checkpoint_every == 0):
+            progress["step"], progress["seconds"] = step, elapsed
+            save_state()
+        if stopping:
+            print(f"{NAME}: stopped after step {step} of {t['max_step']}; continue with the same "
+                  f"command and --resume", file=sys.stderr)
+            sys.exit(128 + stop_signal[0] if stop_signal else 0)
 
     seconds = time.time() - start
     model.save_pretrained(args.out, safe_serialization=True)
@@ -317,10 +405,13 @@ def main():
         # rows seen x tgt_len: what the model read, <sep>/<cls> included; corpus pieces without.
         "input_pieces": t["max_step"] * t["batch_size"] * t["tgt_len"],
         "corpus_pieces_read": t["max_step"] * t["batch_size"] * (t["tgt_len"] - 2),
-        "corpus_pieces": ids.numel(), "rows_per_pass": rows.size(0), "loss": history,
+        "corpus_pieces": ids.numel(), "rows_per_pass": rows.size(0),
+        "loss": progress["history"],
     }
     with open(os.path.join(args.out, "train_log.json"), "w") as f:
         json.dump(log, f, indent=1)
+    if os.path.exists(resume_path):
+        os.remove(resume_path)
     print(f"{NAME}: wrote {args.out} ({format_seconds(seconds)}); convert with "
           f"scripts/convert/hf_xlnet.py --model {args.out} --out CONVERTED "
           f"--data-dir {d['dir']} --seq-len {t['tgt_len']}", file=sys.stderr)

@@ -347,6 +347,36 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
   }
 }
 
+// The peer pretraining (scripts/peer/hf_xlnet_pretrain.py) stopped and resumed ends with the
+// weights of an uninterrupted run, and leaves only Hugging Face's files.
+TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
+  TempDir dir;
+  const std::string peer = std::string(kPython) + " " + kSourceDir +
+      "/scripts/peer/hf_xlnet_pretrain.py --config " + kSourceDir +
+      "/configs/xlnet/tiny.yaml --set data.dir=" + prepared().string() +
+      " train.max_step=6 --out ";
+  auto r = run_command(peer + "whole", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(peer + "split --stop-at-step 3", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_TRUE(fs::exists(dir / "split/resume.pt"));
+  r = run_command(peer + "split", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("it holds an unfinished run: add --resume"));
+  r = run_command(peer + "split --resume --set train.lr=0.1", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(
+      r.output, HasSubstr("was written with other settings (train.lr)"));
+  r = run_command(peer + "split --resume", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("resuming split after step 3"));
+  EXPECT_TRUE(
+      read_text(dir / "split/model.safetensors") ==
+      read_text(dir / "whole/model.safetensors"))
+      << "the resumed run's weights differ from the uninterrupted run's";
+  EXPECT_FALSE(fs::exists(dir / "split/resume.pt"));
+}
+
 TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   TempDir dir;
   const auto fails = [&](const std::string& command, const std::string& says) {
