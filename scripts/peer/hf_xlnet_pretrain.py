@@ -300,9 +300,14 @@ def main():
     progress = {"step": 0, "seconds": 0.0, "history": [], "window_loss": 0.0,
                 "window_steps": 0, "bad_steps": 0}
     if args.resume:
-        state = torch.load(resume_path, weights_only=False)
+        try:
+            state = torch.load(resume_path, weights_only=False)
+            saved_settings = state["settings"]
+        except Exception as error:  # a damaged or foreign file: say so, keep it for the user
+            refuse(f"{resume_path} is not a resume state of this script ({error}); delete the "
+                   "folder to start over")
         changed = [f"{section}.{key}" for section in settings for key in settings[section]
-                   if state["settings"][section].get(key) != settings[section][key]]
+                   if saved_settings[section].get(key) != settings[section][key]]
         if changed:
             refuse(f"{resume_path} was written with other settings ({', '.join(changed)}); "
                    "resume with the config and overrides that started it")

@@ -375,6 +375,12 @@ TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
       read_text(dir / "whole/model.safetensors"))
       << "the resumed run's weights differ from the uninterrupted run's";
   EXPECT_FALSE(fs::exists(dir / "split/resume.pt"));
+
+  write_file(dir / "damaged/resume.pt", "not a saved state");
+  r = run_command(peer + "damaged --resume", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("is not a resume state of this script"));
+  EXPECT_EQ(read_text(dir / "damaged/resume.pt"), "not a saved state");
 }
 
 TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
