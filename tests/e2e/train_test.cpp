@@ -265,7 +265,7 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   const std::string common = std::string(kBinDir) + "/xl-sweep -c " +
       kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
-      " train.max_step=12 --dir sw";
+      " train.max_step=12 eval.batch_size=32 --dir sw";
   const std::string sweep = common +
       " --variant full --variant 'nomem model.transformer_xl.mem_len=0'"
       " --grid train.lr=0.002,0.001";
