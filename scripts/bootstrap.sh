@@ -4,8 +4,8 @@
 #     SentencePiece, GoogleTest, nlohmann-json, cairo and a font for xl-compare's plots, and
 #     Gloo's headers, which the torch wheel lacks and LibTorch's c10d headers include), clang
 #     with libFuzzer for scripts/fuzz.sh, and curl and unzip for scripts/getdata.sh;
-#   - .venv: a Python virtualenv with the pinned torch wheel (our LibTorch) and the reference
-#     packages of the parity tests (scripts/requirements.txt).
+#   - .venv: a Python virtualenv with the pinned torch wheel (our LibTorch), the reference
+#     packages of the parity tests and clang-tidy (scripts/requirements.txt).
 # Idempotent: a second run checks and returns in seconds.
 # Bring your own LibTorch instead: XL_SKIP_VENV=1 scripts/bootstrap.sh, then configure with
 # -DTorch_DIR=/path/to/libtorch/share/cmake/Torch (see README.md).
@@ -16,8 +16,7 @@ cd "$root"
 packages=(cmake ninja-build g++ ccache xz-utils git python3 python3-venv curl unzip
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libsentencepiece-dev sentencepiece
   libgtest-dev libgmock-dev nlohmann-json3-dev libgloo-dev libcairo2-dev pkg-config
-  fonts-dejavu-core clang-format clang-tidy clang
-  libclang-rt-dev)
+  fonts-dejavu-core clang-format clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
