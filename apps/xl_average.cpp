@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
     app.add_option(
         "--out",
         request.out,
-        "name of the result in the run's checkpoints/ (xl-eval --checkpoint NAME)");
+        "name of the result in the run's checkpoints/ (xl-eval --checkpoint NAME); not best, "
+        "last or step_<S>, which the trainer writes");
+    app.add_flag(
+        "--force", request.force, "replace an earlier result named --out");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;

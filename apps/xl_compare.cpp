@@ -1,12 +1,12 @@
 // xl-compare: a table of runs, one row each: steps, training time, final and best losses and
 // metrics, xl-eval's results, and the config keys that differ between the runs.
 //   xl-compare runs/wt2_small runs/no_memory runs/vanilla_attn [--csv compare.csv]
-//              [--plot curves.png]
-#include <fstream>
+//              [--plot curves.png] [--force]
 #include <iostream>
 
 #include "xl/app/cli.h"
 #include "xl/run/compare.h"
+#include "xl/run/outputs.h"
 #include "xl/run/plot.h"
 #include "xl/util/error.h"
 
@@ -15,17 +15,38 @@ int main(int argc, char** argv) {
     CLI::App app{"xl-compare: compare training runs"};
     xl::app::add_common_flags(app);
     std::vector<std::string> dirs;
-    std::string csv;
-    std::string plot;
+    std::optional<std::string> csv;
+    std::optional<std::string> plot;
+    bool force = false;
     app.add_option("runs", dirs, "run directories")->required();
     app.add_option("--csv", csv, "also write the table to this CSV file");
     app.add_option(
         "--plot",
         plot,
         "also draw the runs' training and validation losses by step into this PNG file");
+    app.add_flag(
+        "--force",
+        force,
+        "replace the files --csv and --plot name if they exist");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
+    }
+    // The outputs are checked before any run is read.
+    std::optional<std::filesystem::path> csv_file;
+    std::optional<std::filesystem::path> plot_file;
+    if (csv) {
+      csv_file = xl::run::check_output_file("--csv", *csv, force);
+    }
+    if (plot) {
+      plot_file = xl::run::check_output_file("--plot", *plot, force);
+      const auto same = [](const std::filesystem::path& path) {
+        return std::filesystem::weakly_canonical(
+            std::filesystem::absolute(path));
+      };
+      if (csv_file && same(*csv_file) == same(*plot_file)) {
+        throw xl::UserError("--csv and --plot name the same file: " + *plot);
+      }
     }
     std::vector<xl::run::RunSummary> runs;
     for (const auto& dir : dirs) {
@@ -33,15 +54,12 @@ int main(int argc, char** argv) {
     }
     const auto table = xl::run::compare_runs(runs);
     std::cout << xl::run::to_markdown(table);
-    if (!csv.empty()) {
-      std::ofstream out(csv);
-      out << xl::run::to_csv(table);
-      if (!out.flush()) {
-        throw xl::UserError("cannot write " + csv);
-      }
+    if (csv_file) {
+      xl::run::write_output_file("--csv", *csv_file, xl::run::to_csv(table));
     }
-    if (!plot.empty()) {
-      xl::run::plot_curves(runs, plot);
+    if (plot_file) {
+      xl::run::write_output_file(
+          "--plot", *plot_file, xl::run::plot_curves(runs));
     }
     return 0;
   });

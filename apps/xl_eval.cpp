@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
         request.dump_batches,
         "also write the scored batches to this safetensors file (batch_<s>/<field>), to feed "
         "another implementation the same inputs");
+    app.add_flag(
+        "--force",
+        request.force,
+        "replace the file --dump-batches names if it exists");
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {

@@ -12,6 +12,7 @@
 #include "xl/data/corpus.h"
 #include "xl/data/labelled_texts.h"
 #include "xl/run/logging.h"
+#include "xl/run/outputs.h"
 #include "xl/util/error.h"
 
 int main(int argc, char** argv) {
@@ -79,14 +80,12 @@ int main(int argc, char** argv) {
         "--character-coverage",
         xlnet.sentencepiece.character_coverage,
         "xlnet: characters SentencePiece covers");
+    bool force = false;
+    app.add_flag(
+        "--force", force, "replace the files of an earlier xl-prep in --out");
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
-    }
-    if (std::error_code ec; std::filesystem::exists(out, ec) &&
-        !std::filesystem::is_directory(out, ec)) {
-      throw xl::UserError(
-          "--out " + out + " is a file; xl-prep writes a folder there");
     }
     xl::run::setup_logging("info");
     std::map<std::string, std::filesystem::path> splits;
@@ -96,6 +95,35 @@ int main(int argc, char** argv) {
         splits[name] = path;
       }
     }
+    // Every file it will write is checked before anything is read: the folder may hold
+    // other formats' files (nsmc's .txt beside xlnet's .pieces), never one it replaces unasked.
+    xl::run::check_output_folder("--out", out, true);
+    const std::filesystem::path folder(out);
+    std::vector<std::string> files;
+    for (const auto& [name, path] : splits) {
+      if (format == "nsmc") {
+        files.insert(files.end(), {name + ".txt", name + ".tsv"});
+      } else {
+        files.push_back(name + (format == "xlnet" ? ".pieces" : ".bin"));
+      }
+    }
+    if (format == "nsmc" && holdout > 0) {
+      files.insert(files.end(), {"valid.txt", "valid.tsv"});
+    }
+    // A vocabulary reused from the folder itself is rewritten unchanged.
+    const auto reused = format == "xlnet" ? spm_model : vocab;
+    const std::string vocabulary =
+        format == "xlnet" ? "spiece.model" : "vocab.txt";
+    std::error_code ec;
+    if (format != "nsmc" &&
+        (reused.empty() ||
+         !std::filesystem::equivalent(reused, folder / vocabulary, ec))) {
+      files.push_back(vocabulary);
+    }
+    for (const auto& file : files) {
+      xl::run::check_output_file("--out", (folder / file).string(), force);
+    }
+    xl::run::create_output_folder("--out", folder);
     if (format == "nsmc") {
       for (const auto& [name, path] : splits) {
         const std::filesystem::path dir = out;

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
+    xl::run::check_config_belongs(flags.path, config);
     if (auto_resume) {
       resume = std::filesystem::exists(
           xl::run::run_paths(xl::run::run_directory(config)).last_checkpoint());

@@ -7,6 +7,7 @@
 # files: spiece.model (32k pieces, the tutorial's), <split>.pieces, <split>.tsv (5,000 training
 # reviews held out as valid), and the same with 8k pieces in data/prepared/nsmc_8k (the CPU
 # recipe's, configs/xlnet/ko_cpu.yaml).
+# Running it again prepares the folders again (xl-prep --force replaces their files).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -53,7 +54,7 @@ split_and_prep() { # name [train bytes] [valid and test bytes]
   head -c "$n_train" "$f" >"$f.train"
   head -c $((n_train + n_eval)) "$f" | tail -c "$n_eval" >"$f.valid"
   tail -c "$n_eval" "$f" >"$f.test"
-  "$bin/xl-prep" --format byte --vocab-from all --train "$f.train" --valid "$f.valid" \
+  "$bin/xl-prep" --force --format byte --vocab-from all --train "$f.train" --valid "$f.valid" \
     --test "$f.test" --out "data/prepared/$1"
 }
 
@@ -68,7 +69,7 @@ if [ "$what" = wikitext-2 ] || [ "$what" = all ]; then
 f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8  wiki.valid.tokens
 d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0  wiki.test.tokens
 SUMS
-  "$bin/xl-prep" --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
+  "$bin/xl-prep" --force --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
     --test "$d/wiki.test.tokens" --out data/prepared/wikitext-2
 fi
 
@@ -80,7 +81,7 @@ if [ "$what" = wt103 ] || [ "$what" = all ]; then
   check_tokens "$d/wiki.train.tokens" 103227021
   check_tokens "$d/wiki.valid.tokens" 217646
   check_tokens "$d/wiki.test.tokens" 245569
-  "$bin/xl-prep" --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
+  "$bin/xl-prep" --force --format word --train "$d/wiki.train.tokens" --valid "$d/wiki.valid.tokens" \
     --test "$d/wiki.test.tokens" --out data/prepared/wikitext-103
 fi
 
@@ -108,14 +109,14 @@ if [ "$what" = nsmc ] || [ "$what" = all ]; then
   for split in train test; do
     xz -dc "data/nsmc/ratings_$split.txt.xz" >"$raw/nsmc_$split.txt"
   done
-  "$bin/xl-prep" --format nsmc --train "$raw/nsmc_train.txt" --test "$raw/nsmc_test.txt" \
+  "$bin/xl-prep" --force --format nsmc --train "$raw/nsmc_train.txt" --test "$raw/nsmc_test.txt" \
     --holdout 5000 --out "$out"
-  "$bin/xl-prep" --format xlnet --vocab-size 32000 --train "$out/train.txt" \
+  "$bin/xl-prep" --force --format xlnet --vocab-size 32000 --train "$out/train.txt" \
     --valid "$out/valid.txt" --test "$out/test.txt" --out "$out"
   # The same reviews and labels with an 8k vocabulary: with 2.3M training pieces, most of a 32k
   # vocabulary is too rare to learn (docs/benchmarks.md, XLNet).
   mkdir -p "$out"_8k
   cp "$out"/*.tsv "$out"_8k/
-  "$bin/xl-prep" --format xlnet --vocab-size 8000 --train "$out/train.txt" \
+  "$bin/xl-prep" --force --format xlnet --vocab-size 8000 --train "$out/train.txt" \
     --valid "$out/valid.txt" --test "$out/test.txt" --out "$out"_8k
 fi

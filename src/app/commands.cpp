@@ -28,6 +28,7 @@
 #include "xl/run/distributed.h"
 #include "xl/run/logging.h"
 #include "xl/run/metrics.h"
+#include "xl/run/outputs.h"
 #include "xl/run/progress.h"
 #include "xl/run/run_dir.h"
 #include "xl/train/parameter_groups.h"
@@ -312,6 +313,10 @@ int run_training(
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::run_paths(request.run_dir);
+  if (request.dump_batches) {
+    run::check_output_file(
+        "--dump-batches", *request.dump_batches, request.force);
+  }
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const torch::Device device = run::pick_device(config.train);
@@ -362,6 +367,10 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
         ++dumped_batches;
       });
   if (request.dump_batches) {
+    const std::filesystem::path file(*request.dump_batches);
+    if (file.has_parent_path()) {
+      run::create_output_folder("--dump-batches", file.parent_path());
+    }
     io::save_safetensors(
         *request.dump_batches,
         dumped,
@@ -514,6 +523,8 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
 
 int run_export(const config::Config& config, const ExportRequest& request) {
   run::setup_logging(config.run.log_level);
+  const auto out =
+      run::check_output_folder("--out", request.out, request.force);
   // Checked before the weights are read: what HF cannot express fails at once.
   const auto dataset = data::open_dataset(config);
   const int64_t eos = config.model.type == config::ModelType::kTransformerXL
@@ -528,13 +539,7 @@ int run_export(const config::Config& config, const ExportRequest& request) {
       *dataset,
       torch::kCPU,
       true);
-  const std::filesystem::path out(request.out);
-  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
-    throw UserError(fmt::format(
-        "--out {} is a file; name a folder to write the export into",
-        out.string()));
-  }
-  std::filesystem::create_directories(out);
+  run::create_output_folder("--out", out);
   io::save_safetensors(
       out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
   atomic_write(out / "config.json", hf.dump(2) + "\n");
@@ -594,6 +599,21 @@ int run_import(const config::Config& config, const ImportRequest& request) {
 int run_average(const AverageRequest& request) {
   run::setup_logging("info");
   const run::RunPaths paths = run::run_paths(request.run_dir);
+  run::check_plain_name("--out", request.out);
+  if (run::written_by_trainer(request.out)) {
+    throw UserError(fmt::format(
+        "--out {}: the trainer writes checkpoints/{}.pt; name the average otherwise (e.g. "
+        "averaged)",
+        request.out,
+        request.out));
+  }
+  const auto out = paths.checkpoints / (request.out + ".pt");
+  if (std::filesystem::exists(out) && !request.force) {
+    throw UserError(fmt::format(
+        "--out {}: {} exists; pass --force to replace it, or name the average otherwise",
+        request.out,
+        out.string()));
+  }
   std::vector<std::filesystem::path> inputs;
   for (const auto& name : request.checkpoints) {
     inputs.push_back(paths.checkpoint(name));
@@ -612,7 +632,6 @@ int run_average(const AverageRequest& request) {
           inputs.end() - static_cast<std::ptrdiff_t>(*request.last));
     }
   }
-  const auto out = paths.checkpoints / (request.out + ".pt");
   if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) {
     throw UserError(fmt::format(
         "--out {} would overwrite one of the checkpoints it averages",

@@ -1,15 +1,16 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 
 #include "xl/app/commands.h"
 #include "xl/run/compare.h"
 #include "xl/run/logging.h"
+#include "xl/run/outputs.h"
 #include "xl/run/plot.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/error.h"
@@ -47,18 +48,37 @@ std::string command_line(const std::vector<std::string>& argv) {
   return fmt::format("{}", fmt::join(words, " "));
 }
 
+// The running child, and the first SIGINT/SIGTERM the sweep received (0: none).
+volatile sig_atomic_t running_child = 0;
+volatile sig_atomic_t stop_signal = 0;
+
+// The sweep passes a signal on to the run it waits for, which checkpoints and exits; the sweep
+// then stops with 128 + the signal (run_sweep) instead of starting the next run.
+void forward_signal(int sig) {
+  if (stop_signal == 0) {
+    stop_signal = sig;
+  }
+  if (running_child > 0) {
+    ::kill(static_cast<pid_t>(running_child), sig);
+  }
+}
+
 // Runs argv[0] with its arguments and returns its exit status (128 + the signal that ended
-// it). The sweep ignores SIGINT and SIGTERM meanwhile: the child gets them from the terminal
-// or the group, checkpoints and exits, and the sweep then stops.
+// it), or 128 + the signal that stopped the sweep before it could start. The child has a
+// process group of its own, so that a terminal's Ctrl-C reaches it once (through the sweep),
+// not twice (a second signal makes xl-train exit without finishing its step); and it gets
+// SIGTERM when the sweep dies, even by SIGKILL, so that no run trains on as an orphan.
 int run_child(const std::vector<std::string>& argv) {
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction old_int {};
-  struct sigaction old_term {};
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
+  if (stop_signal != 0) {
+    return 128 + stop_signal;
+  }
+  const pid_t parent = ::getpid();
   const pid_t pid = fork();
   if (pid == 0) {
+    ::setpgid(0, 0);
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) {
+      _exit(128 + SIGTERM); // the sweep is already gone
+    }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     dup2(
@@ -73,14 +93,17 @@ int run_child(const std::vector<std::string>& argv) {
     std::perror(args[0]);
     _exit(127);
   }
-  int status = 0;
-  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (pid < 0) {
     throw UserError("cannot start " + argv[0]);
   }
+  running_child = pid;
+  if (stop_signal != 0) { // arrived between the check above and now
+    ::kill(pid, stop_signal);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  running_child = 0;
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
@@ -103,6 +126,13 @@ std::vector<std::string> train_argv(
 
 int run_sweep(const SweepRequest& request) {
   run::setup_logging("info");
+  struct sigaction forward {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &forward, nullptr);
+  sigaction(SIGTERM, &forward, nullptr);
+  // A sweep continues in its folder (no --force): only a run's own folder is refused.
+  run::check_output_folder("--dir", request.spec.dir.string(), true);
   const auto runs = run::expand_sweep(request.spec);
   if (request.dry_run) {
     for (const auto& r : runs) {
@@ -158,6 +188,10 @@ int run_sweep(const SweepRequest& request) {
     }
   }
 
+  if (stop_signal !=
+      0) { // after the last run ended: no table of a sweep asked to stop
+    return 128 + stop_signal;
+  }
   std::vector<run::RunSummary> summaries;
   for (const auto& r : runs) {
     const auto dir = run::run_directory(r.config);
@@ -168,10 +202,10 @@ int run_sweep(const SweepRequest& request) {
   if (!summaries.empty()) {
     const auto table = run::compare_runs(summaries);
     std::cout << run::to_markdown(table) << std::flush;
-    const auto csv = request.spec.dir / "compare.csv";
-    std::ofstream(csv) << run::to_csv(table);
-    const auto png = request.spec.dir / "curves.png";
-    run::plot_curves(summaries, png);
+    const auto csv = request.spec.dir / run::kSweepTable;
+    run::write_output_file("--dir", csv, run::to_csv(table));
+    const auto png = request.spec.dir / run::kSweepCurves;
+    run::write_output_file("--dir", png, run::plot_curves(summaries));
     spdlog::info(
         "the table is also in {}, the curves in {}",
         csv.string(),

@@ -7,6 +7,7 @@
 
 #include "xl/config/visitors.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::config {
 
@@ -326,6 +327,22 @@ void validate_eval(const Config& c) {
   }
 }
 
+void validate_run(const Config& c) {
+  if (const auto problem = plain_name_problem(c.run.name); !problem.empty()) {
+    fail_rule(
+        c,
+        "run.name",
+        "expected a plain name (the run's folder in runs/; run.dir names any folder), " +
+            problem);
+  }
+  if (c.run.dir && c.run.dir->empty()) {
+    fail_rule(
+        c,
+        "run.dir",
+        "expected a folder, found an empty path (null: runs/<run.name>)");
+  }
+}
+
 } // namespace
 
 // ============================================================================
@@ -460,6 +477,7 @@ void validate(const Config& c) {
   validate_model(c);
   validate_train(c);
   validate_eval(c);
+  validate_run(c);
 }
 
 std::string dump(const Config& config) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 
 #include "xl/util/error.h"
 
@@ -56,9 +57,8 @@ std::array<uint8_t, 3> run_colour(size_t i) {
   return kPalette[i % kPalette.size()];
 }
 
-void plot_curves(
+std::string plot_curves(
     const std::vector<RunSummary>& runs,
-    const std::filesystem::path& path,
     const PlotOptions& options) {
   double x_max = 0.0;
   double y_min = std::numeric_limits<double>::infinity();
@@ -195,10 +195,18 @@ void plot_curves(
     cairo_show_text(cr, name.filename().string().c_str());
   }
 
-  if (cairo_surface_write_to_png(surface.get(), path.c_str()) !=
+  std::string png;
+  const auto append =
+      [](void* closure, const unsigned char* data, unsigned int size) {
+        static_cast<std::string*>(closure)->append(
+            reinterpret_cast<const char*>(data), size);
+        return CAIRO_STATUS_SUCCESS;
+      };
+  if (cairo_surface_write_to_png_stream(surface.get(), append, &png) !=
       CAIRO_STATUS_SUCCESS) {
-    throw UserError("cannot write the plot " + path.string());
+    throw std::runtime_error("cairo could not encode the plot as PNG");
   }
+  return png;
 }
 
 } // namespace xl::run

@@ -13,6 +13,7 @@
 
 #include "xl/config/config.h"
 #include "xl/run/metrics.h"
+#include "xl/run/outputs.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -64,15 +65,9 @@ std::vector<std::filesystem::path> RunPaths::snapshots() const {
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator(checkpoints, ec)) {
-    const std::string stem = entry.path().stem().string();
-    const std::string digits =
-        stem.rfind("step_", 0) == 0 ? stem.substr(5) : "";
-    if (entry.path().extension() == ".pt" && !digits.empty() &&
-        digits.size() < 19 &&
-        std::all_of(digits.begin(), digits.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        })) {
-      found.emplace_back(std::stoll(digits), entry.path());
+    const auto step = snapshot_step(entry.path().stem().string());
+    if (entry.path().extension() == ".pt" && step) {
+      found.emplace_back(*step, entry.path());
     }
   }
   std::sort(found.begin(), found.end());
@@ -109,6 +104,21 @@ std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
                     : fmt::format("{}", fmt::join(names, ", "))));
 }
 
+std::optional<int64_t> snapshot_step(const std::string& name) {
+  const std::string digits = name.rfind("step_", 0) == 0 ? name.substr(5) : "";
+  if (digits.empty() || digits.size() >= 19 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      })) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
+}
+
+bool written_by_trainer(const std::string& name) {
+  return name == "best" || name == "last" || snapshot_step(name).has_value();
+}
+
 std::filesystem::path run_directory(const config::Config& config) {
   return config.run.dir ? std::filesystem::path(*config.run.dir)
                         : std::filesystem::path("runs") / config.run.name;
@@ -124,6 +134,31 @@ RunPaths run_paths(const std::filesystem::path& dir) {
       nullptr};
 }
 
+void check_config_belongs(
+    const std::filesystem::path& config_file,
+    const config::Config& config) {
+  const auto folder = config_file.has_parent_path()
+      ? config_file.parent_path()
+      : std::filesystem::path(".");
+  const auto run = enclosing_run(folder);
+  const auto dir = run_directory(config);
+  if (!run || config_file.filename() != "config.yaml" ||
+      std::filesystem::weakly_canonical(std::filesystem::absolute(folder)) !=
+          *run ||
+      std::filesystem::weakly_canonical(std::filesystem::absolute(dir)) ==
+          *run) {
+    return;
+  }
+  throw UserError(fmt::format(
+      "{} is the config of the run in {}, but its run.dir is {} (a copied run?): pass "
+      "--set run.dir={} to train this copy, or use {}/config.yaml for the other run",
+      config_file.string(),
+      folder.string(),
+      dir.string(),
+      folder.string(),
+      dir.string()));
+}
+
 RunPaths prepare_run_directory(const config::Config& config, bool resume) {
   RunPaths paths = run_paths(run_directory(config));
   std::error_code ec;
@@ -131,6 +166,27 @@ RunPaths prepare_run_directory(const config::Config& config, bool resume) {
     throw UserError(
         "--resume: no checkpoint to resume from in " + paths.dir.string() +
         " (expected " + paths.last_checkpoint().string() + ")");
+  }
+  // A run writes config.yaml, train.log and metrics.jsonl: only into a folder that is new,
+  // empty, or a run's (its .lock tells; one killed before its first checkpoint starts again).
+  if (!resume && std::filesystem::is_directory(paths.dir, ec) &&
+      !std::filesystem::is_empty(paths.dir, ec) &&
+      !std::filesystem::exists(paths.dir / ".lock", ec)) {
+    std::vector<std::string> held;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(paths.dir, ec)) {
+      held.push_back(entry.path().filename().string());
+    }
+    std::sort(held.begin(), held.end());
+    if (held.size() > 3) {
+      held.resize(3);
+      held.emplace_back("...");
+    }
+    throw UserError(fmt::format(
+        "run directory {} holds files that are not a run's ({}); a run writes its "
+        "config.yaml, logs and checkpoints there: choose another run.name or run.dir",
+        paths.dir.string(),
+        fmt::join(held, ", ")));
   }
   std::filesystem::create_directories(paths.dir, ec);
   if (ec) {

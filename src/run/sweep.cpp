@@ -11,6 +11,7 @@
 #include "xl/run/checkpoint.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 
 namespace xl::run {
 
@@ -53,6 +54,19 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
+// The sweep names its runs' folders; an override of either would train elsewhere.
+void refuse_run_location(
+    const std::string& where,
+    const std::string& assignment) {
+  const std::string key = assignment.substr(0, assignment.find('='));
+  if (key == "run.name" || key == "run.dir" || key == "run") {
+    throw UserError(fmt::format(
+        "{}: {} is set by the sweep (each run trains in --dir/<its name>); leave it out",
+        where,
+        key));
+  }
+}
+
 } // namespace
 
 GridAxis parse_grid_axis(const std::string& text) {
@@ -62,6 +76,7 @@ GridAxis parse_grid_axis(const std::string& text) {
         "--grid {}: expected KEY=V1,V2,... (e.g. train.lr=0.001,0.00025)",
         text));
   }
+  refuse_run_location("--grid " + text, text);
   GridAxis axis{text.substr(0, eq), {}};
   std::string value;
   int depth = 0; // commas inside [...] or {...} belong to the value
@@ -90,11 +105,24 @@ SweepVariant parse_variant(const std::string& text) {
         "e.g. 'no_memory model.transformer_xl.mem_len=0'",
         text));
   }
+  if (const auto problem = plain_name_problem(words[0]); !problem.empty()) {
+    throw UserError(fmt::format(
+        "--variant '{}': expected a plain name for the run's folder, {}",
+        text,
+        problem));
+  }
+  if (words[0] == kSweepTable || words[0] == kSweepCurves) {
+    throw UserError(fmt::format(
+        "--variant '{}': the sweep writes {} in its folder; name the run otherwise",
+        text,
+        words[0]));
+  }
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i].find('=') == std::string::npos) {
       throw UserError(fmt::format(
           "--variant '{}': '{}' is no KEY=VALUE override", text, words[i]));
     }
+    refuse_run_location("--variant '" + text + "'", words[i]);
   }
   return {words[0], {words.begin() + 1, words.end()}};
 }
@@ -103,6 +131,9 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
   if (spec.variants.empty() && spec.grid.empty()) {
     throw UserError(
         "a sweep needs a --grid KEY=V1,V2,... or a --variant 'NAME KEY=VALUE ...'");
+  }
+  for (const auto& assignment : spec.common) {
+    refuse_run_location("--set " + assignment, assignment);
   }
   // Every combination of the grid, the last axis fastest: (name parts, overrides).
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>

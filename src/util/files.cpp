@@ -194,6 +194,28 @@ uint64_t StreamHash::digest() {
   return hash_;
 }
 
+std::string plain_name_problem(const std::string& name) {
+  if (name.empty()) {
+    return "found an empty one";
+  }
+  if (name == "." || name == "..") {
+    return "found the name of a folder";
+  }
+  if (name.size() > 255) {
+    return "found one of " + std::to_string(name.size()) +
+        " bytes (at most 255)";
+  }
+  for (const char c : name) {
+    if (c == '/') {
+      return "found a path";
+    }
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "found a control character";
+    }
+  }
+  return "";
+}
+
 uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   uint64_t hash = seed;

@@ -1,10 +1,12 @@
 // Training runs as a user starts them: exact resume after a clean stop, after
 // SIGKILL and after SIGTERM; evaluation of the result; data-parallel runs.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -319,6 +321,40 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
       dir.path());
   EXPECT_EQ(changed.status, 2);
   EXPECT_THAT(changed.output, HasSubstr("model.d_inner"));
+}
+
+// A scheduler's SIGTERM to xl-sweep reaches the run it trains, which checkpoints; the sweep
+// stops with 143 instead of starting the next run, and the same command resumes. SIGKILL of the
+// sweep leaves no orphan: its run gets SIGTERM, checkpoints and ends (its lock is released).
+TEST(Sweep, ASignalStopsTheRunAndTheSweepAndAKilledSweepLeavesNoOrphan) {
+  TempDir dir;
+  const std::string sweep = std::string(kBinDir) + "/xl-sweep -c " +
+      kSourceDir +
+      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      " train.max_step=5000 --dir sw --variant a --variant 'b train.lr=0.001'";
+  const auto run = dir / "sw/a";
+  const int stopped =
+      signal_after_step(spawn(sweep, dir.path()), run, 3, SIGTERM);
+  ASSERT_TRUE(WIFEXITED(stopped)) << stopped;
+  EXPECT_EQ(WEXITSTATUS(stopped), 128 + SIGTERM);
+  const int64_t first = checkpoint_step(run);
+  EXPECT_GE(first, 3);
+  EXPECT_LT(first, 5000);
+  EXPECT_FALSE(fs::exists(dir / "sw/b")); // the next run was not started
+
+  const int killed =
+      signal_after_step(spawn(sweep, dir.path()), run, first + 3, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(killed));
+  // The orphaned run ends: its lock is free within seconds, after its checkpoint.
+  bool released = false;
+  for (int i = 0; i < 600 && !released; ++i) {
+    const int fd = ::open((run / ".lock").c_str(), O_RDWR);
+    released = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(released) << "the run trained on after its sweep was killed";
+  EXPECT_GT(checkpoint_step(run), first);
 }
 
 // xl-sample: the prompt and the words drawn after it on stdout, the same for the same seed.
@@ -638,14 +674,15 @@ TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
   const auto overwrite = run_command(
       average + " --checkpoints step_30 step_40 --out step_40", dir.path());
   EXPECT_EQ(overwrite.status, 2);
-  EXPECT_THAT(overwrite.output, HasSubstr("would overwrite"));
+  EXPECT_THAT(
+      overwrite.output, HasSubstr("the trainer writes checkpoints/step_40.pt"));
   // Another model's checkpoint is refused.
   const auto other = run_command(
       train_command(dir / "other", "--set model.d_model=16 --stop-at-step 10"),
       dir.path());
   ASSERT_EQ(other.status, 0) << other.output;
   const auto mixed = run_command(
-      average + " --checkpoints step_40 " +
+      average + " --out mixed --checkpoints step_40 " +
           (dir / "other/checkpoints/last.pt").string(),
       dir.path());
   EXPECT_EQ(mixed.status, 2);
@@ -955,6 +992,95 @@ TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr(message));
     EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  }
+}
+
+// Every file of a run (path -> bytes), to show that a tool left it as it was.
+std::map<std::string, std::string> run_files(const fs::path& run) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(run)) {
+    if (entry.is_regular_file() && entry.path().filename() != ".lock") {
+      files[fs::relative(entry.path(), run).string()] = read_text(entry.path());
+    }
+  }
+  return files;
+}
+
+// The outputs rule (run/outputs.h) through every tool that writes: a run's files are never an
+// output (with --force neither), names are plain, an existing output needs --force, the
+// check comes before the work, and a run's config.yaml trains only its own run. The run's
+// bytes are compared before and after all of it.
+TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
+  TempDir dir;
+  const auto trained = run_command(
+      train_command(dir / "r", "--set train.keep_snapshots=2"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto before = run_files(dir / "r");
+  const std::string bin = std::string(kBinDir) + "/";
+  for (const auto& [command, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"xl-average --run r --last 2 --out best",
+            "the trainer writes checkpoints/best.pt"},
+           {"xl-average --run r --last 2 --out last --force",
+            "the trainer writes"},
+           {"xl-average --run r --last 2 --out step_30", "the trainer writes"},
+           {"xl-average --run r --last 2 --out ../../x",
+            "expected a plain name"},
+           {"xl-average --run r --last 2 --out ''", "expected a plain name"},
+           {"xl-compare r --csv r/metrics.jsonl --force",
+            "a file of the run in"},
+           {"xl-compare r --plot r/checkpoints/best.pt", "(its checkpoints)"},
+           {"xl-compare r --csv r/config.yaml", "(its config)"},
+           {"xl-compare r --csv t.csv --plot ./t.csv", "name the same file"},
+           {"xl-eval --run r --dump-batches r/checkpoints/last.pt --force",
+            "a file of the run in"},
+           {"xl-export --run r --out r", "is the run in"},
+           {"xl-export --run r --out r/checkpoints/hf --force",
+            "is inside the run in"},
+           {"xl-prep --train afile --out r", "is the run in"},
+           {"xl-train -c r/config.yaml --set run.name=.. --set run.dir=null",
+            "run.name: expected a plain name"},
+           {"user", "holds files that are not a run's"},
+           {"xl-train -c copy/config.yaml --resume",
+            "is the config of the run in"},
+       }) {
+    SCOPED_TRACE(command);
+    if (command == "user") {
+      write_file(dir / "user/config.yaml", "the user's own notes\n");
+    }
+    if (command.find("copy/") != std::string::npos &&
+        !fs::exists(dir / "copy")) {
+      fs::copy(dir / "r", dir / "copy", fs::copy_options::recursive);
+    }
+    write_file(dir / "afile", "text\n");
+    // "user": a new run into a folder of the user's files
+    const auto r = run_command(
+        command == "user" ? train_command(dir / "user") : bin + command,
+        dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+    EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+    EXPECT_THAT(
+        r.output, Not(HasSubstr("evaluating"))); // refused before the work
+  }
+  EXPECT_EQ(read_text(dir / "user/config.yaml"), "the user's own notes\n");
+  EXPECT_EQ(run_files(dir / "r"), before);
+  EXPECT_EQ(run_files(dir / "copy"), before);
+
+  // Outputs of their own: a second write needs --force.
+  for (const std::string command :
+       {"xl-average --run r --last 2 --out avg",
+        "xl-compare r --csv t.csv --plot c.png",
+        "xl-eval --run r --max-steps 1 --dump-batches b/batches.safetensors",
+        "xl-export --run r --out hf"}) {
+    SCOPED_TRACE(command);
+    const auto first = run_command(bin + command, dir.path());
+    ASSERT_EQ(first.status, 0) << first.output;
+    const auto again = run_command(bin + command, dir.path());
+    EXPECT_EQ(again.status, 2) << again.output;
+    EXPECT_THAT(again.output, HasSubstr("pass --force"));
+    const auto forced = run_command(bin + command + " --force", dir.path());
+    EXPECT_EQ(forced.status, 0) << forced.output;
   }
 }
 

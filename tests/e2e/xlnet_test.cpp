@@ -304,13 +304,14 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
         bin("xl-eval") + " --run run_" + kind +
-            " --max-steps 4 --set eval.batch_size=4 --dump-batches batches.safetensors",
+            " --max-steps 4 --set eval.batch_size=4 --dump-batches batches_" +
+            kind + ".safetensors",
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     const auto xl = last_record(dir / ("run_" + kind));
     const auto hf = run_command(
-        std::string(kPython) + " hf_loss.py hf_" + kind +
-            " batches.safetensors",
+        std::string(kPython) + " hf_loss.py hf_" + kind + " batches_" + kind +
+            ".safetensors",
         dir.path());
     ASSERT_EQ(hf.status, 0) << hf.output;
     std::istringstream numbers(hf.output.substr(
@@ -329,8 +330,8 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
             kind == "lm" ? "as XLNetLMHeadModel"
                          : "as XLNetForSequenceClassification"));
     const auto back = run_command(
-        std::string(kPython) + " hf_loss.py exported_" + kind +
-            " batches.safetensors",
+        std::string(kPython) + " hf_loss.py exported_" + kind + " batches_" +
+            kind + ".safetensors",
         dir.path());
     ASSERT_EQ(back.status, 0) << back.output;
     EXPECT_EQ(

@@ -33,6 +33,8 @@ struct EvalRequest {
   /// write every scored batch to this safetensors file (batch_<s>/<field>; metadata: batches,
   /// continues_streams)
   std::optional<std::string> dump_batches;
+  /// replace an existing --dump-batches file
+  bool force = false;
   /// refuse a config whose memory estimate exceeds the available memory
   bool enforce_memory = true;
 };
@@ -73,8 +75,10 @@ struct ExportRequest {
   std::string run_dir;
   /// "best", "last", another checkpoint of the run or a file
   std::string checkpoint = "best";
-  /// the folder to write (created)
+  /// the folder to write (created; outside any run)
   std::string out;
+  /// write into a folder that is not empty
+  bool force = false;
 };
 
 /// Writes a checkpoint of a run in Hugging Face's format (models/hf_export.h): out/config.json,
@@ -101,8 +105,10 @@ struct AverageRequest {
   std::vector<std::string> checkpoints;
   /// of the snapshots, only the newest this many (unset: all)
   std::optional<int64_t> last;
-  /// the name of the result in the run's checkpoints/
+  /// the name of the result in the run's checkpoints/ (not one the trainer writes)
   std::string out = "averaged";
+  /// replace an earlier result of that name
+  bool force = false;
 };
 
 /// Averages checkpoints of a run (run/average.h) into checkpoints/<out>.pt and prints what it
@@ -121,8 +127,10 @@ struct SweepRequest {
 
 /// Trains every run of a sweep one after another with xl-train (a finished run is skipped, an
 /// interrupted one resumed), evaluates each with xl-eval, then prints xl-compare's table and
-/// writes <dir>/compare.csv and <dir>/curves.png. Returns the process exit status: 128 + the
-/// signal that stopped a run, 1 when a run failed.
+/// writes <dir>/compare.csv and <dir>/curves.png. SIGINT and SIGTERM are passed on to the
+/// running child (which checkpoints and exits) and stop the sweep; a child gets SIGTERM when the
+/// sweep dies. Returns the process exit status: 128 + the signal that stopped a run or the
+/// sweep, 1 when a run failed.
 int run_sweep(const SweepRequest& request);
 
 } // namespace xl::app

@@ -4,7 +4,7 @@
 
 #include <array>
 #include <cstdint>
-#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "xl/run/compare.h"
@@ -16,11 +16,11 @@ struct PlotOptions {
   int height = 700;
 };
 
-/// Writes the curves of `runs` to `path` (PNG), with a legend of the run directories' names.
-/// No logged loss in any run is a UserError, as is a file that cannot be written.
-void plot_curves(
+/// The curves of `runs` as the bytes of a PNG file, with a legend of the run directories'
+/// names (written by the caller, through run/outputs.h). No logged loss in any run is a
+/// UserError.
+std::string plot_curves(
     const std::vector<RunSummary>& runs,
-    const std::filesystem::path& path,
     const PlotOptions& options = {});
 
 /// The colour of the i-th run, as 8-bit RGB (tests look for it in the image).

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,18 +45,31 @@ struct RunPaths {
   std::filesystem::path checkpoint(const std::string& name) const;
 };
 
+/// The step of a snapshot's name ("step_300" -> 300), or nothing for another name.
+std::optional<int64_t> snapshot_step(const std::string& name);
+
+/// Whether the trainer writes checkpoints/<name>.pt: best, last and the snapshots step_<S>.
+bool written_by_trainer(const std::string& name);
+
 /// The directory of a run: run.dir, or runs/<run.name>.
 std::filesystem::path run_directory(const config::Config& config);
 
 /// Paths inside the run directory `dir`.
 RunPaths run_paths(const std::filesystem::path& dir);
 
+/// Refuses a config file that is a run's config.yaml (a run directory's, also a copied one's)
+/// whose run.dir names another run directory: training it would continue the other run.
+void check_config_belongs(
+    const std::filesystem::path& config_file,
+    const config::Config& config);
+
 /// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
 /// same run is refused), removes the temporary files a killed save left, and writes the
 /// resolved config into it atomically (not when resuming: the trainer writes it once the
 /// checkpoint accepted the config, so a refused resume changes nothing). Starting a new run where checkpoints
 /// already exist is refused, so that a finished run is never overwritten by
-/// accident; resuming a directory without a checkpoint is refused too.
+/// accident, as is one in a folder holding other files; resuming a directory without a
+/// checkpoint is refused too.
 RunPaths prepare_run_directory(const config::Config& config, bool resume);
 
 } // namespace xl::run

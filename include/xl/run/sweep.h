@@ -29,12 +29,18 @@ struct SweepVariant {
   std::vector<std::string> overrides;
 };
 
-/// "KEY=V1,V2,..." -> the axis; a missing '=', an empty key or an empty value is a UserError.
+/// "KEY=V1,V2,..." -> the axis; a missing '=', an empty key, an empty value or run.name and
+/// run.dir (the sweep sets them) are UserErrors.
 GridAxis parse_grid_axis(const std::string& text);
 
 /// "NAME [KEY=VALUE ...]" -> the variant; a name with characters other than letters, digits
-/// and ._+- (or none) is a UserError.
+/// and ._+- (or none), "." or "..", kSweepTable or kSweepCurves and an override of run.name or
+/// run.dir are UserErrors.
 SweepVariant parse_variant(const std::string& text);
+
+/// The files a sweep writes in its folder beside the runs (no run may take their names).
+inline constexpr const char* kSweepTable = "compare.csv";
+inline constexpr const char* kSweepCurves = "curves.png";
 
 struct SweepSpec {
   /// the base config file
@@ -58,7 +64,8 @@ struct SweepRun {
 /// Every variant (or one unnamed run) times every combination of the grid, in the order given,
 /// the last axis fastest; names join the variant's and "<last key part>=<value>" with ','.
 /// Each config is loaded and validated here, so that a bad key fails before any run starts.
-/// No variant and no axis, or two runs of one name, are UserErrors.
+/// No variant and no axis, two runs of one name, or run.name or run.dir among the common
+/// overrides are UserErrors.
 std::vector<SweepRun> expand_sweep(const SweepSpec& spec);
 
 enum class RunState {

@@ -34,6 +34,10 @@ void atomic_write(const fs::path& path, const std::string& content);
 /// `path`.
 void remove_stale_temporaries(const fs::path& path);
 
+/// Why `name` is not a plain file name (empty, "." or "..", with a '/', a control character,
+/// or longer than 255 bytes), or an empty string when it is one.
+std::string plain_name_problem(const std::string& name);
+
 /// 64-bit FNV-1a hash, used for vocabulary checksums (stable across platforms
 /// and versions).
 uint64_t fnv1a64(

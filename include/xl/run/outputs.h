@@ -1,0 +1,58 @@
+// The one rule for what a tool writes (docs/integrity.md, "Outputs"): never over a file a run
+// owns, never outside the folder its flag names, never over an existing output unless told
+// --force, and checked before any work is done.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace xl::run {
+
+/// The run directory that `path` lies in or is (a folder holding config.yaml beside
+/// checkpoints/, metrics.jsonl or .lock), found through symbolic links; `path` need not exist.
+std::optional<std::filesystem::path> enclosing_run(
+    const std::filesystem::path& path);
+
+/// What `path` is to the run `run` that encloses it: "its config", "its metrics", "its log",
+/// "its lock", "its TensorBoard events", "its checkpoints" (anything under checkpoints/), or
+/// empty for a file the run does not own.
+std::string run_file_role(
+    const std::filesystem::path& run,
+    const std::filesystem::path& path);
+
+/// Refuses (UserError naming `flag`) a name given where a plain file name is asked: empty,
+/// "." or "..", with a '/', a NUL or another control character, or longer than 255 bytes.
+void check_plain_name(const std::string& flag, const std::string& name);
+
+/// Checks the file a tool is about to write for `flag` before it starts work, and returns it:
+/// refuses an empty path, a folder or anything but a regular file, a file a run owns or
+/// anything under a run's checkpoints/ (with --force too), an existing file unless `force`,
+/// and a path whose existing part is not a writable folder. Missing folders are created when
+/// the file is written (write_output_file).
+std::filesystem::path check_output_file(
+    const std::string& flag,
+    const std::string& path,
+    bool force);
+
+/// Checks the folder a tool is about to write several files into for `flag`, and returns it:
+/// refuses an empty path, a file, a run directory or a folder inside one, a folder that is
+/// not empty unless `force`, and a path whose existing part is not a writable folder.
+std::filesystem::path check_output_folder(
+    const std::string& flag,
+    const std::string& path,
+    bool force);
+
+/// Creates `folder` and the folders above it, a UserError naming `flag` when it cannot.
+void create_output_folder(
+    const std::string& flag,
+    const std::filesystem::path& folder);
+
+/// Writes `content` to a file checked by check_output_file, atomically, creating the folders
+/// above it; a failure is a UserError naming `flag`.
+void write_output_file(
+    const std::string& flag,
+    const std::filesystem::path& path,
+    const std::string& content);
+
+} // namespace xl::run

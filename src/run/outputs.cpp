@@ -1,0 +1,209 @@
+#include "xl/run/outputs.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::run {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The absolute path with every symbolic link of its existing part resolved, so that a link
+// into a run is judged by where it leads.
+fs::path resolved(const fs::path& path) {
+  std::error_code ec;
+  const auto absolute = fs::absolute(path, ec);
+  const auto canonical = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : canonical;
+}
+
+bool is_run_directory(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "config.yaml", ec) &&
+      (fs::is_directory(dir / "checkpoints", ec) ||
+       fs::exists(dir / "metrics.jsonl", ec) || fs::exists(dir / ".lock", ec));
+}
+
+// The deepest part of `path` that exists, and refuses one that is not a writable folder.
+void check_writable_parent(const std::string& flag, const fs::path& path) {
+  std::error_code ec;
+  fs::path existing = path;
+  while (!existing.empty() && !fs::exists(existing, ec)) {
+    existing = existing.parent_path();
+  }
+  if (existing.empty()) {
+    existing = ".";
+  }
+  if (!fs::is_directory(existing, ec)) {
+    throw UserError(fmt::format(
+        "{} {}: {} is not a folder", flag, path.string(), existing.string()));
+  }
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    throw UserError(fmt::format(
+        "{} {}: cannot create files in {} (permission denied)",
+        flag,
+        path.string(),
+        existing.string()));
+  }
+}
+
+void check_not_empty(const std::string& flag, const std::string& path) {
+  if (path.empty()) {
+    throw UserError(
+        fmt::format("{}: expected a path, found an empty one", flag));
+  }
+}
+
+} // namespace
+
+std::optional<fs::path> enclosing_run(const fs::path& path) {
+  for (fs::path dir = resolved(path); !dir.empty(); dir = dir.parent_path()) {
+    if (is_run_directory(dir)) {
+      return dir;
+    }
+    if (dir == dir.root_path()) {
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string run_file_role(const fs::path& run, const fs::path& path) {
+  const auto relative = resolved(path).lexically_relative(resolved(run));
+  if (relative.empty() || *relative.begin() == "..") {
+    return "";
+  }
+  const std::string first = relative.begin()->string();
+  if (first == "checkpoints") {
+    return "its checkpoints";
+  }
+  if (std::next(relative.begin()) != relative.end()) {
+    return ""; // a file in a folder of the run other than checkpoints/
+  }
+  if (first == "config.yaml") {
+    return "its config";
+  }
+  if (first == "metrics.jsonl") {
+    return "its metrics";
+  }
+  if (first == "train.log") {
+    return "its log";
+  }
+  if (first == ".lock") {
+    return "its lock";
+  }
+  if (first.rfind("events.out.tfevents.", 0) == 0) {
+    return "its TensorBoard events";
+  }
+  return "";
+}
+
+void check_plain_name(const std::string& flag, const std::string& name) {
+  if (const auto problem = plain_name_problem(name); !problem.empty()) {
+    throw UserError(fmt::format(
+        "{} '{}': expected a plain name (no folder), {}", flag, name, problem));
+  }
+}
+
+fs::path check_output_file(
+    const std::string& flag,
+    const std::string& path,
+    bool force) {
+  check_not_empty(flag, path);
+  const fs::path file(path);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) {
+    throw UserError(
+        fmt::format("{} {} is a folder; name a file to write", flag, path));
+  }
+  if (const auto run =
+          enclosing_run(file)) { // through links: judged by where it leads
+    if (const auto role = run_file_role(*run, file); !role.empty()) {
+      throw UserError(fmt::format(
+          "{} {} is a file of the run in {} ({}); tools never write over a run's files: "
+          "name another file",
+          flag,
+          path,
+          run->string(),
+          role));
+    }
+  }
+  if (fs::exists(fs::symlink_status(file, ec))) {
+    if (!fs::is_regular_file(file, ec)) {
+      throw UserError(fmt::format(
+          "{} {} exists and is not a regular file; name another file",
+          flag,
+          path));
+    }
+    if (!force) {
+      throw UserError(fmt::format(
+          "{} {} exists; pass --force to replace it, or name another file",
+          flag,
+          path));
+    }
+  }
+  check_writable_parent(
+      flag, file.parent_path().empty() ? "." : file.parent_path());
+  return file;
+}
+
+fs::path check_output_folder(
+    const std::string& flag,
+    const std::string& path,
+    bool force) {
+  check_not_empty(flag, path);
+  const fs::path folder(path);
+  std::error_code ec;
+  if (const auto run = enclosing_run(folder)) {
+    throw UserError(fmt::format(
+        "{} {} {} the run in {}; tools never write into a run's folder: name a folder "
+        "outside it",
+        flag,
+        path,
+        resolved(folder) == *run ? "is" : "is inside",
+        run->string()));
+  }
+  if (fs::exists(folder, ec)) {
+    if (!fs::is_directory(folder, ec)) {
+      throw UserError(fmt::format(
+          "{} {} is a file; name a folder to write into", flag, path));
+    }
+    if (!force && !fs::is_empty(folder, ec)) {
+      throw UserError(fmt::format(
+          "{} {} is a folder that is not empty; pass --force to write over what it holds, "
+          "or name another folder",
+          flag,
+          path));
+    }
+  }
+  check_writable_parent(flag, folder);
+  return folder;
+}
+
+void create_output_folder(const std::string& flag, const fs::path& folder) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) {
+    throw UserError(fmt::format(
+        "{}: cannot create the folder {}: {}",
+        flag,
+        folder.string(),
+        ec.message()));
+  }
+}
+
+void write_output_file(
+    const std::string& flag,
+    const fs::path& path,
+    const std::string& content) {
+  if (path.has_parent_path()) {
+    create_output_folder(flag, path.parent_path());
+  }
+  atomic_write(path, content);
+}
+
+} // namespace xl::run

@@ -1,0 +1,245 @@
+// The rule for tools' outputs (run/outputs.h): a run's files and folder are never an output,
+// names are plain, an existing output needs --force, and the check comes before any work.
+#include "xl/run/outputs.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "test_util.h"
+#include "xl/run/sweep.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::run {
+namespace {
+
+using test::read_text;
+using test::TempDir;
+using test::write_file;
+using ::testing::HasSubstr;
+
+// A run as the trainer leaves it.
+fs::path make_run(const fs::path& dir) {
+  write_file(dir / "config.yaml", "run:\n  name: r\n");
+  write_file(dir / "metrics.jsonl", "{}\n");
+  write_file(dir / "train.log", "");
+  write_file(dir / "events.out.tfevents.1.host.2", "");
+  write_file(dir / "checkpoints/best.pt", "weights");
+  write_file(dir / "checkpoints/last.pt", "weights");
+  return dir;
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
+  TempDir dir;
+  const auto run = make_run(dir / "r");
+  for (const char* owned :
+       {"config.yaml",
+        "metrics.jsonl",
+        "train.log",
+        "events.out.tfevents.1.host.2",
+        "checkpoints/best.pt",
+        "checkpoints/new.csv",
+        "checkpoints/sub/x.png"}) {
+    for (const bool force : {false, true}) {
+      EXPECT_THAT(
+          refusal([&] {
+            check_output_file("--csv", (run / owned).string(), force);
+          }),
+          HasSubstr("tools never write over a run's files"))
+          << owned << " force " << force;
+    }
+  }
+  // Reached through "..", a link to the run's folder, or a link to the file itself.
+  fs::create_directory(dir / "elsewhere");
+  fs::create_directory_symlink(run, dir / "link");
+  fs::create_symlink(run / "metrics.jsonl", dir / "metrics_link.jsonl");
+  for (const auto& path :
+       {dir / "elsewhere/../r/metrics.jsonl",
+        dir / "link/config.yaml",
+        dir / "link/checkpoints/last.pt",
+        dir / "metrics_link.jsonl"}) {
+    EXPECT_THAT(
+        refusal([&] { check_output_file("--csv", path.string(), true); }),
+        HasSubstr("a file of the run in"))
+        << path;
+  }
+  // What the run does not own is an ordinary output: new files beside it and in other folders.
+  EXPECT_EQ(
+      check_output_file("--csv", (run / "compare.csv").string(), false),
+      run / "compare.csv");
+  EXPECT_NO_THROW(
+      check_output_file("--csv", (dir / "elsewhere/t.csv").string(), false));
+  EXPECT_EQ(
+      run_file_role(run, run / "checkpoints/averaged.pt"), "its checkpoints");
+  EXPECT_EQ(run_file_role(run, run / ".lock"), "its lock");
+  EXPECT_EQ(run_file_role(run, run / "notes/metrics.jsonl"), "");
+  EXPECT_EQ(run_file_role(run, dir / "elsewhere/metrics.jsonl"), "");
+}
+
+TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {
+  TempDir dir;
+  const auto file = write_file(dir / "table.csv", "old");
+  EXPECT_THAT(
+      refusal([&] { check_output_file("--csv", file.string(), false); }),
+      HasSubstr(
+          "--csv " + file.string() + " exists; pass --force to replace it"));
+  EXPECT_EQ(check_output_file("--csv", file.string(), true), file);
+  EXPECT_THAT(
+      refusal([&] { check_output_file("--csv", "/dev/null", true); }),
+      HasSubstr("exists and is not a regular file"));
+  EXPECT_THAT(
+      refusal([&] { check_output_file("--csv", dir.path().string(), true); }),
+      HasSubstr("is a folder; name a file"));
+  EXPECT_THAT(
+      refusal([&] { check_output_file("--csv", "", true); }),
+      HasSubstr("--csv: expected a path, found an empty one"));
+  // A file where a folder of the path should be, and a folder that cannot be written.
+  EXPECT_THAT(
+      refusal([&] {
+        check_output_file("--csv", (file / "x/t.csv").string(), true);
+      }),
+      HasSubstr(file.string() + " is not a folder"));
+  if (::geteuid() != 0) { // root writes anywhere
+    fs::create_directory(dir / "ro");
+    fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_THAT(
+        refusal([&] {
+          check_output_file("--csv", (dir / "ro/t.csv").string(), true);
+        }),
+        HasSubstr("cannot create files in"));
+  }
+  // Missing folders are created when the file is written, atomically.
+  write_output_file("--csv", dir / "new/deeper/t.csv", "a,b\n");
+  EXPECT_EQ(read_text(dir / "new/deeper/t.csv"), "a,b\n");
+}
+
+TEST(Outputs, AFolderOutputIsNeverARunsAndAFullOneNeedsForce) {
+  TempDir dir;
+  const auto run = make_run(dir / "r");
+  for (const auto& folder : {run, run / "checkpoints", run / "export"}) {
+    for (const bool force : {false, true}) {
+      EXPECT_THAT(
+          refusal(
+              [&] { check_output_folder("--out", folder.string(), force); }),
+          HasSubstr("tools never write into a run's folder"))
+          << folder;
+    }
+  }
+  write_file(dir / "full/a.txt", "");
+  EXPECT_THAT(
+      refusal([&] {
+        check_output_folder("--out", (dir / "full").string(), false);
+      }),
+      HasSubstr("is a folder that is not empty; pass --force"));
+  EXPECT_NO_THROW(check_output_folder("--out", (dir / "full").string(), true));
+  EXPECT_NO_THROW(
+      check_output_folder("--out", (dir / "new/a").string(), false));
+  EXPECT_THAT(
+      refusal([&] {
+        check_output_folder("--out", (dir / "full/a.txt").string(), true);
+      }),
+      HasSubstr("is a file; name a folder"));
+  EXPECT_THAT(
+      refusal([&] { check_output_folder("--out", "", true); }),
+      HasSubstr("expected a path"));
+}
+
+// Property test over random names made of the characters and pieces that matter: a name is
+// plain exactly when it is one path component other than "." and "..", without control
+// characters; and a plain name never leads out of the folder it is joined to.
+TEST(Outputs, PlainNamesAreSingleComponentsInsideTheirFolder) {
+  const std::vector<std::string> pieces{
+      "a",
+      "b.pt",
+      ".",
+      "..",
+      "/",
+      "_",
+      "-",
+      "+",
+      " ",
+      "\t",
+      "\n",
+      "\x7f",
+      "é",
+      "step_3",
+      "compare.csv",
+      std::string(1, '\x01'),
+      std::string(120, 'x')};
+  std::mt19937 rng(7);
+  const fs::path folder = "/sweep";
+  int plain = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string name;
+    const int n = static_cast<int>(rng() % 4);
+    for (int k = 0; k < n; ++k) {
+      name += pieces[rng() % pieces.size()];
+    }
+    const bool has_control = std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    const bool expected = !name.empty() && name != "." && name != ".." &&
+        name.find('/') == std::string::npos && !has_control &&
+        name.size() <= 255;
+    ASSERT_EQ(plain_name_problem(name).empty(), expected) << '"' << name << '"';
+    if (expected) {
+      ++plain;
+      const auto joined = (folder / name).lexically_normal();
+      ASSERT_EQ(joined.parent_path(), folder) << name;
+      EXPECT_NO_THROW(check_plain_name("--out", name));
+    } else {
+      EXPECT_THROW(check_plain_name("--out", name), UserError);
+    }
+  }
+  EXPECT_GT(plain, 2000); // both sides were exercised
+}
+
+// The same property through a sweep's variant names: every accepted name is a plain name
+// other than the sweep's own files, and every refused one is a one-line UserError.
+TEST(Outputs, SweepVariantNamesArePlainAndNotTheSweepsFiles) {
+  const std::vector<std::string> pieces{
+      "a", ".", "..", "_", "-", "+", "x1", kSweepTable, kSweepCurves, "/", "="};
+  std::mt19937 rng(11);
+  for (int i = 0; i < 5000; ++i) {
+    std::string name;
+    const int n = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < n; ++k) {
+      name += pieces[rng() % pieces.size()];
+    }
+    try {
+      const auto variant = parse_variant(name + " train.lr=0.001");
+      EXPECT_TRUE(plain_name_problem(variant.name).empty()) << name;
+      EXPECT_NE(variant.name, kSweepTable);
+      EXPECT_NE(variant.name, kSweepCurves);
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos)
+          << e.what();
+    }
+  }
+  for (const std::string bad : {".", "..", kSweepTable, kSweepCurves}) {
+    EXPECT_THROW(parse_variant(bad + " train.lr=0.001"), UserError) << bad;
+  }
+  for (const std::string location : {"run.dir=/tmp/x", "run.name=x"}) {
+    EXPECT_THAT(
+        refusal([&] { parse_variant("v " + location); }),
+        HasSubstr("is set by the sweep"));
+    EXPECT_THAT(
+        refusal([&] { parse_grid_axis(location); }),
+        HasSubstr("is set by the sweep"));
+  }
+}
+
+} // namespace
+} // namespace xl::run
