@@ -52,13 +52,13 @@ int main(int argc, char** argv) {
            "--min-freq",
            options.min_freq,
            "word: leave out words seen fewer times (they map to <unk>)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(xl::app::count_from(0));
     app.add_option(
            "--max-size",
            options.max_size,
            "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
            "<unk>)")
-        ->check(CLI::PositiveNumber);
+        ->check(xl::app::count_from(1));
     app.add_option(
         "--vocab",
         vocab,
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
            "--holdout",
            holdout,
            "nsmc: the last N training documents become the valid split")
-        ->check(CLI::NonNegativeNumber);
+        ->check(xl::app::count_from(0));
     app.add_option(
         "--character-coverage",
         xlnet.sentencepiece.character_coverage,

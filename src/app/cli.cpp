@@ -90,16 +90,20 @@ void add_run_flags(
   });
 }
 
-CLI::Validator positive_count() {
+CLI::Validator count_from(int64_t min) {
   return CLI::Validator(
-      [](const std::string& value) -> std::string {
+      [min](const std::string& value) -> std::string {
         int64_t n = 0;
-        if (!CLI::detail::lexical_cast(value, n) || n < 1) {
-          return "expected a count >= 1, found '" + value + "'";
+        if (!CLI::detail::lexical_cast(value, n) || n < min) {
+          return fmt::format("expected a count >= {}, found '{}'", min, value);
         }
         return "";
       },
-      "COUNT >= 1");
+      fmt::format("COUNT >= {}", min));
+}
+
+CLI::Validator positive_count() {
+  return count_from(1);
 }
 
 bool load_config(const ConfigFlags& flags, config::Config& out) {

@@ -174,9 +174,10 @@ TrainedModel load_trained_model(
     const std::string& checkpoint_name,
     const data::Dataset& dataset,
     const torch::Device& device,
-    bool enforce_memory) {
+    bool enforce_memory,
+    const char* use = "evaluation") {
   check_memory(
-      "evaluation",
+      use,
       models::estimate_evaluation_memory(config, dataset.vocab_size()),
       device,
       enforce_memory);
@@ -244,8 +245,12 @@ int run_training(
   run::RunPaths paths;
   if (env) {
     // A dead peer is noticed at once; a hung one after this long.
-    group =
-        std::make_unique<run::Group>(*env, device, std::chrono::minutes(30));
+    group = std::make_unique<run::Group>(
+        *env,
+        device,
+        std::chrono::milliseconds(
+            static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
+        std::chrono::minutes(30));
     // Rank 0 alone prepares and locks the run directory; the others learn whether it could.
     std::string failure;
     if (env->rank == 0) {
@@ -406,23 +411,40 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
         "instead",
         request.run_dir));
   }
-  if (request.top_p <= 0.0) {
+  // Checked here, with messages of their own: a NaN passes CLI11's range checks, and a
+  // temperature below 1e-6 overflows the scaled log-probabilities.
+  if (!(request.temperature == 0.0 ||
+        (request.temperature >= 1e-6 && request.temperature <= 1e6))) {
     throw UserError(fmt::format(
-        "--top-p {} keeps no token: give a probability above 0, up to 1",
+        "--temperature {}: expected 0 (always the most probable token) or a number from "
+        "1e-06 to 1e+06",
+        request.temperature));
+  }
+  if (!(request.top_p > 0.0 && request.top_p <= 1.0)) {
+    throw UserError(fmt::format(
+        "--top-p {}: expected a probability above 0, up to 1 (1: every token)",
         request.top_p));
+  }
+  if (request.seed < 0) {
+    throw UserError(
+        fmt::format("--seed {}: expected a whole number >= 0", request.seed));
   }
   const run::RunPaths paths = run::run_paths(request.run_dir);
   run::setup_runtime(config.train);
   const auto dataset = data::open_dataset(config);
   const data::Vocab& vocab = dataset->text_vocab();
   const torch::Device device = run::pick_device(config.train);
+  // The samples are the batch rows: the memory check counts them.
+  auto sampling = config;
+  sampling.eval.batch_size = request.samples;
   const auto [model, checkpoint, step] = load_trained_model(
-      config,
+      sampling,
       paths,
       request.checkpoint,
       *dataset,
       device,
-      request.enforce_memory);
+      request.enforce_memory,
+      "sampling");
 
   const std::string text = request.prompt_file
       ? read_file(*request.prompt_file, "prompt file")
@@ -463,7 +485,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
         *n_ctx));
   }
   options.use_memory = !request.no_memory;
-  options.seed = request.seed;
+  options.seed = static_cast<uint64_t>(request.seed);
   options.device = device;
   spdlog::info(
       "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "

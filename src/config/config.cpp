@@ -219,6 +219,13 @@ void validate_xlnet(const Config& c) {
         "model.pre_lnorm",
         "XLNet normalises after each sub-layer: set false");
   }
+  if (m.xlnet.n_class == 1) {
+    fail_rule(
+        c,
+        "model.xlnet.n_class",
+        "a classifier needs 2 classes or more (0: pretraining, no classification head), "
+        "found 1");
+  }
   if (c.eval.mode != EvalMode::kMemory) {
     fail_rule(
         c,

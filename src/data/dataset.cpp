@@ -276,6 +276,7 @@ class XLNetDataset : public Dataset {
     o.seed = static_cast<uint64_t>(c_.train.seed);
     // Evaluation sums over its batches, so reading by length changes no score.
     o.group_by_length = training ? c_.train.group_by_length : true;
+    o.n_class = c_.model.xlnet.n_class;
     return o;
   }
 

@@ -199,6 +199,18 @@ LabelledTexts::LabelledTexts(
         options_.seq_len));
   }
   available_ = static_cast<int64_t>(examples.size());
+  for (size_t e = 0; options_.n_class && e < examples.size(); ++e) {
+    if (examples[e].label >= *options_.n_class) {
+      throw UserError(fmt::format(
+          "{}: example {} has label {}, but the model has {} classes (model.xlnet.n_class): "
+          "labels go from 0 to {}",
+          name_,
+          e + 1,
+          examples[e].label,
+          *options_.n_class,
+          *options_.n_class - 1));
+    }
+  }
   if (options_.max_examples && *options_.max_examples > available_) {
     throw UserError(fmt::format(
         "{} holds {} examples, fewer than the first {} asked for",

@@ -4,6 +4,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <unordered_map>
@@ -95,6 +96,24 @@ void train_sentencepiece(
     const std::vector<std::filesystem::path>& files,
     const std::filesystem::path& model,
     const SentencePieceOptions& options) {
+  // SentencePiece asserts these deep inside its trainer ("Internal: ..."); said here plainly.
+  const auto listed = [](std::string_view list) {
+    return static_cast<int64_t>(std::count(list.begin(), list.end(), ',')) + 1;
+  };
+  const int64_t specials =
+      3 + listed(kControlSymbols) + listed(kUserSymbols); // <unk> <s> </s>
+  if (options.vocab_size <= specials) {
+    throw UserError(fmt::format(
+        "--vocab-size {}: expected more than the {} special pieces of XLNet's vocabulary",
+        options.vocab_size,
+        specials));
+  }
+  if (!(options.character_coverage > 0.0 &&
+        options.character_coverage <= 1.0)) {
+    throw UserError(fmt::format(
+        "--character-coverage {}: expected a fraction above 0, up to 1",
+        options.character_coverage));
+  }
   std::vector<std::string> lines;
   for (const auto& file : files) {
     const std::string text = read_file(file, "corpus file");

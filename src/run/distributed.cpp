@@ -12,6 +12,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 
 #include "xl/util/error.h"
@@ -56,17 +59,24 @@ int env_int(
 
 std::optional<DistributedEnv> distributed_env() {
   if (!env_string("WORLD_SIZE")) {
+    if (const auto rank = env_string("RANK")) {
+      throw UserError(fmt::format(
+          "RANK={} is set but WORLD_SIZE is not (torchrun sets both): unset RANK to train "
+          "alone, or set WORLD_SIZE",
+          *rank));
+    }
     return std::nullopt;
   }
   DistributedEnv env;
   env.world_size = env_int("WORLD_SIZE", 1);
-  if (env.world_size == 1) {
-    return std::nullopt;
-  }
-  env.rank = env_int("RANK", 0);
+  env.rank =
+      env_int("RANK", 0, env.world_size == 1 ? std::optional(0) : std::nullopt);
   if (env.rank >= env.world_size) {
     throw UserError(fmt::format(
         "RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));
+  }
+  if (env.world_size == 1) {
+    return std::nullopt;
   }
   env.local_rank = env_int("LOCAL_RANK", 0, 0);
   env.master_addr = env_string("MASTER_ADDR").value_or(env.master_addr);
@@ -88,29 +98,58 @@ struct Group::Impl {
 Group::Group(
     const DistributedEnv& env,
     const torch::Device& device,
+    std::chrono::milliseconds start_timeout,
     std::chrono::milliseconds timeout)
     : rank_(env.rank),
       size_(env.world_size),
       device_(device),
       impl_(std::make_unique<Impl>()) {
+  // c10d retries an address it cannot resolve, with a warning each time, until the timeout.
+  addrinfo* found = nullptr;
+  if (const int status =
+          ::getaddrinfo(env.master_addr.c_str(), nullptr, nullptr, &found);
+      status != 0) {
+    throw UserError(fmt::format(
+        "MASTER_ADDR={}: cannot resolve the address ({})",
+        env.master_addr,
+        ::gai_strerror(status)));
+  }
+  ::freeaddrinfo(found);
+  const auto seconds = std::chrono::duration<double>(start_timeout).count();
+  spdlog::info(
+      "rank {} of {}: waiting for the {} processes at {}:{} (up to {:g} s, "
+      "train.dist_start_timeout_s)",
+      env.rank,
+      env.world_size,
+      env.world_size,
+      env.master_addr,
+      env.master_port,
+      seconds);
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(env.master_port);
   // Rank 0 serves the store unless torchrun's agent already does.
   store_options.isServer = env.rank == 0 && !env.agent_store;
   store_options.numWorkers = env.world_size;
-  store_options.timeout = timeout;
+  store_options.timeout = start_timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
+    const std::string cause = e.what();
     throw UserError(fmt::format(
-        "rank {} of {}: cannot reach the other ranks at {}:{}: {}",
+        "rank {} of {}: the {} processes did not all join at {}:{} within {:g} s "
+        "(train.dist_start_timeout_s): {}; start every rank (torchrun --nproc-per-node {}) "
+        "with the same MASTER_ADDR and MASTER_PORT",
         env.rank,
+        env.world_size,
         env.world_size,
         env.master_addr,
         env.master_port,
-        e.what()));
+        seconds,
+        cause.substr(0, cause.find('\n')),
+        env.world_size));
   }
+  store->setTimeout(timeout); // from here on the collectives' limit
   // torchrun's store outlives restarts; a prefix keeps this group's keys apart.
   store = c10::make_intrusive<c10d::PrefixStore>("xl/", store);
   auto group =

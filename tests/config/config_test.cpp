@@ -377,6 +377,25 @@ TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
       << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
 }
 
+// run.name is a folder name under runs/ (run.dir names any folder); a classifier has 2 classes
+// or more.
+TEST(ConfigErrors, RunNamesArePlainAndAClassifierHasTwoClasses) {
+  TempDir dir;
+  const auto path = write_config(dir, "");
+  for (const std::string name : {"..", ".", "a/b", "x/../.."}) {
+    EXPECT_THAT(
+        error_of(path, {"run.name=" + name}),
+        HasSubstr("run.name: expected a plain name"))
+        << name;
+  }
+  EXPECT_EQ(error_of(path, {"run.name=a.b-c_d+e"}), "");
+  EXPECT_THAT(
+      error_of(path, {"run.dir=''"}), HasSubstr("run.dir: expected a folder"));
+  EXPECT_THAT(
+      error_of(path, {"model.type=xlnet", "model.xlnet.n_class=1"}),
+      HasSubstr("model.xlnet.n_class: a classifier needs 2 classes or more"));
+}
+
 TEST(ConfigErrors, SameLengthNeedsAMemory) {
   TempDir dir;
   EXPECT_THAT(

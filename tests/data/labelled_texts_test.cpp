@@ -104,6 +104,22 @@ TEST(ReadLabelledTexts, ABadLabelNamesTheFileAndLine) {
       HasSubstr("l.tsv:2: expected 'label<TAB>text'"));
 }
 
+// A label the model has no class for is refused when the file is opened, not at the batch
+// that happens to hold it.
+TEST(LabelledTexts, ALabelOutsideTheModelsClassesIsRefusedWhenOpened) {
+  std::vector<EncodedExample> examples(300, {1, {10, 11}});
+  examples[257].label = 2;
+  LabelledOptions o;
+  o.batch_size = 4;
+  o.max_examples = 8; // also the examples that training would not reach
+  o.n_class = 2;
+  EXPECT_THAT(
+      user_error([&] { LabelledTexts(examples, "l.tsv", o); }),
+      HasSubstr("l.tsv: example 258 has label 2, but the model has 2 classes"));
+  o.n_class = 3;
+  EXPECT_NO_THROW(LabelledTexts(examples, "l.tsv", o));
+}
+
 class LabelledTextsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

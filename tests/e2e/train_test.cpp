@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -1084,6 +1085,54 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
   }
 }
 
+// Every number a tool takes is checked before it works, with a message of its own: NaN passes
+// CLI11's ranges, whose messages print the largest double; a temperature of 1e-300 overflows;
+// the samples are rows of the batch the memory check counts; SentencePiece asserts its own
+// limits deep inside its trainer.
+TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
+  TempDir dir;
+  const auto trained =
+      run_command(train_command(dir / "r", "--stop-at-step 2"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  write_file(dir / "afile", "한국어 문장입니다.\n");
+  const std::string sample =
+      std::string(kBinDir) + "/xl-sample --run r --tokens 2 ";
+  const std::string prep =
+      std::string(kBinDir) + "/xl-prep --format xlnet --train afile --out p ";
+  for (const auto& [command, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {sample + "--temperature nan",
+            "--temperature nan: expected 0 (always"},
+           {sample + "--temperature 1e-300",
+            "--temperature 1e-300: expected 0"},
+           {sample + "--temperature -1", "--temperature -1: expected 0"},
+           {sample + "--temperature inf", "--temperature inf: expected 0"},
+           {sample + "--top-p nan",
+            "--top-p nan: expected a probability above 0"},
+           {sample + "--top-p 0", "--top-p 0: expected a probability above 0"},
+           {sample + "--seed -1", "--seed -1: expected a whole number >= 0"},
+           {sample + "--top-k -1",
+            "--top-k: expected a count >= 0, found '-1'"},
+           {sample + "--samples 100000000", "sampling needs about"},
+           {prep + "--vocab-size 0",
+            "--vocab-size 0: expected more than the 17 special"},
+           {prep + "--character-coverage 2",
+            "--character-coverage 2: expected a fraction"},
+           {std::string(kBinDir) +
+                "/xl-prep --train afile --out q --min-freq -1",
+            "--min-freq: expected a count >= 0, found '-1'"},
+       }) {
+    SCOPED_TRACE(command);
+    const auto r = run_command(command, dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+    EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+    EXPECT_THAT(r.output, Not(HasSubstr("Internal")));
+    EXPECT_FALSE(std::regex_search(r.output, std::regex("[0-9]{20}")))
+        << "a number of 20 digits or more: " << r.output;
+  }
+}
+
 // Item 13 of the integrity issue: sizes that cannot fit are refused before anything is
 // allocated or written (they used to page until the kernel killed the process), and the flag
 // that overrides the check lets a size that fits through unchanged.
@@ -1164,6 +1213,47 @@ void expect_close_losses(
     EXPECT_NEAR(actual.at(step), loss, 1e-5 * std::abs(loss))
         << "step " << step;
   }
+}
+
+// A rank whose peers never come says what it waits for and gives up after
+// train.dist_start_timeout_s with one line; an address that does not resolve fails at once.
+TEST(DataParallel, StartUpSaysWhatItWaitsForAndGivesUpWithOneLine) {
+  TempDir dir;
+  const int port = free_port();
+  const auto started = std::chrono::steady_clock::now();
+  const auto alone = run_command(
+      "env WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+          std::to_string(port) + " " +
+          train_command(dir / "r", "--set train.dist_start_timeout_s=2"),
+      dir.path());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_THAT(
+      alone.output,
+      HasSubstr(
+          "rank 0 of 2: waiting for the 2 processes at 127.0.0.1:" +
+          std::to_string(port) + " (up to 2 s"));
+  EXPECT_THAT(alone.output, HasSubstr("did not all join at 127.0.0.1:"));
+  EXPECT_LT(seconds, 60.0) << alone.output;
+  const auto error = alone.output.substr(alone.output.find("error: "));
+  EXPECT_EQ(error.find('\n'), error.size() - 1) << "one line: " << error;
+
+  const auto nowhere = run_command(
+      "env WORLD_SIZE=2 RANK=1 MASTER_ADDR=no-such-host.invalid " +
+          train_command(dir / "s"),
+      dir.path());
+  EXPECT_EQ(nowhere.status, 2) << nowhere.output;
+  EXPECT_THAT(
+      nowhere.output,
+      HasSubstr(
+          "MASTER_ADDR=no-such-host.invalid: cannot resolve the address"));
+  const auto rank_alone =
+      run_command("env RANK=1 " + train_command(dir / "t"), dir.path());
+  EXPECT_EQ(rank_alone.status, 2) << rank_alone.output;
+  EXPECT_THAT(
+      rank_alone.output, HasSubstr("RANK=1 is set but WORLD_SIZE is not"));
 }
 
 // Two processes, each with half of every batch, train as one process whose batch_chunk splits

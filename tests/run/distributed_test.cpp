@@ -82,6 +82,18 @@ TEST(DistributedEnv, NamesAMissingOrMalformedVariable) {
         HasSubstr("RANK=2 is not below WORLD_SIZE=2"));
   }
   {
+    const TorchrunEnv env({{"RANK", "1"}});
+    EXPECT_THAT(
+        test::user_error([] { distributed_env(); }),
+        HasSubstr("RANK=1 is set but WORLD_SIZE is not"));
+  }
+  {
+    const TorchrunEnv env({{"WORLD_SIZE", "1"}, {"RANK", "1"}});
+    EXPECT_THAT(
+        test::user_error([] { distributed_env(); }),
+        HasSubstr("RANK=1 is not below WORLD_SIZE=1"));
+  }
+  {
     const TorchrunEnv env(
         {{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "70000"}});
     EXPECT_THAT(

@@ -41,7 +41,11 @@ void add_run_flags(
     std::string& run_dir,
     std::string& checkpoint);
 
-/// A check for flags that count steps: an integer >= 1.
+/// A check for flags that count: an integer >= min (a readable message, where CLI11's
+/// NonNegativeNumber prints the largest double).
+CLI::Validator count_from(int64_t min);
+
+/// count_from(1), for flags that count steps.
 CLI::Validator positive_count();
 
 /// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status

@@ -55,10 +55,13 @@ struct SampleRequest {
   int64_t tokens = 200;
   /// samples drawn side by side (batch rows)
   int64_t samples = 1;
+  /// 0 (the most probable token) or from 1e-6 to 1e6
   double temperature = 1.0;
   int64_t top_k = 0;
+  /// in (0, 1]
   double top_p = 1.0;
-  uint64_t seed = 0;
+  /// >= 0
+  int64_t seed = 0;
   /// re-read the last `window` tokens for every new token instead of carrying the memory
   bool no_memory = false;
   /// tokens re-read per new token without memory (unset: the memory's length, or train.tgt_len)

@@ -238,6 +238,7 @@ struct TrainConfig {
   int64_t seed = 1111;
   Device device = Device::kAuto;
   int64_t threads = 0;
+  double dist_start_timeout_s = 300.0;
   Sampling sampling = Sampling::kOrdered;
   int64_t batch_size = 60;
   int64_t batch_chunk = 1;
@@ -278,6 +279,7 @@ struct TrainConfig {
     v("seed", s.seed, "random seed");
     v("device", s.device, "where to train");
     v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default, one per core); runs sharing a machine do best with cores / runs each (docs/benchmarks.md, threads on shared cores)", at_least(0));
+    v("dist_start_timeout_s", s.dist_start_timeout_s, "data-parallel training (torchrun): seconds a process waits for the others to join at MASTER_ADDR:MASTER_PORT before it gives up", open_interval(0, 1e6));
     v("sampling", s.sampling, "ordered: contiguous streams whose memory carries over; random_windows: windows at random offsets, nothing carried");
     v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
     v("batch_chunk", s.batch_chunk, "split each batch into this many accumulation chunks", at_least(1));

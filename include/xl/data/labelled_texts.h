@@ -75,6 +75,9 @@ struct LabelledOptions {
   uint64_t seed = 0;
   /// Only the first N examples (fewer labels); more than the file holds is a UserError.
   std::optional<int64_t> max_examples;
+  /// The classes of the model: a label of the file outside 0..n_class-1 is a UserError when
+  /// the file is opened (unset: not checked).
+  std::optional<int64_t> n_class;
   /// Batches of examples of similar lengths, each cut to its longest row (the positions every
   /// row pads are left out, which changes no score): training sorts each window of
   /// kGroupBatches batches of a fresh order by length and reads those batches in random order;

@@ -32,16 +32,21 @@ struct DistributedEnv {
 };
 
 /// The environment of a process started for data-parallel training: nullopt unless WORLD_SIZE
-/// is set and above 1. A missing or malformed variable is a UserError naming it.
+/// is set and above 1. A missing or malformed variable is a UserError naming it, as is RANK
+/// without WORLD_SIZE.
 std::optional<DistributedEnv> distributed_env();
 
 /// One process group over every rank. Collectives take and return CPU tensors whatever the
 /// backend; a peer that died or timed out is a UserError naming this rank.
 class Group {
  public:
+  /// Logs what it waits for, then joins the other ranks: an address that does not resolve is
+  /// a UserError at once, ranks missing after `start_timeout` one that says so; `timeout`
+  /// bounds each collective afterwards.
   Group(
       const DistributedEnv& env,
       const torch::Device& device,
+      std::chrono::milliseconds start_timeout,
       std::chrono::milliseconds timeout);
   ~Group();
   Group(const Group&) = delete;
