@@ -2,10 +2,13 @@
 // metrics, xl-eval's results, and the config keys that differ between the runs.
 //   xl-compare runs/wt2_small runs/no_memory runs/vanilla_attn [--csv compare.csv]
 //              [--plot curves.png] [--force]
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 
 #include "xl/app/cli.h"
 #include "xl/run/compare.h"
+#include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/run/plot.h"
 #include "xl/util/error.h"
@@ -32,6 +35,8 @@ int main(int argc, char** argv) {
         status >= 0) {
       return status;
     }
+    xl::run::setup_logging(
+        "info"); // warnings on stderr: stdout holds the table
     // The outputs are checked before any run is read.
     std::optional<std::filesystem::path> csv_file;
     std::optional<std::filesystem::path> plot_file;
@@ -51,6 +56,16 @@ int main(int argc, char** argv) {
     std::vector<xl::run::RunSummary> runs;
     for (const auto& dir : dirs) {
       runs.push_back(xl::run::summarize_run(dir));
+      if (runs.back().records == 0) {
+        spdlog::warn(
+            "{}: metrics.jsonl holds no readable records (its row is empty)",
+            dir);
+      } else if (runs.back().unreadable > 0) {
+        spdlog::warn(
+            "{}: {} lines of metrics.jsonl are no JSON record (skipped)",
+            dir,
+            runs.back().unreadable);
+      }
     }
     const auto table = xl::run::compare_runs(runs);
     std::cout << xl::run::to_markdown(table);

@@ -6,7 +6,11 @@
 //           --out nsmc
 //   xl-prep --format xlnet --train nsmc/train.txt --test nsmc/test.txt --out nsmc
 //           [--spm-model spiece.model] [--vocab-size 32000] [--character-coverage 0.99995]
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "xl/app/cli.h"
 #include "xl/data/corpus.h"
@@ -86,6 +90,30 @@ int main(int argc, char** argv) {
     if (const int status = xl::app::parse_command_line(app, argc, argv);
         status >= 0) {
       return status;
+    }
+    // A flag of another format would be ignored: refused, all alike.
+    const std::vector<std::string> words{"word"};
+    const std::vector<std::string> token_files{"word", "byte"};
+    const std::vector<std::string> pieces{"xlnet"};
+    for (const auto& [flag, formats] :
+         std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"--vocab-from", token_files},
+             {"--vocab", token_files},
+             {"--unk", words},
+             {"--min-freq", words},
+             {"--max-size", words},
+             {"--spm-model", pieces},
+             {"--vocab-size", pieces},
+             {"--character-coverage", pieces},
+             {"--holdout", {"nsmc"}}}) {
+      if (app.count(flag) > 0 &&
+          std::find(formats.begin(), formats.end(), format) == formats.end()) {
+        throw xl::UserError(fmt::format(
+            "{} applies to --format {} only, not to --format {}",
+            flag,
+            fmt::join(formats, " or "),
+            format));
+      }
     }
     xl::run::setup_logging("info");
     std::map<std::string, std::filesystem::path> splits;

@@ -48,12 +48,13 @@ def own(t):
 
 def step_on(model, loss, train, data):
     """Backward of `loss`, then one optimizer step (train.clip first); records the loss, every
-    parameter's gradient (grad/<name>) and value after the step (after/<name>) in `data`."""
+    parameter's gradient (grad/<name>; zeros for a parameter the loss did not reach, such as a
+    tail cluster no target falls in) and value after the step (after/<name>) in `data`."""
     loss.backward()
     data["loss"] = own(loss)
     named = dict(model.named_parameters(remove_duplicate=False))
     for name, p in named.items():
-        data[f"grad/{name}"] = own(p.grad)
+        data[f"grad/{name}"] = own(p.grad if p.grad is not None else torch.zeros_like(p))
     params = list(model.parameters())
     if train["clip"] > 0:
         torch.nn.utils.clip_grad_norm_(params, train["clip"])

@@ -385,15 +385,28 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
     spdlog::info(
         "wrote the {} batches to {}", dumped_batches, *request.dump_batches);
   }
-  const auto report = eval::report_evaluation(
-      split,
-      result,
-      dataset->unit(),
-      {{"step", step},
-       {"split", split},
-       {"mode", config::choice_name(config.eval.mode)},
-       {"setting", setup.setting},
-       {"checkpoint", request.checkpoint}});
+  // A checkpoint of another folder is recorded as such, so that xl-compare does not show its
+  // score as this run's.
+  const auto owner = run::enclosing_run(checkpoint);
+  const bool own = owner && run::enclosing_run(paths.dir) == owner;
+  if (!own) {
+    spdlog::warn(
+        "{} is not a checkpoint of {}: its result is recorded there as an evaluation of a "
+        "checkpoint from elsewhere",
+        checkpoint.string(),
+        paths.dir.string());
+  }
+  nlohmann::json fields{
+      {"step", step},
+      {"split", split},
+      {"mode", config::choice_name(config.eval.mode)},
+      {"setting", setup.setting},
+      {"checkpoint", own ? request.checkpoint : checkpoint.string()}};
+  if (!own) {
+    fields["elsewhere"] = true;
+  }
+  const auto report =
+      eval::report_evaluation(split, result, dataset->unit(), fields);
   spdlog::info("{}", report.line);
   run::MetricsWriter(paths.metrics, config.run.tensorboard)
       .write(report.record);

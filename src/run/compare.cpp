@@ -102,14 +102,20 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
     }
     const auto r = nlohmann::json::parse(line, nullptr, false);
     if (!r.is_object()) {
+      ++run.unreadable;
       continue;
     }
+    ++run.records;
+    const bool evaluation =
+        r.contains("mode"); // xl-eval's, written after the training
     const double time = seconds_of(r);
     if (r.value("event", "") == "start") {
       close_process();
       process_start = time;
     }
-    process_last = time;
+    if (!evaluation) {
+      process_last = time;
+    }
     if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
       continue;
     }
@@ -121,10 +127,12 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
         run.metric = unit;
       }
     }
-    if (r.contains("mode")) { // xl-eval
+    if (evaluation) {
       run.evaluations
           [split + "/" + r["mode"].get<std::string>() +
-           (r.value("partial", false) ? " (partial)" : "")] = loss;
+           (r.value("partial", false) ? " (partial)" : "") +
+           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)"
+                                        : "")] = loss;
     } else if (split == "train") {
       train[step] = loss;
     } else if (split == "valid") {
@@ -143,11 +151,11 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
 
 Table compare_runs(const std::vector<RunSummary>& runs) {
   Table table;
-  std::string unit;
+  std::set<std::string> units;
   std::set<std::string> evaluations;
   std::set<std::string> keys;
   for (const auto& r : runs) {
-    unit = unit.empty() ? r.metric : unit;
+    units.insert(r.metric);
     for (const auto& [name, loss] : r.evaluations) {
       evaluations.insert(name);
     }
@@ -169,7 +177,16 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
       differing.push_back(key);
     }
   }
-  const std::string metric = unit.empty() ? "metric" : unit;
+  // One unit for all: it names the columns; runs of several: each cell names its own.
+  const bool shared = units.size() == 1 && !units.begin()->empty();
+  const std::string metric = shared ? *units.begin() : "metric";
+  const auto cell = [&](const std::string& unit, std::optional<double> loss) {
+    const auto value = metric_of(unit, loss);
+    if (!value) {
+      return number(loss, 3); // no metric of its own: the loss
+    }
+    return shared ? number(value, 3) : number(value, 3) + " " + unit;
+  };
   table.header = {
       "run",
       "steps",
@@ -185,18 +202,16 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
   for (const auto& r : runs) {
     std::vector<std::string> row{
         r.dir.string(),
-        std::to_string(r.steps),
+        r.records == 0 ? "no records" : std::to_string(r.steps),
         format_duration(r.seconds),
         r.train.empty() ? "" : number(r.train.back().loss),
         r.valid.empty() ? "" : number(r.valid.back().loss),
         number(r.best_valid_loss),
-        number(metric_of(unit, r.best_valid_loss), 3)};
+        r.best_valid_loss ? cell(r.metric, r.best_valid_loss) : ""};
     for (const auto& name : evaluations) {
       const auto it = r.evaluations.find(name);
       row.push_back(
-          it == r.evaluations.end()
-              ? ""
-              : number(metric_of(unit, it->second).value_or(it->second), 3));
+          it == r.evaluations.end() ? "" : cell(r.metric, it->second));
     }
     for (const auto& key : differing) {
       const auto it = r.config.find(key);

@@ -1083,6 +1083,18 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
     const auto forced = run_command(bin + command + " --force", dir.path());
     EXPECT_EQ(forced.status, 0) << forced.output;
   }
+
+  // Another folder's checkpoint evaluated into this run is recorded, and compared, as such.
+  const auto foreign = run_command(
+      bin +
+          "xl-eval --run r --max-steps 1 --checkpoint copy/checkpoints/best.pt",
+      dir.path());
+  ASSERT_EQ(foreign.status, 0) << foreign.output;
+  EXPECT_THAT(foreign.output, HasSubstr("is not a checkpoint of r"));
+  const auto compared = run_command(bin + "xl-compare r", dir.path());
+  EXPECT_THAT(
+      compared.output,
+      HasSubstr("test/memory (partial) (checkpoint from elsewhere) ppl"));
 }
 
 // Every number a tool takes is checked before it works, with a message of its own: NaN passes
@@ -1099,29 +1111,35 @@ TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
       std::string(kBinDir) + "/xl-sample --run r --tokens 2 ";
   const std::string prep =
       std::string(kBinDir) + "/xl-prep --format xlnet --train afile --out p ";
-  for (const auto& [command, message] :
-       std::vector<std::pair<std::string, std::string>>{
-           {sample + "--temperature nan",
-            "--temperature nan: expected 0 (always"},
-           {sample + "--temperature 1e-300",
-            "--temperature 1e-300: expected 0"},
-           {sample + "--temperature -1", "--temperature -1: expected 0"},
-           {sample + "--temperature inf", "--temperature inf: expected 0"},
-           {sample + "--top-p nan",
-            "--top-p nan: expected a probability above 0"},
-           {sample + "--top-p 0", "--top-p 0: expected a probability above 0"},
-           {sample + "--seed -1", "--seed -1: expected a whole number >= 0"},
-           {sample + "--top-k -1",
-            "--top-k: expected a count >= 0, found '-1'"},
-           {sample + "--samples 100000000", "sampling needs about"},
-           {prep + "--vocab-size 0",
-            "--vocab-size 0: expected more than the 17 special"},
-           {prep + "--character-coverage 2",
-            "--character-coverage 2: expected a fraction"},
-           {std::string(kBinDir) +
-                "/xl-prep --train afile --out q --min-freq -1",
-            "--min-freq: expected a count >= 0, found '-1'"},
-       }) {
+  for (
+      const auto& [command, message] :
+      std::vector<std::pair<std::string, std::string>>{
+          {sample + "--temperature nan",
+           "--temperature nan: expected 0 (always"},
+          {sample + "--temperature 1e-300", "--temperature 1e-300: expected 0"},
+          {sample + "--temperature -1", "--temperature -1: expected 0"},
+          {sample + "--temperature inf", "--temperature inf: expected 0"},
+          {sample + "--top-p nan",
+           "--top-p nan: expected a probability above 0"},
+          {sample + "--top-p 0", "--top-p 0: expected a probability above 0"},
+          {sample + "--seed -1", "--seed -1: expected a whole number >= 0"},
+          {sample + "--top-k -1", "--top-k: expected a count >= 0, found '-1'"},
+          {sample + "--samples 100000000", "sampling needs about"},
+          {prep + "--vocab-size 0",
+           "--vocab-size 0: expected more than the 17 special"},
+          {prep + "--character-coverage 2",
+           "--character-coverage 2: expected a fraction"},
+          {std::string(kBinDir) +
+               "/xl-prep --train afile --out q --min-freq -1",
+           "--min-freq: expected a count >= 0, found '-1'"},
+          {std::string(kBinDir) +
+               "/xl-prep --format byte --train afile --out q --min-freq 2",
+           "--min-freq applies to --format word only, not to --format byte"},
+          {std::string(kBinDir) +
+               "/xl-prep --train afile --out q --vocab-size 100",
+           "--vocab-size applies to --format xlnet only, not to --format word"},
+          {prep + "--holdout 5", "--holdout applies to --format nsmc only"},
+      }) {
     SCOPED_TRACE(command);
     const auto r = run_command(command, dir.path());
     EXPECT_EQ(r.status, 2) << r.output;

@@ -45,8 +45,11 @@ TEST(CompareRuns, SummarizesAResumedRunFromItsRecords) {
   const auto run = summarize_run(dir / "a");
   EXPECT_EQ(run.steps, 20);
   EXPECT_EQ(run.metric, "ppl");
-  // 100 s in the first process, 300 s (to xl-eval's record) in the second.
-  EXPECT_DOUBLE_EQ(run.seconds, 400.0);
+  // 100 s in the first process, 60 s in the second: xl-eval's record 4 minutes after the last
+  // training record is no training time.
+  EXPECT_DOUBLE_EQ(run.seconds, 160.0);
+  EXPECT_EQ(run.records, 10);
+  EXPECT_EQ(run.unreadable, 0); // the torn last line is no complete line
   ASSERT_EQ(run.train.size(), 3u);
   EXPECT_DOUBLE_EQ(run.train[1].loss, 4.5); // the resumed run's step 15
   EXPECT_DOUBLE_EQ(*run.best_valid_loss, 4.0);
@@ -86,7 +89,7 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
       ElementsAre(
           (dir / "a").string(),
           "20",
-          "6m40s",
+          "2m40s",
           "4.2000",
           "4.1000",
           "4.0000",
@@ -100,6 +103,38 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
       to_csv(table),
       HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
   EXPECT_THROW(summarize_run(dir / "none"), UserError);
+}
+
+// Each row is read by its own run: a word-level run beside a byte-level one names its unit in
+// every cell, a run without readable records says so, and an evaluation of a checkpoint from
+// outside the run is a column of its own.
+TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(
+      dir / "c/metrics.jsonl",
+      "not json\n"
+      R"({"split":"valid","step":20,"loss":0.6931,"bpc":1.0}
+{"split":"test","step":20,"mode":"memory","loss":0.5,"bpc":0.72,"elsewhere":true}
+)");
+  write_file(dir / "c/config.yaml", "run:\n  name: c\n");
+  write_file(dir / "d/metrics.jsonl", "garbage\n\n");
+  write_file(dir / "d/config.yaml", "run:\n  name: d\n");
+  const auto c = summarize_run(dir / "c");
+  EXPECT_EQ(c.records, 2);
+  EXPECT_EQ(c.unreadable, 1);
+  EXPECT_DOUBLE_EQ(
+      c.evaluations.at("test/memory (checkpoint from elsewhere)"), 0.5);
+  const auto table =
+      compare_runs({summarize_run(dir / "a"), c, summarize_run(dir / "d")});
+  EXPECT_EQ(table.header[6], "best valid metric");
+  EXPECT_EQ(table.rows[0][6], "54.598 ppl");
+  EXPECT_EQ(table.rows[1][6], "1.000 bpc");
+  EXPECT_EQ(table.rows[2][1], "no records");
+  EXPECT_EQ(table.rows[2][6], "");
+  EXPECT_THAT(
+      table.header,
+      testing::Contains("test/memory (checkpoint from elsewhere) metric"));
 }
 
 // The PNG is read back: each run's colour is drawn, and the image has the asked size.

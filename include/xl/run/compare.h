@@ -22,8 +22,12 @@ struct RunSummary {
   std::filesystem::path dir;
   /// the last training step logged
   int64_t steps = 0;
-  /// training wall time: each process from its start record to its last record, summed
+  /// training wall time: each process from its start record to its last training record
+  /// (xl-eval's records later do not count), summed
   double seconds = 0.0;
+  /// metrics.jsonl's records, and its lines that are no JSON record (complete lines only)
+  int64_t records = 0;
+  int64_t unreadable = 0;
   /// "ppl", "bpc" or "" (the headline metric of its records)
   std::string metric;
   /// the curves by step: the last record of each step (a resumed run's replaces the killed
@@ -31,7 +35,8 @@ struct RunSummary {
   std::vector<CurvePoint> train;
   std::vector<CurvePoint> valid;
   std::optional<double> best_valid_loss;
-  /// xl-eval's latest loss per "<split>/<mode>" ("test/memory", "test/vanilla (partial)")
+  /// xl-eval's latest loss per "<split>/<mode>" ("test/memory", "test/vanilla (partial)",
+  /// "test/memory (checkpoint from elsewhere)" for a checkpoint outside the run)
   std::map<std::string, double> evaluations;
   /// the resolved config by key path
   std::map<std::string, std::string> config;
@@ -45,9 +50,11 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-/// The comparison: run, steps, time, final train loss, final and best valid loss, the best
-/// valid metric, every evaluation, then each config key whose value differs between the runs
-/// (run.name and run.dir left out).
+/// The comparison: run, steps ("no records" for a run without any), time, final train loss,
+/// final and best valid loss, the best valid metric, every evaluation, then each config key
+/// whose value differs between the runs (run.name and run.dir left out). The metric columns
+/// are named by the runs' unit when they share one ("best valid ppl"); otherwise each cell
+/// names its own ("1.234 bpc").
 Table compare_runs(const std::vector<RunSummary>& runs);
 
 /// The table as Markdown (aligned columns) and as CSV.
