@@ -52,7 +52,7 @@ std::string unquote(std::string_view field) {
 
 std::vector<LabelledText> read_labelled_texts(
     const std::filesystem::path& path) {
-  const std::string text = read_file(path, "labelled text file");
+  const std::string text = read_utf8_text(path, "labelled text file");
   std::vector<LabelledText> examples;
   const auto lines = split_lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {

@@ -41,7 +41,7 @@ uint64_t bitmap_bytes(uint64_t count) {
 SentenceTokens encode_raw_text(
     const std::filesystem::path& path,
     const SentencePiece& model) {
-  const std::string text = read_file(path, "corpus file");
+  const std::string text = read_utf8_text(path, "corpus file");
   SentenceTokens out;
   out.name = path.string();
   // data_utils._create_data with use_eod: the id flips after every line, and back before an <eod>.

@@ -116,7 +116,7 @@ void train_sentencepiece(
   }
   std::vector<std::string> lines;
   for (const auto& file : files) {
-    const std::string text = read_file(file, "corpus file");
+    const std::string text = read_utf8_text(file, "corpus file");
     for (const auto line : split_lines(text)) {
       std::string normalized = normalize_text(line);
       if (!normalized.empty()) {

@@ -45,6 +45,10 @@ std::string read_file(const fs::path& path, const std::string& what) {
     throw UserError(
         what + " is a directory, expected a file: " + path.string());
   }
+  // A device such as /dev/zero never ends; pipes and process substitutions do, and pass.
+  if (fs::is_character_file(path, ec) || fs::is_block_file(path, ec)) {
+    throw UserError(what + " is a device, expected a file: " + path.string());
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UserError(

@@ -163,6 +163,22 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
       text.string() + " --set eval.batch_size=2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(text.string() + " | loss"));
+  // Bytes that are not text are refused, not scored; a device is never read.
+  std::string noise(4000, ' ');
+  for (size_t i = 0; i < noise.size(); ++i) {
+    noise[i] = static_cast<char>(0x80 + (i * 37) % 0x80);
+  }
+  write_file(dir / "noise.bin", noise);
+  for (const auto& [file, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {(dir / "noise.bin").string(), "is not UTF-8 text"},
+           {"/dev/zero", "is a device, expected a file"}}) {
+    r = run_command(
+        bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " +
+        file);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+  }
 
   // Fine-tuning from the pretrained weights: the heads are new and named.
   r = run_command(train_command(

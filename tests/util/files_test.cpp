@@ -2,6 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <thread>
 
 #include "test_util.h"
 #include "xl/util/error.h"
@@ -37,6 +40,20 @@ TEST(ReadFile, NamesWhatIsMissing) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("config file not found: "));
   }
   EXPECT_THROW(read_file(dir.path(), "config file"), UserError);
+}
+
+// A device would never end (xl-eval --file /dev/zero read forever); a pipe ends and is read.
+TEST(ReadFile, RefusesDevicesAndReadsPipes) {
+  EXPECT_THAT(
+      test::user_error([] { read_file("/dev/zero", "text file"); }),
+      ::testing::HasSubstr(
+          "text file is a device, expected a file: /dev/zero"));
+  test::TempDir dir;
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { test::write_file(fifo, "through a pipe"); });
+  EXPECT_EQ(read_file(fifo), "through a pipe");
+  writer.join();
 }
 
 TEST(Fnv1a64, KnownVectors) {

@@ -3,10 +3,27 @@
 // lines), so that vocabularies and token counts match theirs.
 #pragma once
 
+#include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace xl::data {
+
+/// The bytes of `text` that are not part of a well-formed UTF-8 sequence (overlong forms,
+/// surrogates and code points above U+10FFFF included), and the offset of the first.
+struct Utf8Check {
+  size_t invalid = 0;
+  size_t first = 0;
+};
+Utf8Check check_utf8(std::string_view text);
+
+/// Reads the text file `path` (read_file, `what` names it) for a tokenizer that expects
+/// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a
+/// UserError; fewer are counted in a warning, and SentencePiece reads them as unknown pieces.
+std::string read_utf8_text(
+    const std::filesystem::path& path,
+    const std::string& what);
 
 /// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
 /// and a final line without terminator still counts. An empty text has no

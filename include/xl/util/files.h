@@ -11,8 +11,8 @@ namespace xl {
 
 namespace fs = std::filesystem;
 
-/// Reads a whole file; a missing or unreadable file is a UserError naming
-/// `what` and the path.
+/// Reads a whole file; a missing or unreadable file, a folder or a device (/dev/zero would
+/// never end) is a UserError naming `what` and the path.
 std::string read_file(const fs::path& path, const std::string& what = "file");
 
 /// Receives chunks of bytes; returns normally or throws.
