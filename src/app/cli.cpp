@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "xl/config/config.h"
@@ -84,6 +85,15 @@ void add_run_flags(
       "best, last, another checkpoint of the run (step_300, averaged: see xl-average) or a "
       "checkpoint file");
   app.final_callback([&] {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(run_dir, ec)) {
+      throw UserError(fmt::format(
+          "--run {}: {}; name a run directory (the folder holding config.yaml and "
+          "checkpoints/)",
+          run_dir,
+          std::filesystem::exists(run_dir, ec) ? "a file, not a folder"
+                                               : "no such folder"));
+    }
     if (flags.path.empty()) {
       flags.path = run_dir + "/config.yaml";
     }

@@ -13,6 +13,7 @@
 #include "xl/config/config.h"
 #include "xl/data/batch.h"
 #include "xl/data/dataset.h"
+#include "xl/data/text.h"
 #include "xl/eval/generate.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
@@ -464,6 +465,21 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       : request.prompt;
   auto ids = vocab.encode(
       text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
+  if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {
+    // Words outside the vocabulary became <unk>: the model reads those, not what stdout echoes.
+    const auto read_as_unk = std::count(ids.begin(), ids.end(), unk);
+    int64_t written = 0;
+    for (const auto word : data::split_words(text)) {
+      written += word == "<unk>" ? 1 : 0;
+    }
+    if (read_as_unk > written) {
+      spdlog::warn(
+          "{} of the prompt's words are not in the vocabulary of {}: the model reads them "
+          "as <unk>",
+          read_as_unk - written,
+          vocab.size());
+    }
+  }
   if (ids.empty()) { // a new line: what follows a line break in training
     const int64_t start =
         vocab.index(vocab.kind() == data::VocabKind::kWord ? "<eos>" : "\n");
@@ -652,6 +668,17 @@ int run_average(const AverageRequest& request) {
   std::vector<std::filesystem::path> inputs;
   for (const auto& name : request.checkpoints) {
     inputs.push_back(paths.checkpoint(name));
+    const auto same = std::find_if(
+        inputs.begin(), inputs.end() - 1, [&](const auto& earlier) {
+          return std::filesystem::equivalent(earlier, inputs.back());
+        });
+    if (same != inputs.end() - 1) {
+      throw UserError(fmt::format(
+          "--checkpoints names {} twice ({} and {}): each checkpoint counts once",
+          inputs.back().string(),
+          request.checkpoints[static_cast<size_t>(same - inputs.begin())],
+          name));
+    }
   }
   if (inputs.empty()) {
     inputs = paths.snapshots();
@@ -660,6 +687,18 @@ int run_average(const AverageRequest& request) {
           "{} holds no snapshots (checkpoints/step_<S>.pt): train with "
           "train.keep_snapshots=N, or name checkpoints with --checkpoints",
           request.run_dir));
+    }
+    if (request.last && static_cast<size_t>(*request.last) > inputs.size()) {
+      std::vector<std::string> held;
+      for (const auto& input : inputs) {
+        held.push_back(input.stem().string());
+      }
+      throw UserError(fmt::format(
+          "--last {}: {} holds {} snapshots ({}); ask for at most that many",
+          *request.last,
+          request.run_dir,
+          inputs.size(),
+          fmt::join(held, ", ")));
     }
     if (request.last && static_cast<size_t>(*request.last) < inputs.size()) {
       inputs.erase(

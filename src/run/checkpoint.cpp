@@ -48,13 +48,21 @@ Verified verify(const std::filesystem::path& path) {
     std::memcpy(&t, v.bytes.data() + v.bytes.size() - sizeof(t), sizeof(t));
   }
   if (std::memcmp(t.magic, kTrailerMagic, sizeof(kTrailerMagic)) != 0) {
-    // Written before checkpoints carried checksums (or not a zip at all, which LibTorch
-    // reports): the zip's own CRC-32s are what is left to check.
-    const bool zip_file = v.bytes.compare(0, 4, "PK\x03\x04") == 0;
-    if (const auto zip =
-            zip_file ? io::zip_records_error(v.bytes.data(), v.length) : "";
-        !zip.empty()) {
-      v.error = "written by an earlier xl, without a checksum: " + zip;
+    // Written before checkpoints carried checksums, or cut short: the zip's own CRC-32s are
+    // what is left to check. Without a zip header it is no checkpoint at all.
+    if (v.bytes.empty()) {
+      v.error =
+          "the file is empty: a save that never completed, or not a checkpoint";
+    } else if (v.bytes.compare(0, 4, "PK\x03\x04") != 0) {
+      v.error = fmt::format(
+          "not a checkpoint: {} bytes with neither xl's checksum at the end nor a zip "
+          "archive's header",
+          v.length);
+    } else if (const auto zip = io::zip_records_error(v.bytes.data(), v.length);
+               !zip.empty()) {
+      v.error =
+          "no checksum at its end (cut short, or written by an earlier xl): " +
+          zip;
     }
     return v;
   }
@@ -331,6 +339,18 @@ void require_matching_config(
     const std::string& checkpoint_config,
     const std::string& current_config,
     const std::vector<std::string>& sections) {
+  // Another family differs in nearly every key: its type says it in one line.
+  for (const auto& d :
+       differing_keys(checkpoint_config, current_config, {"model"})) {
+    if (d.key == "model.type") {
+      throw UserError(fmt::format(
+          "checkpoint {} holds a model of type {}, but the config is of type {}: use the config it "
+          "was trained with (its run's config.yaml)",
+          checkpoint.string(),
+          d.saved,
+          d.current));
+    }
+  }
   const auto differences =
       config_differences(checkpoint_config, current_config, sections);
   if (!differences.empty()) {

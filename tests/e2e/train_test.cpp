@@ -258,7 +258,14 @@ TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
       std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(),
       dir.path());
   EXPECT_EQ(missing.status, 2);
-  EXPECT_THAT(missing.output, HasSubstr("config file not found"));
+  EXPECT_THAT(
+      missing.output, HasSubstr("none: no such folder; name a run directory"));
+  const auto file = run_command(
+      std::string(kBinDir) + "/xl-eval --run " +
+          (dir / "r/metrics.jsonl").string(),
+      dir.path());
+  EXPECT_EQ(file.status, 2);
+  EXPECT_THAT(file.output, HasSubstr("metrics.jsonl: a file, not a folder"));
 }
 
 // xl-sweep: a run stopped early is resumed, the others trained, each evaluated once; the same
@@ -406,7 +413,13 @@ TEST(Sampling, ASeedGivesTheSameTextAndTheMemoryCarriesTheContext) {
 
   EXPECT_EQ(sample("--top-p 0").status, 2);
   EXPECT_THAT(
-      read_text(dir / "err.log"), HasSubstr("--top-p 0 keeps no token"));
+      read_text(dir / "err.log"),
+      HasSubstr("--top-p 0: expected a probability above 0"));
+  // Words the vocabulary lacks are read as <unk>, and the user is told.
+  ASSERT_EQ(sample("--prompt 'The zqxjvw game <unk>' --tokens 2").status, 0);
+  EXPECT_THAT(
+      read_text(dir / "err.log"),
+      HasSubstr("1 of the prompt's words are not in the vocabulary"));
 }
 
 // The "no memory" ablation of a config with a long evaluation memory is evaluated as it was
@@ -677,6 +690,21 @@ TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
   EXPECT_EQ(overwrite.status, 2);
   EXPECT_THAT(
       overwrite.output, HasSubstr("the trainer writes checkpoints/step_40.pt"));
+  // More snapshots than the run holds, or one checkpoint twice, would weigh silently.
+  const auto too_many =
+      run_command(average + " --last 5 --out five", dir.path());
+  EXPECT_EQ(too_many.status, 2);
+  EXPECT_THAT(
+      too_many.output,
+      HasSubstr(
+          "--last 5: " + run.string() +
+          " holds 3 snapshots (step_20, step_30, step_40)"));
+  const auto twice = run_command(
+      average + " --checkpoints step_30 " +
+          (run / "checkpoints/step_30.pt").string() + " --out twice",
+      dir.path());
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_THAT(twice.output, HasSubstr("twice (step_30 and "));
   // Another model's checkpoint is refused.
   const auto other = run_command(
       train_command(dir / "other", "--set model.d_model=16 --stop-at-step 10"),

@@ -201,8 +201,22 @@ TEST(Checkpoint, ACheckpointWithoutAChecksumIsCheckedWithItsZipCrcs) {
   EXPECT_THAT(
       load_error(dir / "c.pt"),
       ::testing::MatchesRegex(
-          "corrupt checkpoint: .*c.pt \\(written by an earlier xl, without a checksum: "
-          "record '.*/data/[0-9]+' does not match its CRC-32\\).*"));
+          "corrupt checkpoint: .*c.pt \\(no checksum at its end \\(cut short, or written by "
+          "an earlier xl\\): record '.*/data/[0-9]+' does not match its CRC-32\\).*"));
+  // Empty, cut short, or no checkpoint at all: each says which, not LibTorch's zip reader.
+  test::write_file(dir / "empty.pt", "");
+  EXPECT_THAT(
+      load_error(dir / "empty.pt"), ::testing::HasSubstr("(the file is empty"));
+  test::write_file(dir / "text.pt", "model: weights\n");
+  EXPECT_THAT(
+      load_error(dir / "text.pt"),
+      ::testing::HasSubstr(
+          "(not a checkpoint: 15 bytes with neither xl's checksum"));
+  test::write_file(dir / "cut.pt", bytes.substr(0, bytes.size() / 3));
+  EXPECT_THAT(
+      load_error(dir / "cut.pt"),
+      ::testing::HasSubstr(
+          "(no checksum at its end (cut short, or written by an earlier xl)"));
 }
 
 // The same with forged CRC-32s and malformed TorchScript: LibTorch reports it as a
@@ -240,7 +254,7 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
     load_checkpoint(dir / "junk.pt", a);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("cannot read checkpoint"));
+    EXPECT_THAT(e.what(), HasSubstr("junk.pt (not a checkpoint: 17 bytes"));
   }
   torch::serialize::OutputArchive foreign;
   foreign.write("weight", torch::ones({1}));
@@ -298,6 +312,22 @@ TEST(Checkpoint, ConfigDifferencesNameEachKey) {
     EXPECT_THAT(
         e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
   }
+}
+
+// A checkpoint of another family is named by its type in one line, not by a diff of every key.
+TEST(Checkpoint, AnotherFamilyIsNamedByItsType) {
+  const std::string xlnet =
+      "model:\n  type: xlnet\n  d_model: 32\n  n_head: 2\n";
+  const std::string txl =
+      "model:\n  type: transformer_xl\n  d_model: 64\n  n_head: 4\n";
+  const auto message = test::user_error([&] {
+    require_matching_config("c.pt", xlnet, txl, {"model", "data"});
+  });
+  EXPECT_THAT(
+      message,
+      HasSubstr(
+          "checkpoint c.pt holds a model of type xlnet, but the config is of type transformer_xl"));
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 // A checkpoint's config written before a key existed stands for that key's default: it still
