@@ -1,13 +1,14 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
-//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json]
+//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json [--force]]
 // Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 
 #include "xl/app/cli.h"
 #include "xl/bench/benchmark.h"
 #include "xl/run/logging.h"
+#include "xl/run/outputs.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
@@ -17,25 +18,34 @@ int main(int argc, char** argv) {
     xl::bench::BenchOptions options;
     std::string json_path;
     xl::app::add_config_flags(app, flags);
+    bool force = false;
     app.add_option(
-        "--n-token",
-        options.n_token,
-        "vocabulary size (default: that of the config's prepared data)");
-    app.add_option("--warmup", options.warmup, "untimed iterations");
-    app.add_option("--steps", options.steps, "timed iterations");
+           "--n-token",
+           options.n_token,
+           "vocabulary size (0, the default: that of the config's prepared data)")
+        ->check(xl::app::count_from(0));
+    app.add_option("--warmup", options.warmup, "untimed iterations")
+        ->check(xl::app::count_from(0));
+    app.add_option("--steps", options.steps, "timed iterations")
+        ->check(xl::app::positive_count());
     app.add_option(
         "--modes", options.modes, "comma-separated: train, eval, vanilla");
     app.add_option("--json", json_path, "also write the results to this file");
+    app.add_flag(
+        "--force", force, "replace the file --json names if it exists");
     xl::config::Config config;
     if (const auto status =
             xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     xl::run::setup_logging(config.run.log_level);
+    const auto json_file = json_path.empty()
+        ? std::filesystem::path()
+        : xl::run::check_output_file("--json", json_path, force);
     options.enforce_memory = !flags.skip_memory_check;
     const auto results = xl::bench::run_benchmark(config, options);
-    if (!json_path.empty()) {
-      std::ofstream(json_path) << results.dump(2) << '\n';
+    if (!json_file.empty()) {
+      xl::run::write_output_file("--json", json_file, results.dump(2) + "\n");
     }
     std::cout << results.dump() << std::endl;
     return 0;

@@ -212,7 +212,7 @@ TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
     SCOPED_TRACE(config);
     const auto r = run_command(
         app("xl-bench") + " --config " + config_file(config) +
-            " --n-token 3000 --warmup 1 --steps 2 --json bench.json",
+            " --n-token 3000 --warmup 1 --steps 2 --json bench.json --force",
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     const auto json =

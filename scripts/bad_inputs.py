@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Bad-input probe: hundreds of bad or careless inputs against every xl app (after the build).
+
+  python3 scripts/bad_inputs.py [--timeout S] [--only TEXT] [--list] [--keep]
+
+Prepares a small word corpus (WikiText-2) and NSMC slice in a work folder, trains a tiny
+Transformer-XL run (`r`, with snapshots) and a tiny XLNet classifier (`x`), then runs each case:
+a command that a user could type by mistake (numbers out of range or not numbers, outputs over
+a run's files, names that are paths, files that are devices, folders or not text, flags of
+another format, torchrun environments without their peers, sweep specs that would train
+elsewhere, ...). Every case expects a refusal. Each outcome is one of:
+
+  clear     exit 2 with one `error:` line, no "internal error", no number of 20 digits or more
+  unclear   exit 2, but the message spans lines, is an internal error or prints such a number
+  accepted  exit 0: the bad input was taken (silently wrong, or ignored)
+  crash     another exit status, or killed by a signal
+  hang      still running after --timeout seconds (then killed)
+  damaged   a file of `r` or `x` changed (checked after every case; the runs are then restored)
+
+Prints one line per case that is not clear, then the counts by outcome and by app; exits 1 when
+any case is not clear (the work folder is then kept).
+"""
+import argparse
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BIN = ROOT / os.environ.get("XL_BUILD_DIR", "build") / "bin"
+TXL = ROOT / "configs" / "txl" / "tiny.yaml"
+XLNET_CLS = ROOT / "configs" / "xlnet" / "tiny_cls.yaml"
+
+
+def run(args, timeout=None, env=None, cwd=None):
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, errors="replace",
+        timeout=timeout, env=env, cwd=cwd)
+
+
+def must(result, what):
+    if result.returncode != 0:
+        sys.exit(f"{what} failed:\n{result.stdout}{result.stderr}")
+
+
+def fingerprint(folder):
+    """path -> sha256 of every file of a run but its lock."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != ".lock":
+            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def prepare(work):
+    """The corpora and the two runs the cases read."""
+    text = work / "text"
+    text.mkdir()
+    for split, name in [("train", "valid"), ("valid", "test")]:
+        (text / f"{split}.txt").write_bytes(subprocess.check_output(
+            ["xz", "-dc", ROOT / f"data/wikitext-2/wiki.{name}.tokens.xz"]))
+    must(run([BIN / "xl-prep", "--train", text / "train.txt", "--valid", text / "valid.txt",
+              "--test", text / "valid.txt", "--out", work / "words"]), "xl-prep (words)")
+    for split, n in [("train", 3000), ("test", 500)]:
+        lines = subprocess.check_output(
+            ["xz", "-dc", ROOT / f"data/nsmc/ratings_{split}.txt.xz"]).splitlines(True)
+        (text / f"nsmc_{split}.txt").write_bytes(b"".join(lines[: n + 1]))
+    nsmc = work / "nsmc"
+    must(run([BIN / "xl-prep", "--format", "nsmc", "--train", text / "nsmc_train.txt",
+              "--test", text / "nsmc_test.txt", "--holdout", 300, "--out", nsmc]),
+         "xl-prep (nsmc)")
+    must(run([BIN / "xl-prep", "--format", "xlnet", "--vocab-size", 1000,
+              "--character-coverage", 0.995, "--train", nsmc / "train.txt", "--valid",
+              nsmc / "valid.txt", "--test", nsmc / "test.txt", "--out", nsmc]),
+         "xl-prep (xlnet)")
+    must(run([BIN / "xl-train", "--config", TXL, "--set", f"data.dir={work / 'words'}",
+              "--set", f"run.dir={work / 'r'}", "--set", "train.max_step=20",
+              "--set", "train.eval_interval=10", "--set", "train.keep_snapshots=2"]),
+         "training r")
+    must(run([BIN / "xl-train", "--config", XLNET_CLS, "--set", f"data.dir={nsmc}",
+              "--set", f"run.dir={work / 'x'}", "--set", "train.max_step=4",
+              "--set", "train.eval_interval=4", "--set", "train.max_eval_steps=2"]),
+         "training x")
+    (work / "afile").write_text("a file, not a folder\n")
+    (work / "notes").mkdir()
+    (work / "notes" / "config.yaml").write_text("the user's own notes\n")
+    (work / "noise.bin").write_bytes(bytes((i * 37) % 256 for i in range(4000)))
+    (work / "empty.txt").write_text("")
+    (work / "labels.tsv").write_text("0\t좋은 영화\n5\t다섯 번째 부류\n")
+    (work / "garbage.yaml").write_text("model: [unclosed\n")
+    (work / "prompt.txt").write_text("The game\n")
+
+
+def cases(work):
+    """(app, argv, extra environment) of every case: each input is bad."""
+    out = []
+    train = [BIN / "xl-train", "--config", TXL, "--set", f"data.dir={work / 'words'}"]
+    fresh = iter(range(10**6))
+
+    def new_run():
+        return ["--set", f"run.dir={work / 'new' / str(next(fresh))}"]
+
+    def add(app, argv, env=None):
+        out.append((app, [BIN / app] + argv, env or {}))
+
+    integer_bad = ["-1", "abc", "", "1.5", "nan", "1e400", "99999999999999999999"]
+    # Numbers of every app's flags.
+    for flag, bad in [("--stop-at-step", integer_bad + ["0"])]:
+        for value in bad:
+            out.append(("xl-train", train + new_run() + [flag, value], {}))
+    for flag, bad in [("--max-steps", integer_bad + ["0"])]:
+        for value in bad:
+            add("xl-eval", ["--run", work / "r", flag, value])
+    sample = ["--run", work / "r", "--tokens", "2"]
+    for flag, bad in [
+            ("--tokens", integer_bad + ["0"]),
+            ("--samples", integer_bad + ["0", "100000000"]),
+            ("--top-k", integer_bad),
+            ("--window", integer_bad + ["0"]),
+            ("--temperature", ["nan", "-1", "inf", "-inf", "1e-300", "1e400", "abc", ""]),
+            ("--top-p", ["nan", "0", "-0.1", "1.5", "inf", "abc", ""]),
+            ("--seed", ["-1", "abc", "1.5", "99999999999999999999999"])]:
+        for value in bad:
+            add("xl-sample", sample + [flag, value])
+    for value in integer_bad + ["0", "10"]:
+        add("xl-average", ["--run", work / "r", "--last", value, "--out", "avg"])
+    for flag, bad in [("--steps", integer_bad + ["0"]), ("--warmup", integer_bad),
+                      ("--n-token", integer_bad)]:
+        for value in bad:
+            add("xl-bench", ["--config", TXL, flag, value])
+    prep = ["--train", work / "text" / "train.txt", "--out", work / "prep"]
+    for flag, bad in [("--min-freq", integer_bad), ("--max-size", integer_bad + ["0", "1"])]:
+        for value in bad:
+            add("xl-prep", prep + [flag, value])
+    xlnet_prep = ["--format", "xlnet", "--train", work / "nsmc" / "train.txt", "--out",
+                  work / "prep_x"]
+    for flag, bad in [("--vocab-size", ["0", "-1", "5", "abc"]),
+                      ("--character-coverage", ["0", "2", "-1", "nan", "abc"])]:
+        for value in bad:
+            add("xl-prep", xlnet_prep + [flag, value])
+    for value in ["-1", "abc", "1.5"]:
+        add("xl-prep", ["--format", "nsmc", "--train", work / "text" / "nsmc_train.txt",
+                        "--out", work / "prep_n", "--holdout", value])
+    # Flags of another format.
+    for argv in [prep + ["--vocab-size", "100"], prep + ["--holdout", "5"],
+                 prep + ["--spm-model", work / "nsmc" / "spiece.model"],
+                 prep + ["--character-coverage", "0.9"],
+                 ["--format", "byte"] + prep + ["--min-freq", "2"],
+                 ["--format", "byte"] + prep + ["--unk"],
+                 xlnet_prep + ["--vocab-from", "all"], xlnet_prep + ["--min-freq", "2"],
+                 xlnet_prep + ["--vocab", work / "words" / "vocab.txt"]]:
+        add("xl-prep", argv)
+
+    # Config values through --set.
+    for key, bad in [
+            ("train.lr", ["0", "-1", "nan", "inf", "1e400", "abc", "[1, 2]"]),
+            ("train.max_step", ["0", "-5", "1.5", "abc"]),
+            ("model.n_layer", ["0", "-1", "abc", "{a: 1}"]),
+            ("model.d_model", ["0", "-8"]),
+            ("model.dropout", ["1.5", "-0.1", "nan"]),
+            ("train.batch_size", ["0", "-1"]),
+            ("train.tgt_len", ["0"]),
+            ("eval.batch_size", ["0"]),
+            ("model.transformer_xl.mem_len", ["-1"]),
+            ("train.clip", ["-1", "nan"]),
+            ("train.warmup_step", ["-1", "1000000"]),
+            ("train.dist_start_timeout_s", ["0", "nan", "-1"]),
+            ("run.name", ["..", ".", "a/b", "../x"]),
+            ("run.dir", ["''"]),
+            ("data.dir", ["/nonexistent"]),
+            ("train.optim", ["sgdd"]),
+            ("eval.split", ["train"])]:
+        for value in bad:
+            out.append(("xl-train", train + new_run() + ["--set", f"{key}={value}"], {}))
+    for assignment in ["train.lrr=1", "modle.x=1", "train=3", "=1", "train.lr"]:
+        out.append(("xl-train", train + new_run() + ["--set", assignment], {}))
+    for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",
+                   work / "garbage.yaml", work / "noise.bin"]:
+        add("xl-train", ["--config", config] + new_run())
+
+    # Outputs: a run's files and folder, names that are paths, existing outputs.
+    r = work / "r"
+    owned = [r / "metrics.jsonl", r / "config.yaml", r / "train.log", r / "checkpoints/best.pt",
+             r / "checkpoints/last.pt", r / "checkpoints/new.csv", r / ".lock"]
+    for path in owned:
+        for flag in ["--csv", "--plot"]:
+            add("xl-compare", [r, flag, path, "--force"])
+        add("xl-eval", ["--run", r, "--max-steps", "1", "--dump-batches", path, "--force"])
+        add("xl-bench", ["--config", TXL, "--steps", "1", "--json", path, "--force"])
+    for flag in ["--csv", "--plot"]:
+        for path in ["", "/dev/null", work / "notes", work / "afile" / "x.csv", work / "afile"]:
+            add("xl-compare", [r, flag, path])
+    for name in ["best", "last", "step_20", "step_10", "..", ".", "", "../../x", "a/b",
+                 "x\ny"]:
+        add("xl-average", ["--run", r, "--last", "2", "--out", name])
+    for path in [r, r / "checkpoints", r / "checkpoints/hf", work / "afile", "", work / "notes"]:
+        add("xl-export", ["--run", r, "--out", path])
+        add("xl-prep", ["--train", work / "text" / "train.txt", "--out", path])
+    for path in [work / "words", work / "nsmc"]:  # earlier outputs, without --force
+        add("xl-prep", ["--train", work / "text" / "train.txt", "--out", path])
+    out.append(("xl-train", train + ["--set", f"run.dir={work / 'notes'}"], {}))
+    out.append(("xl-train", train + ["--set", f"run.dir={r}"], {}))  # over a finished run
+
+    # Inputs: missing, folders, devices, not text, another run's or family's.
+    for path in [work / "missing.txt", work / "notes", "/dev/zero", work / "noise.bin",
+                 work / "empty.txt"]:
+        add("xl-eval", ["--run", work / "x", "--file", path])
+        add("xl-sample", ["--run", r, "--prompt-file", path, "--tokens", "2"])
+    add("xl-eval", ["--run", work / "x", "--file", work / "labels.tsv"])
+    for checkpoint in ["missing", work / "empty.txt", work / "noise.bin",
+                       work / "x" / "checkpoints" / "best.pt"]:
+        add("xl-eval", ["--run", r, "--checkpoint", checkpoint, "--max-steps", "1"])
+    for run_dir in [work / "afile", work / "missing", work / "notes", "", r / "checkpoints"]:
+        add("xl-eval", ["--run", run_dir])
+        add("xl-sample", ["--run", run_dir])
+        add("xl-export", ["--run", run_dir, "--out", work / "exp"])
+    add("xl-sample", ["--run", work / "x", "--tokens", "2"])  # XLNet samples nothing
+    for weights in [work / "missing.safetensors", work / "noise.bin", work / "empty.txt"]:
+        add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
+                          f"run.dir={work / 'imported'}", "--weights", weights])
+    out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))
+    add("xl-train", ["--config", r / "config.yaml", "--set", "model.d_model=64", "--resume"])
+    add("xl-train", ["--config", r / "config.yaml", "--set", "train.batch_size=7", "--resume"])
+
+    # torchrun's environment without its peers.
+    quick = ["--set", "train.dist_start_timeout_s=2"]
+    for env in [{"WORLD_SIZE": "2", "RANK": "0", "MASTER_PORT": "29871"},
+                {"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "no-such-host.invalid"},
+                {"RANK": "1"}, {"WORLD_SIZE": "abc", "RANK": "0"},
+                {"WORLD_SIZE": "2", "RANK": "2"}, {"WORLD_SIZE": "2"},
+                {"WORLD_SIZE": "2", "RANK": "0", "MASTER_PORT": "70000"},
+                {"WORLD_SIZE": "2", "RANK": "-1"}, {"WORLD_SIZE": "1", "RANK": "3"}]:
+        out.append(("xl-train", train + new_run() + quick, env))
+
+    # Sweeps that would train elsewhere or hide their table.
+    sweep = ["-c", TXL, "--set", f"data.dir={work / 'words'}", "train.max_step=2",
+             "--dir", work / "sweep"]
+    for variant in ["..", ".", "compare.csv", "curves.png", "a/b x=1", "v run.dir=/tmp/x",
+                    "v run.name=x", "", "=1", "v train.lr"]:
+        add("xl-sweep", sweep + ["--variant", variant])
+    for axis in ["run.name=a,b", "run.dir=a,b", "train.lr=", "=1,2", "train.lr=1,,2",
+                 "train.lr"]:
+        add("xl-sweep", sweep + ["--grid", axis])
+    add("xl-sweep", sweep)
+    add("xl-sweep", ["-c", TXL, "--dir", work / "afile", "--grid", "train.lr=1,2"])
+    add("xl-sweep", ["-c", TXL, "--dir", r, "--grid", "train.lr=1,2"])
+    add("xl-sweep", sweep + ["--set", "run.dir=x", "--grid", "train.lr=1,2"])
+    return out
+
+
+def outcome(result, before, after):
+    if before != after:
+        return "damaged"
+    if result is None:
+        return "hang"
+    text = result.stdout + result.stderr
+    if result.returncode == 0:
+        return "accepted"
+    if result.returncode != 2:
+        return "crash"
+    errors = [line for line in text.splitlines() if line.startswith("error: ")]
+    if (len(errors) != 1 or "internal error" in text or "Internal:" in text
+            or re.search(r"[0-9]{20}", text) or "\n" in errors[0].strip()):
+        return "unclear"
+    return "clear"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--only", default="", help="run the cases whose command holds TEXT")
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="xl-bad-inputs-"))
+    all_cases = cases(work)
+    if args.list:
+        for app, argv, env in all_cases:
+            print(" ".join(f"{k}={v}" for k, v in env.items()), *map(str, argv))
+        print(f"{len(all_cases)} cases")
+        shutil.rmtree(work)
+        return
+    prepare(work)
+    runs = [work / "r", work / "x"]
+    pristine = work / "pristine"
+    for folder in runs:
+        shutil.copytree(folder, pristine / folder.name)
+    counts = {}
+    by_app = {}
+    chosen = [c for c in all_cases if args.only in " ".join(map(str, c[1]))]
+    for app, argv, env in chosen:
+        before = [fingerprint(f) for f in runs]
+        try:
+            result = run(argv, timeout=args.timeout, env={**os.environ, **env}, cwd=work)
+        except subprocess.TimeoutExpired:
+            result = None
+        after = [fingerprint(f) for f in runs]
+        kind = outcome(result, before, after)
+        counts[kind] = counts.get(kind, 0) + 1
+        by_app.setdefault(app, {}).setdefault(kind, 0)
+        by_app[app][kind] += 1
+        if kind != "clear":
+            shown = " ".join(f"{k}={v}" for k, v in env.items())
+            said = "" if result is None else (result.stdout + result.stderr).strip()[-300:]
+            print(f"{kind}: {shown} {' '.join(map(str, argv))}\n    {said!r}")
+        if kind == "damaged":
+            for folder in runs:
+                shutil.rmtree(folder)
+                shutil.copytree(pristine / folder.name, folder)
+        for scratch in ["new", "prep", "prep_x", "prep_n", "exp", "imported", "sweep"]:
+            shutil.rmtree(work / scratch, ignore_errors=True)
+    print(f"{len(chosen)} bad inputs: " +
+          ", ".join(f"{counts[k]} {k}" for k in sorted(counts)))
+    for app in sorted(by_app):
+        print(f"  {app}: " + ", ".join(f"{n} {k}" for k, n in sorted(by_app[app].items())))
+    failed = any(k != "clear" for k in counts)
+    if failed or args.keep:
+        print(f"work folder kept: {work}")
+    else:
+        shutil.rmtree(work)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
