@@ -26,19 +26,22 @@ int main(int argc, char** argv) {
     app.add_option("--samples", request.samples, "samples drawn side by side")
         ->check(xl::app::positive_count());
     app.add_option(
-        "--temperature",
-        request.temperature,
-        "divides the log-probabilities (0: always the most probable token)");
+           "--temperature",
+           request.temperature,
+           "divides the log-probabilities (0: always the most probable token)")
+        ->check(xl::app::finite_number());
     app.add_option(
            "--top-k",
            request.top_k,
            "draw from the k most probable tokens only (0: all)")
         ->check(xl::app::count_from(0));
     app.add_option(
-        "--top-p",
-        request.top_p,
-        "draw from the fewest most probable tokens whose probability reaches p");
-    app.add_option("--seed", request.seed, "the same seed draws the same text");
+           "--top-p",
+           request.top_p,
+           "draw from the fewest most probable tokens whose probability reaches p")
+        ->check(xl::app::finite_number());
+    app.add_option("--seed", request.seed, "the same seed draws the same text")
+        ->check(xl::app::count_from(0));
     app.add_flag(
         "--no-memory",
         request.no_memory,

@@ -9,6 +9,9 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -103,13 +106,31 @@ void add_run_flags(
 CLI::Validator count_from(int64_t min) {
   return CLI::Validator(
       [min](const std::string& value) -> std::string {
+        // from_chars refuses what does not fit in 64 bits, where CLI11 saturates.
         int64_t n = 0;
-        if (!CLI::detail::lexical_cast(value, n) || n < min) {
+        const char* end = value.data() + value.size();
+        const auto [stop, error] = std::from_chars(value.data(), end, n);
+        if (value.empty() || error != std::errc() || stop != end || n < min) {
           return fmt::format("expected a count >= {}, found '{}'", min, value);
         }
         return "";
       },
       fmt::format("COUNT >= {}", min));
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(value.c_str(), &end);
+        if (value.empty() || end != value.c_str() + value.size() ||
+            errno == ERANGE || !std::isfinite(x)) {
+          return fmt::format("expected a finite number, found '{}'", value);
+        }
+        return "";
+      },
+      "NUMBER");
 }
 
 CLI::Validator positive_count() {
@@ -132,8 +153,12 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);
-    return status == 0 ? 0 : kUserErrorExit;
+    if (e.get_exit_code() == 0) { // --help, --version
+      return app.exit(e);
+    }
+    // One line, as every other user error.
+    std::cerr << "error: " << e.what() << " (see --help)" << std::endl;
+    return kUserErrorExit;
   }
   return -1;
 }

@@ -460,9 +460,11 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       request.enforce_memory,
       "sampling");
 
-  const std::string text = request.prompt_file
-      ? read_file(*request.prompt_file, "prompt file")
-      : request.prompt;
+  // Words are UTF-8 text; bytes (enwik8) may be anything.
+  const std::string text = !request.prompt_file ? request.prompt
+      : vocab.kind() == data::VocabKind::kWord
+      ? data::read_utf8_text(*request.prompt_file, "prompt file")
+      : read_file(*request.prompt_file, "prompt file");
   auto ids = vocab.encode(
       text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
   if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {

@@ -48,6 +48,10 @@ CLI::Validator count_from(int64_t min);
 /// count_from(1), for flags that count steps.
 CLI::Validator positive_count();
 
+/// A check for flags that take a number: finite, within double's range, not empty (CLI11
+/// reads "" as 0 and lets NaN through).
+CLI::Validator finite_number();
+
 /// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status
 /// 0.
 bool load_config(const ConfigFlags& flags, config::Config& out);
