@@ -18,6 +18,7 @@ namespace {
 
 using test::read_text;
 using test::TempDir;
+using test::user_error;
 using test::write_file;
 using ::testing::HasSubstr;
 
@@ -30,15 +31,6 @@ fs::path make_run(const fs::path& dir) {
   write_file(dir / "checkpoints/best.pt", "weights");
   write_file(dir / "checkpoints/last.pt", "weights");
   return dir;
-}
-
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
@@ -54,7 +46,7 @@ TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
         "checkpoints/sub/x.png"}) {
     for (const bool force : {false, true}) {
       EXPECT_THAT(
-          refusal([&] {
+          user_error([&] {
             check_output_file("--csv", (run / owned).string(), force);
           }),
           HasSubstr("tools never write over a run's files"))
@@ -71,7 +63,7 @@ TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
         dir / "link/checkpoints/last.pt",
         dir / "metrics_link.jsonl"}) {
     EXPECT_THAT(
-        refusal([&] { check_output_file("--csv", path.string(), true); }),
+        user_error([&] { check_output_file("--csv", path.string(), true); }),
         HasSubstr("a file of the run in"))
         << path;
   }
@@ -92,22 +84,23 @@ TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {
   TempDir dir;
   const auto file = write_file(dir / "table.csv", "old");
   EXPECT_THAT(
-      refusal([&] { check_output_file("--csv", file.string(), false); }),
+      user_error([&] { check_output_file("--csv", file.string(), false); }),
       HasSubstr(
           "--csv " + file.string() + " exists; pass --force to replace it"));
   EXPECT_EQ(check_output_file("--csv", file.string(), true), file);
   EXPECT_THAT(
-      refusal([&] { check_output_file("--csv", "/dev/null", true); }),
+      user_error([&] { check_output_file("--csv", "/dev/null", true); }),
       HasSubstr("exists and is not a regular file"));
   EXPECT_THAT(
-      refusal([&] { check_output_file("--csv", dir.path().string(), true); }),
+      user_error(
+          [&] { check_output_file("--csv", dir.path().string(), true); }),
       HasSubstr("is a folder; name a file"));
   EXPECT_THAT(
-      refusal([&] { check_output_file("--csv", "", true); }),
+      user_error([&] { check_output_file("--csv", "", true); }),
       HasSubstr("--csv: expected a path, found an empty one"));
   // A file where a folder of the path should be, and a folder that cannot be written.
   EXPECT_THAT(
-      refusal([&] {
+      user_error([&] {
         check_output_file("--csv", (file / "x/t.csv").string(), true);
       }),
       HasSubstr(file.string() + " is not a folder"));
@@ -115,7 +108,7 @@ TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {
     fs::create_directory(dir / "ro");
     fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
     EXPECT_THAT(
-        refusal([&] {
+        user_error([&] {
           check_output_file("--csv", (dir / "ro/t.csv").string(), true);
         }),
         HasSubstr("cannot create files in"));
@@ -131,7 +124,7 @@ TEST(Outputs, AFolderOutputIsNeverARunsAndAFullOneNeedsForce) {
   for (const auto& folder : {run, run / "checkpoints", run / "export"}) {
     for (const bool force : {false, true}) {
       EXPECT_THAT(
-          refusal(
+          user_error(
               [&] { check_output_folder("--out", folder.string(), force); }),
           HasSubstr("tools never write into a run's folder"))
           << folder;
@@ -139,7 +132,7 @@ TEST(Outputs, AFolderOutputIsNeverARunsAndAFullOneNeedsForce) {
   }
   write_file(dir / "full/a.txt", "");
   EXPECT_THAT(
-      refusal([&] {
+      user_error([&] {
         check_output_folder("--out", (dir / "full").string(), false);
       }),
       HasSubstr("is a folder that is not empty; pass --force"));
@@ -147,12 +140,12 @@ TEST(Outputs, AFolderOutputIsNeverARunsAndAFullOneNeedsForce) {
   EXPECT_NO_THROW(
       check_output_folder("--out", (dir / "new/a").string(), false));
   EXPECT_THAT(
-      refusal([&] {
+      user_error([&] {
         check_output_folder("--out", (dir / "full/a.txt").string(), true);
       }),
       HasSubstr("is a file; name a folder"));
   EXPECT_THAT(
-      refusal([&] { check_output_folder("--out", "", true); }),
+      user_error([&] { check_output_folder("--out", "", true); }),
       HasSubstr("expected a path"));
 }
 
@@ -233,10 +226,10 @@ TEST(Outputs, SweepVariantNamesArePlainAndNotTheSweepsFiles) {
   }
   for (const std::string location : {"run.dir=/tmp/x", "run.name=x"}) {
     EXPECT_THAT(
-        refusal([&] { parse_variant("v " + location); }),
+        user_error([&] { parse_variant("v " + location); }),
         HasSubstr("is set by the sweep"));
     EXPECT_THAT(
-        refusal([&] { parse_grid_axis(location); }),
+        user_error([&] { parse_grid_axis(location); }),
         HasSubstr("is set by the sweep"));
   }
 }
