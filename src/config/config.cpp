@@ -219,6 +219,16 @@ void validate_xlnet(const Config& c) {
         "model.pre_lnorm",
         "XLNet normalises after each sub-layer: set false");
   }
+  if (c.eval.tgt_len && *c.eval.tgt_len != c.train.tgt_len) {
+    fail_rule(
+        c,
+        "eval.tgt_len",
+        fmt::format(
+            "XLNet evaluates records (or reviews) of train.tgt_len = {} positions, the length "
+            "it was trained on: set null, found {}",
+            c.train.tgt_len,
+            *c.eval.tgt_len));
+  }
   if (m.xlnet.n_class == 1) {
     fail_rule(
         c,

@@ -394,6 +394,16 @@ TEST(ConfigErrors, RunNamesArePlainAndAClassifierHasTwoClasses) {
   EXPECT_THAT(
       error_of(path, {"model.type=xlnet", "model.xlnet.n_class=1"}),
       HasSubstr("model.xlnet.n_class: a classifier needs 2 classes or more"));
+  // XLNet reads records of train.tgt_len; an eval.tgt_len it would ignore is refused.
+  EXPECT_THAT(
+      error_of(
+          path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=64"}),
+      HasSubstr(
+          "eval.tgt_len: XLNet evaluates records (or reviews) of train.tgt_len = 32"));
+  EXPECT_EQ(
+      error_of(
+          path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=32"}),
+      "");
 }
 
 TEST(ConfigErrors, SameLengthNeedsAMemory) {
