@@ -34,6 +34,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / os.environ.get("XL_BUILD_DIR", "build") / "bin"
 TXL = ROOT / "configs" / "txl" / "tiny.yaml"
 XLNET_CLS = ROOT / "configs" / "xlnet" / "tiny_cls.yaml"
+XLNET = ROOT / "configs" / "xlnet" / "tiny.yaml"
+CHAR = ROOT / "configs" / "char" / "tiny.yaml"
 
 
 def run(args, timeout=None, env=None, cwd=None):
@@ -186,6 +188,15 @@ def cases(work):
             ("eval.split", ["train"])]:
         for value in bad:
             out.append(("xl-train", train + new_run() + ["--set", f"{key}={value}"], {}))
+    # Values each family refuses: heads beyond the window, a pretraining that caches nothing.
+    out.append(("xl-train", [BIN / "xl-train", "--config", CHAR, "--set",
+                             f"data.dir={work / 'words'}", "--set",
+                             "model.char_transformer.target_weights=[1, 1, 1]", "--set",
+                             "train.tgt_len=2"] + new_run(), {}))
+    for key, value in [("model.xlnet.reuse_len", "0"), ("model.xlnet.perm_size", "5")]:
+        out.append(("xl-train", [BIN / "xl-train", "--config", XLNET, "--set",
+                                 f"data.dir={work / 'nsmc'}", "--set", f"{key}={value}"]
+                    + new_run(), {}))
     for assignment in ["train.lrr=1", "modle.x=1", "train=3", "=1", "train.lr"]:
         out.append(("xl-train", train + new_run() + ["--set", assignment], {}))
     for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",

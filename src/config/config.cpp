@@ -262,6 +262,17 @@ void validate_char_transformer(const Config& c) {
         "model.char_transformer.target_weights",
         "needs the t+1 weight at least, found []");
   }
+  if (static_cast<int64_t>(x.target_weights.size()) > c.train.tgt_len) {
+    fail_rule(
+        c,
+        "model.char_transformer.target_weights",
+        fmt::format(
+            "{} weights, but a window of train.tgt_len = {} has targets up to t+{}: the "
+            "heads beyond it would never see a target",
+            x.target_weights.size(),
+            c.train.tgt_len,
+            c.train.tgt_len));
+  }
   if (c.eval.mode != EvalMode::kVanilla) {
     fail_rule(
         c,

@@ -21,15 +21,18 @@ void validate(const PermutationOptions& o) {
   const auto fail = [](const std::string& what) {
     throw UserError("permutation records: " + what);
   };
-  if (o.batch_size < 1 || o.reuse_len < 1 || o.perm_size < 1 ||
-      o.num_predict < 1) {
+  if (o.batch_size < 1 || o.perm_size < 1 || o.num_predict < 1) {
     fail(fmt::format(
-        "batch_size ({}), reuse_len ({}), perm_size ({}) and num_predict ({}) must "
-        "be positive",
+        "batch_size ({}), perm_size ({}) and num_predict ({}) must be positive",
         o.batch_size,
-        o.reuse_len,
         o.perm_size,
         o.num_predict));
+  }
+  if (o.reuse_len < 1) {
+    fail(fmt::format(
+        "reuse_len must be positive, found {}: pretraining caches the first reuse_len "
+        "positions of each record for the next (0, all of them, is for fine-tuning)",
+        o.reuse_len));
   }
   if (o.seq_len < o.reuse_len + 3) {
     fail(fmt::format(

@@ -440,6 +440,23 @@ TEST(ConfigErrors, VanillaStrideFitsTheWindow) {
   EXPECT_EQ(error_of(path, {"eval.mode=vanilla", "eval.stride=16"}), "");
 }
 
+TEST(ConfigErrors, CharTransformerTargetsFitTheWindow) {
+  TempDir dir;
+  const auto path = write_config(
+      dir,
+      "model:\n  type: char_transformer\n  char_transformer:\n    n_ctx: 8\n"
+      "train:\n  tgt_len: 3\neval:\n  mode: vanilla\n");
+  EXPECT_EQ(
+      error_of(path, {"model.char_transformer.target_weights=[1, 0.5, 0.25]"}),
+      "");
+  EXPECT_THAT(
+      error_of(
+          path, {"model.char_transformer.target_weights=[1, 0.5, 0.25, 0.1]"}),
+      HasSubstr(
+          "model.char_transformer.target_weights: 4 weights, but a window of "
+          "train.tgt_len = 3 has targets up to t+3"));
+}
+
 TEST(ConfigErrors, LearnedPositionTablesCoverEverySpan) {
   TempDir dir;
   const auto path = write_config(

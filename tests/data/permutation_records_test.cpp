@@ -440,6 +440,13 @@ TEST(PermutationRecords, BadOptionsAreUserErrorsNamingThem) {
     return user_error([&] { PermutationRecords(data.tokens, data.starts, o); });
   };
   EXPECT_THAT(
+      error([](auto& o) { o.reuse_len = 0; }),
+      HasSubstr("reuse_len must be positive, found 0: pretraining caches"));
+  EXPECT_THAT(
+      error([](auto& o) { o.num_predict = 0; }),
+      HasSubstr(
+          "batch_size (4), perm_size (6) and num_predict (0) must be positive"));
+  EXPECT_THAT(
       error([](auto& o) { o.seq_len = 14; }),
       HasSubstr("seq_len (14) must be at least reuse_len (12) + 3"));
   EXPECT_THAT(

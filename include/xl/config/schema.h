@@ -131,7 +131,7 @@ struct XLNetConfig {
     // clang-format off
     v("untie_r", s.untie_r, "per-layer r_w/r_r/r_s attention biases instead of shared ones");
     v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
-    v("reuse_len", s.reuse_len, "positions of each segment cached for the next one (0: all)", at_least(0));
+    v("reuse_len", s.reuse_len, "positions of each segment cached for the next one (0: all; pretraining needs >= 1)", at_least(0));
     v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", at_least(-1));
     v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
     v("n_class", s.n_class, "classes of the sequence classification head (0: pretraining, no head)", at_least(0));
