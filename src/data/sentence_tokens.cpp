@@ -16,11 +16,11 @@ namespace xl::data {
 
 namespace {
 
-constexpr char kMagic[8] = {'X', 'L', 'P', 'I', 'E', 'C', 'E', 'S'};
+constexpr char kPiecesMagic[8] = {'X', 'L', 'P', 'I', 'E', 'C', 'E', 'S'};
 // Version 2 added the data checksum.
 constexpr uint32_t kFormatVersion = 2;
 
-struct Header {
+struct PiecesHeader {
   char magic[8];
   uint32_t version;
   uint32_t width;
@@ -30,7 +30,9 @@ struct Header {
   uint64_t data_checksum; // hash64 over everything after the header
   unsigned char reserved[16];
 };
-static_assert(sizeof(Header) == 64, "pieces file header must be 64 bytes");
+static_assert(
+    sizeof(PiecesHeader) == 64,
+    "pieces file header must be 64 bytes");
 
 uint64_t bitmap_bytes(uint64_t count) {
   return (count + 7) / 8;
@@ -73,8 +75,8 @@ void write_sentence_tokens(
   TORCH_CHECK(
       tokens.ids.size() == tokens.sent_ids.size(),
       "ids and sentence ids differ in length");
-  Header header{};
-  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  PiecesHeader header{};
+  std::memcpy(header.magic, kPiecesMagic, sizeof(kPiecesMagic));
   header.version = kFormatVersion;
   header.width = model.size() <= 65536 ? 2 : 4;
   header.count = tokens.ids.size();
@@ -98,7 +100,7 @@ void write_sentence_tokens(
   const uint64_t checksum =
       hash64(bytes.data() + sizeof(header), bytes.size() - sizeof(header));
   std::memcpy(
-      bytes.data() + offsetof(Header, data_checksum),
+      bytes.data() + offsetof(PiecesHeader, data_checksum),
       &checksum,
       sizeof(checksum));
   atomic_write(path, bytes);
@@ -111,12 +113,12 @@ SentenceTokens read_sentence_tokens(
   const auto fail = [&](const std::string& what) {
     throw UserError(path.string() + ": " + what);
   };
-  Header header{};
+  PiecesHeader header{};
   if (bytes.size() < sizeof(header)) {
     fail("not an xl pieces file (shorter than its 64-byte header)");
   }
   std::memcpy(&header, bytes.data(), sizeof(header));
-  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
+  if (std::memcmp(header.magic, kPiecesMagic, sizeof(kPiecesMagic)) != 0) {
     fail(
         "not an xl pieces file (bad magic); encode it with xl-prep --format xlnet");
   }
