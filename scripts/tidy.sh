@@ -7,8 +7,9 @@
 #
 # Parsing LibTorch takes ~25 s and our own code a few seconds, so the files are checked in
 # batches: each batch is one translation unit that includes its .cpp files, so LibTorch is parsed
-# once per batch (16 minutes one file at a time on the 2-core machine, about 4 in batches). Every check of .clang-tidy
-# looks at one declaration or statement at a time, so a batch finds what the files alone would.
+# once per batch (16 minutes one file at a time on the 2-core machine, about 4 in batches).
+# Every check of .clang-tidy looks at one declaration or statement at a time, so a batch finds
+# what the files alone would.
 # A batch that does not compile as one (two files defining the same file-local name) is checked
 # one file at a time instead.
 #   scripts/tidy.sh [FILE...]      (default: every .cpp of src/ and apps/)
