@@ -11,9 +11,17 @@ dest="$root/.device"
 mkdir -p "$dest/debs"
 cp "$here"/build.sh "$here"/env.sh "$dest/"
 cd "$dest/debs"
-if ! ls ./*.deb >/dev/null 2>&1; then
-  apt-get download libsentencepiece-dev libsentencepiece0 libspdlog-dev libspdlog1.10 \
-    libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7 libcli11-dev libgtest-dev libgmock-dev \
-    nlohmann-json3-dev 2>&1 | tail -1
-fi
+# The libraries (with Gloo's headers, which c10d's ProcessGroupGloo.hpp includes), then cairo
+# (xl-compare's plots) with the .pc files its pkg-config entry needs and its runtime libraries
+# (the C and C++ runtimes, zlib and expat are the machine's own), and xz for the test corpora.
+packages=(libsentencepiece-dev libsentencepiece0 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
+  libyaml-cpp-dev libyaml-cpp0.7 libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev
+  libgloo-dev
+  libcairo2 libcairo2-dev libbrotli-dev libbrotli1 libbsd0 libmd0 libexpat1-dev libffi-dev
+  libfontconfig-dev libfontconfig1 libfreetype-dev libfreetype6 libglib2.0-dev libpcre2-dev
+  libpixman-1-0 libpixman-1-dev libpng-dev libpng16-16 libx11-6 libx11-dev libxau-dev libxau6
+  libxcb-render0 libxcb-render0-dev libxcb-shm0 libxcb-shm0-dev libxcb1 libxcb1-dev
+  libxdmcp-dev libxdmcp6 libxext-dev libxext6 libxrender-dev libxrender1 x11proto-dev
+  zlib1g-dev xz-utils)
+apt-get download "${packages[@]}" 2>&1 | tail -1
 ls -1 "$dest/debs"

@@ -368,7 +368,10 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
 // weights of an uninterrupted run, and leaves only Hugging Face's files.
 TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
   TempDir dir;
-  const std::string peer = std::string(kPython) + " " + kSourceDir +
+  // The script runs `xl-train --dump-config` of this build, not of the default build/ folder.
+  const std::string peer =
+      "XL_BUILD_DIR=" + fs::path(kBinDir).parent_path().string() + " " +
+      kPython + " " + kSourceDir +
       "/scripts/peer/hf_xlnet_pretrain.py --config " + kSourceDir +
       "/configs/xlnet/tiny.yaml --set data.dir=" + prepared().string() +
       " train.max_step=6 --out ";
