@@ -1,5 +1,6 @@
 """What both parity reference scripts share: refusing a config, detached copies, the optimizer
 step on the two-segment loss and the output files xl-parity-check reads."""
+import contextlib
 import json
 import os
 import sys
@@ -42,8 +43,17 @@ def randomize(model):
 
 
 def own(t):
-    """A contiguous copy that shares memory with nothing (safetensors refuses shared storage)."""
-    return t.detach().clone(memory_format=torch.contiguous_format)
+    """A contiguous float32 (or integer) copy that shares memory with nothing (safetensors
+    refuses shared storage); bf16 results of an autocast forward are widened."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def precision(bf16):
+    """The forward's precision: bf16 autocast on the CPU, as xl-parity-check --bf16 runs xl's."""
+    return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
 
 def step_on(model, loss, train, data):

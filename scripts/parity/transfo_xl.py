@@ -29,7 +29,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import own, randomize, refuse, step_on, write  # noqa: E402
+from reference import own, precision, randomize, refuse, step_on, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import TransfoXLConfig, TransfoXLLMHeadModel  # noqa: E402
@@ -83,6 +83,8 @@ def main():
     parser.add_argument("--n-token", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=3)
     parser.add_argument("--segments", type=int, default=3)
+    parser.add_argument("--bf16", action="store_true",
+                        help="the forward under CPU bf16 autocast, and no training step")
     args = parser.parse_args()
     if args.segments < 2:
         refuse("--segments must be at least 2 (the gradient check spans two)")
@@ -102,7 +104,7 @@ def main():
     data = {"input": own(inputs.t()), "target": own(targets.t())}
 
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), precision(args.bf16):
         mems = empty
         for s in range(args.segments):
             logp, mems = segment_logp(model, inputs, targets, mems, s, tgt_len)
@@ -110,14 +112,15 @@ def main():
             for l, m in enumerate(mems):
                 data[f"mem_{s}_{l}"] = own(m)
 
-    model.train()
-    first, mems = segment_logp(model, inputs, targets, empty, 0, tgt_len)
-    second, _ = segment_logp(model, inputs, targets, mems, 1, tgt_len)
-    loss = -(first.sum() + second.sum()) / (first.numel() + second.numel())
-    step_on(model, loss, train, data)
+    if not args.bf16:
+        model.train()
+        first, mems = segment_logp(model, inputs, targets, empty, 0, tgt_len)
+        second, _ = segment_logp(model, inputs, targets, mems, 1, tgt_len)
+        loss = -(first.sum() + second.sum()) / (first.numel() + second.numel())
+        step_on(model, loss, train, data)
     write(args.out, state, data, {"n_token": args.n_token, "batch": args.batch,
                                   "segments": args.segments, "tgt_len": tgt_len,
-                                  "optim": train["optim"]})
+                                  "optim": train["optim"], "bf16": args.bf16})
 
 if __name__ == "__main__":
     main()

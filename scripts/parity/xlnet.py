@@ -33,7 +33,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import own, randomize, refuse, step_on, write  # noqa: E402
+from reference import own, precision, randomize, refuse, step_on, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import XLNetConfig, XLNetLMHeadModel  # noqa: E402
@@ -113,6 +113,8 @@ def main():
                         help="predictions per row (0: a quarter of train.tgt_len)")
     parser.add_argument("--bi-data", action="store_true",
                         help="the second half of the rows reads backwards")
+    parser.add_argument("--bf16", action="store_true",
+                        help="the forward under CPU bf16 autocast, and no training step")
     args = parser.parse_args()
     if args.segments < 2:
         refuse("--segments must be at least 2 (the gradient check spans two)")
@@ -164,7 +166,7 @@ def main():
         return logp, mask, out.mems
 
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), precision(args.bf16):
         mems = initial
         for s in range(args.segments):
             logp, _, mems = run(s, mems)
@@ -172,15 +174,17 @@ def main():
             for l, m in enumerate(mems or []):
                 data[f"mem_{s}_{l}"] = own(m)
 
-    model.train()
-    first, first_mask, mems = run(0, initial)
-    second, second_mask, _ = run(1, mems)
-    loss = -(first[first_mask].sum() + second[second_mask].sum()) / (
-        first_mask.sum() + second_mask.sum())
-    step_on(model, loss, train, data)
+    if not args.bf16:
+        model.train()
+        first, first_mask, mems = run(0, initial)
+        second, second_mask, _ = run(1, mems)
+        loss = -(first[first_mask].sum() + second[second_mask].sum()) / (
+            first_mask.sum() + second_mask.sum())
+        step_on(model, loss, train, data)
     write(args.out, state, data, {"n_token": args.n_token, "batch": bsz,
                                   "segments": args.segments, "tgt_len": qlen,
-                                  "optim": train["optim"], "family": "xlnet"})
+                                  "optim": train["optim"], "family": "xlnet",
+                                  "bf16": args.bf16})
 
 if __name__ == "__main__":
     main()

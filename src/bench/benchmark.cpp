@@ -26,12 +26,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) {
-    torch::cuda::synchronize();
-  }
-}
-
 void reset_peak(const torch::Device& device) {
   if (device.is_cuda()) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(
@@ -73,7 +67,7 @@ nlohmann::json measure(
   for (int64_t i = 0; i < warmup; ++i) {
     iteration();
   }
-  synchronize(device);
+  run::synchronize(device);
   reset_peak(device);
   Work total;
   const auto start = std::chrono::steady_clock::now();
@@ -82,7 +76,7 @@ nlohmann::json measure(
     total.targets += w.targets;
     total.inputs += w.inputs;
   }
-  synchronize(device);
+  run::synchronize(device);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -102,33 +96,6 @@ nlohmann::json measure(
       record["ms_per_iteration"].get<double>(),
       record["peak_memory_mib"].get<double>());
   return record;
-}
-
-// Float32 (or, under bf16 autocast, bfloat16) square matrix products on `device`, for about a
-// second: the rate the model's FLOPs are compared with.
-double matmul_gflops(const torch::Device& device, bool bf16) {
-  const int64_t n = device.is_cuda() ? 8192 : 2048;
-  const auto options = torch::TensorOptions().device(device).dtype(
-      bf16 ? torch::kBFloat16 : torch::kFloat);
-  const auto a = torch::randn({n, n}, options);
-  const auto b = torch::randn({n, n}, options);
-  auto c = torch::mm(a, b);
-  synchronize(device);
-  int64_t products = 0;
-  const auto start = std::chrono::steady_clock::now();
-  double seconds = 0;
-  while (seconds < 1.0) {
-    torch::mm_out(c, a, b);
-    ++products;
-    if (products % 8 == 0 || !device.is_cuda()) {
-      synchronize(device);
-      seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
-    }
-  }
-  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) /
-      seconds / 1e9;
 }
 
 bool wants(const BenchOptions& options, const std::string& mode) {
@@ -186,8 +153,12 @@ nlohmann::json bench_train(Bench& b) {
   if (flops) {
     const double model_rate =
         *flops * record["input_tokens_per_s"].get<double>() / 1e9;
-    const bool bf16 = t.bf16 && b.device.is_cuda();
-    const double matmul_rate = matmul_gflops(b.device, bf16);
+    // The products the step's matrices run as: bf16 under autocast, on either device.
+    const double matmul_rate = run::matmul_gflops(
+        b.device,
+        t.bf16 ? torch::kBFloat16 : torch::kFloat,
+        b.device.is_cuda() ? 8192 : 2048,
+        1.0);
     record["model_flops_per_token"] = *flops;
     record["model_gflops_per_s"] = model_rate;
     record["matmul_gflops_per_s"] = matmul_rate;
@@ -196,7 +167,7 @@ nlohmann::json bench_train(Bench& b) {
         "train    model {:.1f} MFLOP/token, {:.1f} GFLOP/s; {} matmul {:.1f} GFLOP/s; {:.1f}% of it",
         *flops / 1e6,
         model_rate,
-        bf16 ? "bf16" : "float32",
+        t.bf16 ? "bf16" : "float32",
         matmul_rate,
         100.0 * model_rate / matmul_rate);
   }

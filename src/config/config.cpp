@@ -333,12 +333,6 @@ void validate_train(const Config& c) {
         "names parameters not to load from train.init_from, which is null: set "
         "train.init_from or []");
   }
-  if (t.bf16 && t.device == Device::kCpu) {
-    fail_rule(
-        c,
-        "train.bf16",
-        "bf16 autocast needs train.device cuda or auto, found cpu");
-  }
 }
 
 void validate_eval(const Config& c) {

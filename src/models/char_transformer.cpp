@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "xl/nn/checkpoint.h"
+#include "xl/nn/fp32_islands.h"
 #include "xl/nn/learned_positions.h"
 #include "xl/nn/masks.h"
 #include "xl/nn/vanilla_decoder_layer.h"
@@ -109,7 +110,7 @@ LossTerm CharTransformerImpl::head_term(
   }
   auto x = h.narrow(0, first + len - n_targets, rows);
   if (final_norm) {
-    x = final_norm(x);
+    x = nn::layer_norm_fp32(final_norm, x);
   }
   const auto logits = name == "lm" ? out(x) : heads(layer, offset, x);
   const auto log_probs =
@@ -203,7 +204,7 @@ ModelOutput CharTransformerImpl::forward(
   if (args.next_token) {
     auto last = h[len - 1]; // [B, D]
     if (final_norm) {
-      last = final_norm(last);
+      last = nn::layer_norm_fp32(final_norm, last);
     }
     output.next_log_probs = torch::log_softmax(out(last).to(torch::kFloat), -1);
   }

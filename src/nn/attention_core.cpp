@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "xl/nn/fp32_islands.h"
+
 namespace xl::nn {
 
 void check_attention_inputs(
@@ -69,7 +71,7 @@ Heads project_qkv(
   if (cache != nullptr && mlen > 0 && cache->kv.defined() &&
       cache->kv.size(0) >= mlen) {
     const auto proj =
-        qkv_net->forward(o.pre_lnorm() ? layer_norm->forward(h) : h);
+        qkv_net->forward(o.pre_lnorm() ? layer_norm_fp32(layer_norm, h) : h);
     return heads(
         proj.narrow(2, 0, inner),
         torch::cat(
@@ -78,7 +80,7 @@ Heads project_qkv(
   }
   auto cat = mlen > 0 ? torch::cat({mem, h}, 0) : h;
   if (o.pre_lnorm()) {
-    cat = layer_norm->forward(cat);
+    cat = layer_norm_fp32(layer_norm, cat);
   }
   const auto proj = qkv_net->forward(cat);
   return heads(
@@ -115,7 +117,7 @@ torch::Tensor finish(
     const torch::Tensor& h,
     const torch::Tensor& attn_vec) {
   const auto out = drop->forward(o_net->forward(attn_vec));
-  return o.pre_lnorm() ? h + out : layer_norm->forward(h + out);
+  return o.pre_lnorm() ? h + out : layer_norm_fp32(layer_norm, h + out);
 }
 
 } // namespace xl::nn

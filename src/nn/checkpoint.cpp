@@ -63,12 +63,12 @@ class CheckpointBackward : public torch::autograd::Node {
         inputs_(std::move(inputs)),
         device_(inputs_.front().device()),
         rng_(RngState::capture(device_)),
-        bf16_(
-            device_.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA)) {
+        bf16_(at::autocast::is_autocast_enabled(device_.type())) {
     TORCH_CHECK(
-        !bf16_ || at::autocast::get_autocast_dtype(at::kCUDA) == at::kBFloat16,
+        !bf16_ ||
+            at::autocast::get_autocast_dtype(device_.type()) == at::kBFloat16,
         "checkpoint: only bf16 autocast can be replayed, found ",
-        at::autocast::get_autocast_dtype(at::kCUDA));
+        at::autocast::get_autocast_dtype(device_.type()));
   }
 
   std::string name() const override {

@@ -1,5 +1,7 @@
 #include "xl/nn/feed_forward.h"
 
+#include "xl/nn/fp32_islands.h"
+
 namespace xl::nn {
 
 FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
@@ -50,8 +52,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   const auto core = [&](const torch::Tensor& in) {
     return drop(fc2(inner_drop(activate(fc1(in)))));
   };
-  return options.pre_lnorm() ? x + core(layer_norm(x))
-                             : layer_norm(x + core(x));
+  return options.pre_lnorm() ? x + core(layer_norm_fp32(layer_norm, x))
+                             : layer_norm_fp32(layer_norm, x + core(x));
 }
 
 } // namespace xl::nn

@@ -1,10 +1,13 @@
 #include "xl/run/device.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cpu/Utils.h>
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -20,12 +23,63 @@ torch::Device pick_device(const config::TrainConfig& train) {
   if (train.device == config::Device::kCuda) {
     throw UserError("train.device is cuda, but no CUDA device is available");
   }
-  if (train.bf16) {
-    throw UserError(
-        "train.bf16 is true, but train.device auto found no CUDA device and bf16 autocast "
-        "runs on CUDA only: add --set train.bf16=false to run in float32 on the CPU");
+  if (train.bf16 && !cpu_has_bf16()) {
+    // Small products, about half a second in all: enough to show the order of magnitude.
+    const torch::Device cpu(torch::kCPU);
+    const double bf16 = matmul_gflops(cpu, torch::kBFloat16, 256, 0.2);
+    const double fp32 = matmul_gflops(cpu, torch::kFloat, 256, 0.2);
+    spdlog::warn(
+        "train.bf16 on a CPU without bf16 instructions (avx512_bf16, amx_bf16): bf16 matrix "
+        "products run at {:.1f} GFLOP/s here against {:.1f} in float32 ({:.0f}x slower); "
+        "--set train.bf16=false runs in float32",
+        bf16,
+        fp32,
+        fp32 / bf16);
   }
   return torch::kCPU;
+}
+
+bool cpu_has_bf16() {
+  const auto capabilities = at::cpu::get_cpu_capabilities();
+  const auto has = [&](const char* name) {
+    const auto it = capabilities.find(name);
+    return it != capabilities.end() && it->second.isBool() &&
+        it->second.toBool();
+  };
+  return has("avx512_bf16") || has("amx_bf16");
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) {
+    torch::cuda::synchronize();
+  }
+}
+
+double matmul_gflops(
+    const torch::Device& device,
+    torch::ScalarType dtype,
+    int64_t n,
+    double seconds) {
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
+  const auto a = torch::randn({n, n}, options);
+  const auto b = torch::randn({n, n}, options);
+  auto c = torch::mm(a, b);
+  synchronize(device);
+  int64_t products = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    torch::mm_out(c, a, b);
+    ++products;
+    if (products % 8 == 0 || !device.is_cuda()) {
+      synchronize(device);
+      elapsed = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    }
+  }
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) /
+      elapsed / 1e9;
 }
 
 namespace {
@@ -96,14 +150,14 @@ void setup_runtime(const config::TrainConfig& train) {
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device, bool bf16)
-    : active_(bf16 && device.is_cuda()) {
+    : active_(bf16), type_(device.type()) {
   if (!active_) {
     return;
   }
-  previous_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
-  previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  previous_enabled_ = at::autocast::is_autocast_enabled(type_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(type_);
+  at::autocast::set_autocast_enabled(type_, true);
+  at::autocast::set_autocast_dtype(type_, at::kBFloat16);
   at::autocast::increment_nesting();
 }
 
@@ -114,8 +168,8 @@ AutocastGuard::~AutocastGuard() {
   if (at::autocast::decrement_nesting() == 0) {
     at::autocast::clear_cache();
   }
-  at::autocast::set_autocast_enabled(at::kCUDA, previous_enabled_);
-  at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+  at::autocast::set_autocast_enabled(type_, previous_enabled_);
+  at::autocast::set_autocast_dtype(type_, previous_dtype_);
 }
 
 } // namespace xl::run

@@ -275,9 +275,6 @@ TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
       HasSubstr(
           "train.batch_chunk: must divide train.batch_size = 10, found 3"));
   EXPECT_THAT(
-      error_of(write_config(dir, "train:\n  device: cpu\n  bf16: true\n")),
-      HasSubstr("train.bf16"));
-  EXPECT_THAT(
       error_of(write_config(dir, "model:\n  d_model: 33\n")),
       HasSubstr(
           "model.d_model: the sinusoidal position embedding needs an even d_model"));

@@ -174,15 +174,6 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
       dir.path());
   EXPECT_EQ(short_run.status, 2);
   EXPECT_THAT(short_run.output, HasSubstr("--set train.warmup_step=1"));
-  if (!torch::cuda::is_available()) {
-    // bf16 without a GPU is refused, not a float32 run whose config says bf16.
-    const auto bf16 = run_command(
-        app("xl-train") + " --config " + config_file("configs/txl/tiny.yaml") +
-            " --set train.bf16=true",
-        dir.path());
-    EXPECT_EQ(bf16.status, 2);
-    EXPECT_THAT(bf16.output, HasSubstr("--set train.bf16=false"));
-  }
 }
 
 TEST(XlTrain, MissingPreparedDataIsAClearError) {

@@ -1,6 +1,7 @@
 // Activation checkpointing gives the plain path's numbers: gradients, losses and the random
 // stream after a step, for a bare block and for every model family with dropout on (a replay
-// that drew other dropout masks would give other gradients).
+// that drew other dropout masks would give other gradients), in float32 and under bf16
+// autocast.
 #include "xl/nn/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,7 @@ struct Steps {
 Steps two_steps(
     config::Config c,
     bool checkpointed,
+    bool bf16,
     const std::vector<data::Batch>& batches,
     bool continues,
     int64_t n_token) {
@@ -100,6 +102,7 @@ Steps two_steps(
   std::vector<nn::Memory> mems(1);
   StepOptions options;
   options.clip = c.train.clip;
+  options.bf16 = bf16;
   Steps steps;
   for (size_t s = 0; s < batches.size(); ++s) {
     const auto result = train_step(
@@ -117,6 +120,7 @@ Steps two_steps(
     }
   }
   for (const auto& p : model->parameters()) {
+    EXPECT_EQ(p.scalar_type(), torch::kFloat); // master weights stay float32
     steps.grads.push_back(
         p.grad().defined() ? p.grad().clone() : torch::zeros({0}));
   }
@@ -154,21 +158,27 @@ TEST(ActivationCheckpointing, EveryFamilyTrainsAsWithoutIt) {
     const std::vector<data::Batch> batches{
         data::next_cycling(*source), data::next_cycling(*source)};
     const bool continues = source->continues_streams();
-    const auto plain = two_steps(c, false, batches, continues, n_token);
-    const auto replayed = two_steps(c, true, batches, continues, n_token);
-    ASSERT_EQ(plain.sums.size(), replayed.sums.size());
-    for (size_t i = 0; i < plain.sums.size(); ++i) {
-      EXPECT_NEAR(
-          plain.sums[i], replayed.sums[i], 1e-6 * std::abs(plain.sums[i]))
-          << "term " << i;
+    // Under bf16 autocast too (on the CPU here, as on CUDA): the replay runs under the
+    // forward's autocast, so it computes in the same dtypes.
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(bf16 ? "bf16" : "float32");
+      const auto plain = two_steps(c, false, bf16, batches, continues, n_token);
+      const auto replayed =
+          two_steps(c, true, bf16, batches, continues, n_token);
+      ASSERT_EQ(plain.sums.size(), replayed.sums.size());
+      for (size_t i = 0; i < plain.sums.size(); ++i) {
+        EXPECT_NEAR(
+            plain.sums[i], replayed.sums[i], 1e-6 * std::abs(plain.sums[i]))
+            << "term " << i;
+      }
+      ASSERT_EQ(plain.grads.size(), replayed.grads.size());
+      for (size_t i = 0; i < plain.grads.size(); ++i) {
+        EXPECT_TRUE(
+            torch::allclose(plain.grads[i], replayed.grads[i], 1e-5, 1e-7))
+            << "parameter " << i;
+      }
+      EXPECT_TRUE(torch::equal(plain.next_draws, replayed.next_draws));
     }
-    ASSERT_EQ(plain.grads.size(), replayed.grads.size());
-    for (size_t i = 0; i < plain.grads.size(); ++i) {
-      EXPECT_TRUE(
-          torch::allclose(plain.grads[i], replayed.grads[i], 1e-5, 1e-7))
-          << "parameter " << i;
-    }
-    EXPECT_TRUE(torch::equal(plain.next_draws, replayed.next_draws));
   }
 }
 

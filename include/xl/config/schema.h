@@ -304,7 +304,7 @@ struct TrainConfig {
     v("clip", s.clip, "global gradient-norm clipping (0: off)", at_least(0));
     v("lr_layer_decay", s.lr_layer_decay, "layer-wise learning-rate decay: the parameters of layer i of n (layers.<i>.*) train at lr * lr_layer_decay^(n - 1 - i), the others at lr (zihangdai/xlnet's lr_layer_decay_rate, applied to the rate because Adam undoes a scaled gradient)", Limits{0.0, 1.0, true, false, {}});
     v("freeze", s.freeze, "parameters not to train, by name pattern (* any characters, ? one): a linear probe freezes everything but the classification head (configs/xlnet/ko_probe_cpu.yaml); the log lists what is frozen");
-    v("bf16", s.bf16, "bfloat16 autocast (CUDA only)");
+    v("bf16", s.bf16, "bfloat16 autocast (CUDA or the CPU)");
     v("activation_checkpointing", s.activation_checkpointing, "keep no layer activations for the backward pass and recompute them there: less memory for about one more forward pass per step, same gradients");
     v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));

@@ -10,10 +10,23 @@
 
 namespace xl::run {
 
-/// train.device: auto is CUDA when available, else the CPU; cuda without a GPU is a UserError,
-/// and so is train.bf16 on the CPU (autocast runs on CUDA only), rather than a float32 run
-/// whose config says bf16.
+/// train.device: auto is CUDA when available, else the CPU; cuda without a GPU is a UserError.
+/// train.bf16 on a CPU without bf16 instructions logs a warning with the bf16 and float32
+/// matrix-product rates measured there: emulated bf16 is many times slower, never silently.
 torch::Device pick_device(const config::TrainConfig& train);
+
+/// Whether this CPU multiplies bf16 matrices in hardware (avx512_bf16 or amx_bf16).
+bool cpu_has_bf16();
+
+/// Waits for the work queued on `device` (a no-op on the CPU).
+void synchronize(const torch::Device& device);
+
+/// GFLOP/s of n x n matrix products of `dtype` on `device`, timed for about `seconds`.
+double matmul_gflops(
+    const torch::Device& device,
+    torch::ScalarType dtype,
+    int64_t n,
+    double seconds);
 
 /// Bytes `device` can still allocate: for the CPU the kernel's MemAvailable, lowered to what is
 /// left under the cgroup's memory limit when there is one; for a GPU its memory less what the
@@ -26,7 +39,9 @@ std::string device_name(const torch::Device& device);
 /// Sets train.threads (when > 0) and seeds torch with train.seed.
 void setup_runtime(const config::TrainConfig& train);
 
-/// bf16 autocast on CUDA for the scope of the guard (a no-op elsewhere or when disabled).
+/// bf16 autocast on `device`'s type (CUDA or the CPU) for the scope of the guard; a no-op when
+/// disabled. The fp32 islands (softmax, log-softmax, LayerNorm, losses) are the models' own
+/// casts, so both device types compute the same way.
 class AutocastGuard {
  public:
   AutocastGuard(const torch::Device& device, bool bf16);
@@ -36,6 +51,7 @@ class AutocastGuard {
 
  private:
   bool active_ = false;
+  c10::DeviceType type_ = c10::DeviceType::CPU;
   bool previous_enabled_ = false;
   at::ScalarType previous_dtype_ = at::kHalf;
 };
