@@ -1,9 +1,12 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
-//            [--set train.bf16=true] [--modes train,eval,vanilla] [--json out.json [--force]]
+//            [--set train.bf16=true] [--modes train,eval,eval_recompute,vanilla]
+//            [--json out.json [--force]]
 // Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
 #include <filesystem>
 #include <iostream>
+#include <sstream>
+#include <string>
 
 #include "xl/app/cli.h"
 #include "xl/bench/benchmark.h"
@@ -29,7 +32,21 @@ int main(int argc, char** argv) {
     app.add_option("--steps", options.steps, "timed iterations")
         ->check(xl::app::positive_count());
     app.add_option(
-        "--modes", options.modes, "comma-separated: train, eval, vanilla");
+           "--modes",
+           options.modes,
+           "comma-separated: train, eval, eval_recompute (the memory evaluation "
+           "recomputing its memory's projections every segment), vanilla")
+        ->check([](const std::string& modes) {
+          std::stringstream list(modes);
+          for (std::string mode; std::getline(list, mode, ',');) {
+            if (mode != "train" && mode != "eval" && mode != "eval_recompute" &&
+                mode != "vanilla") {
+              return "unknown mode '" + mode +
+                  "': choose from train, eval, eval_recompute, vanilla";
+            }
+          }
+          return std::string();
+        });
     app.add_option("--json", json_path, "also write the results to this file");
     app.add_flag(
         "--force", force, "replace the file --json names if it exists");

@@ -175,11 +175,17 @@ nlohmann::json bench_train(Bench& b) {
 }
 
 // Evaluation batches as xl-eval runs them in `mode`, through the shared evaluator. Memory mode
-// warms up until the memory is full, as in the middle of an evaluation.
-nlohmann::json bench_eval(Bench& b, const config::Config& c, const char* name) {
+// warms up until the memory is full, as in the middle of an evaluation; `cache`: it keeps the
+// memory's projections between segments, as xl-eval does.
+nlohmann::json bench_eval(
+    Bench& b,
+    const config::Config& c,
+    const char* name,
+    bool cache) {
   const auto dataset = data::random_dataset(c, b.n_token, b.size);
   auto setup = eval::eval_setup(
       c, dataset->eval_batches("test", false), false, b.device);
+  setup.options.cache_projections = cache;
   eval::Evaluator evaluator(*b.model, setup.options);
   int64_t warmup = b.options.warmup;
   const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
@@ -235,9 +241,17 @@ nlohmann::json run_benchmark(
   if (wants(options, "train")) {
     results.push_back(bench_train(b));
   }
-  for (const auto& [mode, name] :
-       {std::pair{config::EvalMode::kMemory, "eval"},
-        std::pair{config::EvalMode::kVanilla, "vanilla"}}) {
+  // eval_recompute: the memory evaluation recomputing its projections every segment, as it
+  // did before it kept them (to compare the two in one run).
+  struct EvalBench {
+    config::EvalMode mode;
+    const char* name;
+    bool cache;
+  };
+  for (const auto& [mode, name, cache] :
+       {EvalBench{config::EvalMode::kMemory, "eval", true},
+        EvalBench{config::EvalMode::kMemory, "eval_recompute", false},
+        EvalBench{config::EvalMode::kVanilla, "vanilla", true}}) {
     if (!wants(options, name)) {
       continue;
     }
@@ -250,7 +264,7 @@ nlohmann::json run_benchmark(
       spdlog::info("{}: skipped, {}", name, e.what());
       continue;
     }
-    results.push_back(bench_eval(b, modal, name));
+    results.push_back(bench_eval(b, modal, name, cache));
   }
   return nlohmann::json{{"setup", header}, {"results", results}};
 }

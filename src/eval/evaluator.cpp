@@ -36,6 +36,10 @@ void Evaluator::consume(const data::Batch& batch, bool continues_streams) {
   run::AutocastGuard autocast(options_.device, options_.bf16);
   models::ForwardArgs args;
   args.span = options_.span;
+  if (!continues_streams) {
+    cache_ = {}; // its rows belong to the memory this batch does not read
+  }
+  args.cache = options_.cache_projections ? &cache_ : nullptr;
   auto out = model_.forward(
       batch.to(options_.device),
       continues_streams ? mems_ : nn::Memory{},

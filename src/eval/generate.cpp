@@ -91,7 +91,7 @@ Generated generate(
       options.window);
   torch::NoGradGuard no_grad;
   const EvalMode eval_mode(model);
-  models::GenerationCache cache;
+  models::ProjectionCache cache;
   models::ForwardArgs args;
   args.next_token = true;
   args.span = options.span;

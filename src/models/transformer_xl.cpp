@@ -140,7 +140,7 @@ torch::Tensor TransformerXLImpl::run_layers(
     const torch::Tensor& mask,
     const nn::Memory& mems,
     std::vector<torch::Tensor>& hiddens,
-    GenerationCache* cache) {
+    ProjectionCache* cache) {
   hiddens.reserve(static_cast<size_t>(options.n_layer()));
   if (cache != nullptr) {
     cache->layers.resize(static_cast<size_t>(options.n_layer()));
@@ -220,11 +220,14 @@ ModelOutput TransformerXLImpl::forward(
       qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
-  TORCH_CHECK(
-      args.cache == nullptr || lengths.ext_len == 0,
-      "a generation cache needs ext_len 0, got ",
-      lengths.ext_len);
-  core = run_layers(core, r, mask, mems, hiddens, args.cache);
+  // With ext_len > 0 the memory ends before the rows this call read: no cached suffix.
+  core = run_layers(
+      core,
+      r,
+      mask,
+      mems,
+      hiddens,
+      lengths.ext_len == 0 ? args.cache : nullptr);
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);

@@ -69,7 +69,7 @@ Heads project_qkv(
   // Each row is projected on its own (LayerNorm and Linear are row-wise), so the memory's
   // rows project as they did when they were the segment.
   if (cache != nullptr && mlen > 0 && cache->kv.defined() &&
-      cache->kv.size(0) >= mlen) {
+      cache->kv.size(0) >= mlen && cache->kv.size(1) == h.size(1)) {
     const auto proj =
         qkv_net->forward(o.pre_lnorm() ? layer_norm_fp32(layer_norm, h) : h);
     return heads(

@@ -224,6 +224,21 @@ TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
       EXPECT_THAT(r.output, HasSubstr("eval: skipped"));
     }
   }
+  // The memory evaluation with and without its kept projections, in one run; a mode it does
+  // not know is refused with the list, not skipped.
+  const auto both = run_command(
+      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
+          " --n-token 3000 --warmup 1 --steps 2 --modes eval,eval_recompute",
+      dir.path());
+  ASSERT_EQ(both.status, 0) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("info eval "));
+  EXPECT_THAT(both.output, HasSubstr("info eval_recompute "));
+  const auto typo = run_command(
+      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
+          " --modes trian",
+      dir.path());
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_THAT(typo.output, HasSubstr("unknown mode 'trian'"));
 }
 
 } // namespace

@@ -98,7 +98,7 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
 
 // Generation's cache projects only the new positions; what comes out is what projecting
 // [memory | segment] whole gives, post-LN and pre-LN, shared and per-layer biases, clamped.
-TEST(TransformerXL, AGenerationCacheGivesTheOutputsOfTheWholeProjection) {
+TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
   auto pre_ln = tiny(true, 5);
   pre_ln.layer().attention().pre_lnorm(true);
   auto untied = tiny(true, 7).untie_r(true);
@@ -108,7 +108,10 @@ TEST(TransformerXL, AGenerationCacheGivesTheOutputsOfTheWholeProjection) {
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
     torch::NoGradGuard no_grad;
-    GenerationCache cache;
+    for (auto& p : model->parameters()) { // a trained model's scale (see below)
+      p.normal_(0.0, 0.3);
+    }
+    ProjectionCache cache;
     ForwardArgs plain;
     plain.next_token = true;
     ForwardArgs cached = plain;
@@ -131,6 +134,67 @@ TEST(TransformerXL, AGenerationCacheGivesTheOutputsOfTheWholeProjection) {
       plain_mems = a.mems;
       cached_mems = b.mems;
     }
+  }
+}
+
+// A memory-mode evaluation keeps the memory's projections between segments (the evaluator
+// passes one cache per stream): every attention variant scores as with the whole projection,
+// with a memory shorter than the segment (3 < 5), as long (5) and longer (12).
+TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
+  auto pre_ln = tiny(true, 12);
+  pre_ln.layer().attention().pre_lnorm(true);
+  auto untied = tiny(true, 5).untie_r(true);
+  untied.lengths().clamp_len = 3;
+  auto same_length = tiny(true, 12);
+  same_length.lengths().same_length = true;
+  for (const auto& options :
+       {tiny(true, 3),
+        tiny(true, 5),
+        tiny(true, 12),
+        pre_ln,
+        untied,
+        same_length}) {
+    torch::manual_seed(6);
+    auto model = std::make_shared<TransformerXLImpl>(options);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    // Weights as large as a trained model's, so that the memory weighs in the scores (at the
+    // initial scale a spoilt cache moves them by 2e-5).
+    for (auto& p : model->parameters()) {
+      p.normal_(0.0, 0.3);
+    }
+    ProjectionCache cache;
+    ForwardArgs cached = with_log_probs();
+    cached.cache = &cache;
+    nn::Memory plain_mems;
+    nn::Memory cached_mems;
+    for (int segment = 0; segment < 5; ++segment) {
+      const auto batch =
+          lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
+      const auto a = model->forward(batch, plain_mems, with_log_probs());
+      const auto b = model->forward(batch, cached_mems, cached);
+      EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
+          << "segment " << segment << ", mem_len " << options.lengths().mem_len;
+      plain_mems = a.mems;
+      cached_mems = b.mems;
+    }
+    // It holds the last call's [memory | segment] rows, and the next call reads them: spoilt,
+    // they change what it scores.
+    EXPECT_EQ(
+        cache.layers[0].kv.size(0),
+        std::min<int64_t>(options.lengths().mem_len, 4 * 5) + 5);
+    for (auto& layer : cache.layers) {
+      layer.kv.zero_();
+    }
+    const auto batch =
+        lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
+    const auto change =
+        (model->forward(batch, plain_mems, with_log_probs()).log_probs -
+         model->forward(batch, cached_mems, cached).log_probs)
+            .abs()
+            .max()
+            .item<double>();
+    EXPECT_GT(change, 1e-2);
   }
 }
 

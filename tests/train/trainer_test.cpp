@@ -448,6 +448,30 @@ TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
   EXPECT_NEAR(segmented.loss(), whole.loss(), 1e-5);
 }
 
+// The evaluator keeps the memory's projections between segments of a stream: the same totals
+// as recomputing them.
+TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
+  DigitsCorpus corpus;
+  data::Corpus prepared(corpus.config.data);
+  torch::manual_seed(2);
+  auto model = models::build_model(corpus.config, prepared.vocab().size());
+  const auto& tokens = prepared.split("valid");
+  std::vector<eval::EvalResult> results;
+  for (const bool cache : {true, false}) {
+    data::OrderedSegments source(tokens, 3, 7);
+    eval::EvalOptions options;
+    options.span.mem_len = 10;
+    options.max_batches = 6;
+    options.cache_projections = cache;
+    results.push_back(eval::evaluate(*model, source, options));
+  }
+  EXPECT_EQ(results[0].tokens(), results[1].tokens());
+  EXPECT_NEAR(
+      results[0].terms[0].sum,
+      results[1].terms[0].sum,
+      1e-5 * results[1].terms[0].sum);
+}
+
 TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
   models::TermTotal nll{"lm", TermKind::kTokenNll, 1.0, std::log(20.0) * 4, 4};
   EXPECT_EQ(eval::metric(nll, data::VocabKind::kWord)->name, "ppl");

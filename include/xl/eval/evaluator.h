@@ -34,6 +34,10 @@ struct EvalOptions {
   /// the unigram guess of the data (Dataset::unigram_baseline), scored on the same targets
   /// into EvalResult::baseline; null: none
   const data::UnigramBaseline* unigram = nullptr;
+  /// keep each layer's key and value projections of the memory between batches that continue
+  /// their streams (models::ProjectionCache): the same log-probs, fewer products; false
+  /// recomputes them every batch (benchmarks and tests compare the two)
+  bool cache_projections = true;
 };
 
 struct EvalResult {
@@ -64,7 +68,8 @@ struct EvalResult {
 };
 
 /// Scores batches one at a time with the model in eval mode (restored when the evaluator goes),
-/// without gradients, carrying the memory from batch to batch when asked to.
+/// without gradients, carrying the memory, and the projections of its rows, from batch to batch
+/// when asked to.
 class Evaluator {
  public:
   Evaluator(models::LanguageModelImpl& model, EvalOptions options);
@@ -86,6 +91,7 @@ class Evaluator {
   EvalOptions options_;
   bool was_training_;
   nn::Memory mems_;
+  models::ProjectionCache cache_;
   models::TermAccumulator totals_;
   int64_t batches_ = 0;
   std::chrono::steady_clock::time_point start_;

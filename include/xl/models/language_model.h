@@ -36,10 +36,13 @@ struct Span {
   std::optional<bool> same_length;
 };
 
-/// What a family may keep between the calls of one generation (Transformer-XL: each layer's
-/// key and value projections of its memory), so that a call projects only its new positions.
-/// One per generation; every call after the first passes the memory the previous one returned.
-struct GenerationCache {
+/// What a family may keep between the calls of one generation or one memory-mode evaluation
+/// (Transformer-XL: each layer's key and value projections of its memory, and the position
+/// projections), so that a call projects only its new positions: the weights do not change in
+/// between. One per stream of calls; every call after the first passes the memory the previous
+/// one returned. A family or setting that cannot use one ignores it (ext_len > 0, learned or
+/// absolute positions, XLNet, the character transformer).
+struct ProjectionCache {
   std::vector<nn::AttentionCache> layers;
 };
 
@@ -51,8 +54,8 @@ struct ForwardArgs {
   /// fill ModelOutput::next_log_probs (generation); batch.targets may then be undefined, and
   /// the output has no loss terms
   bool next_token = false;
-  /// generation's cache (null: none); needs ext_len 0
-  GenerationCache* cache = nullptr;
+  /// the projections kept from the previous call of this stream (null: none)
+  ProjectionCache* cache = nullptr;
   Span span;
 };
 

@@ -104,7 +104,7 @@ class TransformerXLImpl : public LanguageModelImpl {
       const torch::Tensor& mask,
       const nn::Memory& mems,
       std::vector<torch::Tensor>& hiddens,
-      GenerationCache* cache);
+      ProjectionCache* cache);
   /// log p(target) [T, B] of the last T positions of `core` [L, B, D]
   torch::Tensor score(const torch::Tensor& core, const torch::Tensor& targets);
 };
