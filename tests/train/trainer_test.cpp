@@ -425,12 +425,21 @@ TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
   EXPECT_TRUE(model->is_training()); // the evaluator restored the mode
 }
 
-TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
+// A Transformer-XL built for the digits corpus, and the corpus's prepared validation split.
+struct DigitsModel {
   DigitsCorpus corpus;
-  data::Corpus prepared(corpus.config.data);
-  torch::manual_seed(2);
-  auto model = models::build_model(corpus.config, prepared.vocab().size());
-  const auto& tokens = prepared.split("valid");
+  data::Corpus prepared{corpus.config.data};
+  models::LanguageModel model = [this] {
+    torch::manual_seed(2);
+    return models::build_model(corpus.config, prepared.vocab().size());
+  }();
+  const data::TokenFile& tokens = prepared.split("valid");
+};
+
+TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
+  DigitsModel digits;
+  auto& model = digits.model;
+  const auto& tokens = digits.tokens;
   data::OrderedSegments source(tokens, 2, 7);
   eval::EvalOptions options;
   options.span.mem_len = 1000;
@@ -451,19 +460,15 @@ TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
 // The evaluator keeps the memory's projections between segments of a stream: the same totals
 // as recomputing them.
 TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
-  DigitsCorpus corpus;
-  data::Corpus prepared(corpus.config.data);
-  torch::manual_seed(2);
-  auto model = models::build_model(corpus.config, prepared.vocab().size());
-  const auto& tokens = prepared.split("valid");
+  DigitsModel digits;
   std::vector<eval::EvalResult> results;
   for (const bool cache : {true, false}) {
-    data::OrderedSegments source(tokens, 3, 7);
+    data::OrderedSegments source(digits.tokens, 3, 7);
     eval::EvalOptions options;
     options.span.mem_len = 10;
     options.max_batches = 6;
     options.cache_projections = cache;
-    results.push_back(eval::evaluate(*model, source, options));
+    results.push_back(eval::evaluate(*digits.model, source, options));
   }
   EXPECT_EQ(results[0].tokens(), results[1].tokens());
   EXPECT_NEAR(
