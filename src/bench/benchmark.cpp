@@ -114,6 +114,38 @@ struct Bench {
   int64_t size;
 };
 
+// The model FLOPs of `record`'s iterations (per input token; none for a family without a
+// count), their rate and its share of the matrix-product rate measured right after, in the
+// precision the model's matrices run in: bf16 under autocast, on either device.
+void add_model_flops(
+    const Bench& b,
+    nlohmann::json& record,
+    const std::optional<double>& flops) {
+  if (!flops) {
+    return;
+  }
+  const bool bf16 = b.config.train.bf16;
+  const double model_rate =
+      *flops * record["input_tokens_per_s"].get<double>() / 1e9;
+  const double matmul_rate = run::matmul_gflops(
+      b.device,
+      bf16 ? torch::kBFloat16 : torch::kFloat,
+      b.device.is_cuda() ? 8192 : 2048,
+      1.0);
+  record["model_flops_per_token"] = *flops;
+  record["model_gflops_per_s"] = model_rate;
+  record["matmul_gflops_per_s"] = matmul_rate;
+  record["model_flops_utilisation"] = model_rate / matmul_rate;
+  spdlog::info(
+      "{:<8} model {:.1f} MFLOP/token, {:.1f} GFLOP/s; {} matmul {:.1f} GFLOP/s; {:.1f}% of it",
+      record["mode"].get<std::string>(),
+      *flops / 1e6,
+      model_rate,
+      bf16 ? "bf16" : "float32",
+      matmul_rate,
+      100.0 * model_rate / matmul_rate);
+}
+
 // Training steps exactly as xl-train runs them: its batch source and the shared step.
 nlohmann::json bench_train(Bench& b) {
   const auto& t = b.config.train;
@@ -148,29 +180,11 @@ nlohmann::json bench_train(Bench& b) {
   record["estimated_memory_mib"] =
       models::estimate_training_memory(b.config, b.n_token).total() / kMiB;
   record["setting"] = source->describe();
-  const auto flops = models::training_flops_per_token(
-      b.config, b.n_token, models::uniform_bin_share(b.config, b.n_token));
-  if (flops) {
-    const double model_rate =
-        *flops * record["input_tokens_per_s"].get<double>() / 1e9;
-    // The products the step's matrices run as: bf16 under autocast, on either device.
-    const double matmul_rate = run::matmul_gflops(
-        b.device,
-        t.bf16 ? torch::kBFloat16 : torch::kFloat,
-        b.device.is_cuda() ? 8192 : 2048,
-        1.0);
-    record["model_flops_per_token"] = *flops;
-    record["model_gflops_per_s"] = model_rate;
-    record["matmul_gflops_per_s"] = matmul_rate;
-    record["model_flops_utilisation"] = model_rate / matmul_rate;
-    spdlog::info(
-        "train    model {:.1f} MFLOP/token, {:.1f} GFLOP/s; {} matmul {:.1f} GFLOP/s; {:.1f}% of it",
-        *flops / 1e6,
-        model_rate,
-        t.bf16 ? "bf16" : "float32",
-        matmul_rate,
-        100.0 * model_rate / matmul_rate);
-  }
+  add_model_flops(
+      b,
+      record,
+      models::training_flops_per_token(
+          b.config, b.n_token, models::uniform_bin_share(b.config, b.n_token)));
   return record;
 }
 
@@ -201,6 +215,20 @@ nlohmann::json bench_eval(
   record["setting"] = setup.setting;
   record["estimated_memory_mib"] =
       models::estimate_evaluation_memory(c, b.n_token).total() / kMiB;
+  if (setup.source
+          ->continues_streams()) { // memory mode: segments after a full memory
+    add_model_flops(
+        b,
+        record,
+        models::evaluation_flops_per_token(
+            c,
+            b.n_token,
+            models::uniform_bin_share(c, b.n_token),
+            tgt_len,
+            setup.options.span.mem_len.value_or(0),
+            // the model keeps nothing when ext_len re-reads inputs (ProjectionCache)
+            cache && setup.options.span.ext_len.value_or(0) == 0));
+  }
   return record;
 }
 

@@ -41,5 +41,26 @@ TEST(Flops, TransformerXLTrainingStepCountedByHand) {
   EXPECT_FALSE(training_flops_per_token(c, 20, share).has_value());
 }
 
+TEST(Flops, TransformerXLEvaluationSegmentCountedByHand) {
+  const auto c = tiny();
+  const auto share = uniform_bin_share(c, 20);
+  // Projections kept: q, k, v of the 4 new tokens 2*8*8*3 = 384; scores and weighted sum
+  // 2*2*8*8 = 256; output 128; feed-forward 512; BD 2*8*8 = 128; the softmax 256.
+  EXPECT_DOUBLE_EQ(
+      *evaluation_flops_per_token(c, 20, share, 4, 4, true), 1408 + 256);
+  // Recomputed: the memory's keys and values 2*8*16*4/4 = 256 and the positions of all 8
+  // 2*8*8*8/4 = 256, as in a training step's forward.
+  EXPECT_DOUBLE_EQ(
+      *evaluation_flops_per_token(c, 20, share, 4, 4, false),
+      *training_flops_per_token(c, 20, share) / 3);
+  // A memory of 20 with kept projections: scores, sum and BD over 24 positions.
+  EXPECT_DOUBLE_EQ(
+      *evaluation_flops_per_token(c, 20, share, 4, 20, true),
+      384 + 2 * 2 * 24 * 8 + 128 + 512 + 2 * 24 * 8 + 256);
+  auto xlnet = c;
+  xlnet.model.type = config::ModelType::kXLNet;
+  EXPECT_FALSE(evaluation_flops_per_token(xlnet, 20, share, 4, 4, true));
+}
+
 } // namespace
 } // namespace xl::models
