@@ -5,7 +5,9 @@ Each round times xl-bench, then hf_train_step.py, then (with --kimiyoung) the sa
 kimiyoung's MemTransformerLM, all on one resolved config: same model, batch, segment, memory,
 optimizer, clipping and threads, random tokens. Rounds alternate so that a slow spell of a shared
 machine hits every side. Prints one line per measurement and the medians and ratios, and the
-whole record as JSON with --json.
+whole record as JSON with --json. --device cuda runs every side on the GPU; --set
+train.bf16=true runs every side under bf16 autocast (Hugging Face's and kimiyoung's through
+torch.autocast), on either device.
 """
 import argparse
 import json
@@ -30,6 +32,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps before them")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where every side runs (train.device)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--kimiyoung", metavar="DIR",
                         help="pytorch/ folder of a kimiyoung/transformer-xl checkout")
@@ -40,7 +44,8 @@ def main():
 
     bin_dir = os.environ.get("XL_BUILD_DIR", os.path.join(ROOT, "build")) + "/bin"
     python = os.environ.get("XL_PYTHON", os.path.join(ROOT, ".venv", "bin", "python"))
-    sets = [f"train.threads={args.threads}", "train.device=cpu"] + args.set
+    sets = [f"train.threads={args.threads}", f"train.device={args.device}"] + args.set
+    precision = "bf16" if "train.bf16=true" in sets else "float32"
     with tempfile.TemporaryDirectory() as tmp:
         resolved = os.path.join(tmp, "resolved.yaml")
         command = [f"{bin_dir}/xl-train", "--config", args.config, "--dump-config"]
@@ -78,7 +83,7 @@ def main():
         print(f"{name}: median {m:.1f} ms/step, {1000 * tokens_per_step / m:.0f} tokens/s")
     if utilisation:
         model, matmul = (statistics.median(u[i] for u in utilisation) for i in (0, 1))
-        print(f"xl model FLOP/s: median {model:.1f} GFLOP/s, float32 matmul {matmul:.1f} "
+        print(f"xl model FLOP/s: median {model:.1f} GFLOP/s, {precision} matmul {matmul:.1f} "
               f"GFLOP/s in the same runs: {100 * model / matmul:.0f}%")
     for name in median:
         if name != "xl":

@@ -5,8 +5,9 @@ kimiyoung's MemTransformerLM, on an xl config.
 The counterpart of `xl-bench --modes train`: the same hyperparameters (from a resolved xl
 config), batch, segment length, memory, optimizer (Adam), clipping and thread count, random
 data of the same shapes (XLNet: permutation masks over model.xlnet.num_predict targets per row,
-segment ids, bi_data from the config, the memory carried with reuse_len). Prints one JSON line
-with input tokens/s and ms per step.
+segment ids, bi_data from the config, the memory carried with reuse_len), on the config's
+train.device (auto: CUDA when there is one), under bf16 autocast when train.bf16 is true, on
+either device, as xl runs it. Prints one JSON line with input tokens/s and ms per step.
 
 With --kimiyoung DIR, the model is MemTransformerLM from DIR, the pytorch/ folder of a checkout of
 kimiyoung/transformer-xl (fetched for the measurement; none of it is in this repository),
@@ -30,16 +31,16 @@ import xlnet  # noqa: E402
 from transformers import TransfoXLLMHeadModel, XLNetLMHeadModel  # noqa: E402
 
 
-def transfo_xl_step(config, n_token, batch, tgt_len):
+def transfo_xl_step(config, n_token, batch, tgt_len, device):
     cfg = transfo_xl.hf_config(config["model"], n_token)
     cfg.dropout = config["model"]["dropout"]
     cfg.dropatt = config["model"]["dropatt"]
-    model = TransfoXLLMHeadModel(cfg)
-    mems = [torch.zeros(0, batch, cfg.d_model) for _ in range(cfg.n_layer)]
+    model = TransfoXLLMHeadModel(cfg).to(device)
+    mems = [torch.zeros(0, batch, cfg.d_model, device=device) for _ in range(cfg.n_layer)]
 
     def forward():
         nonlocal mems
-        tokens = torch.randint(n_token, (batch, tgt_len))
+        tokens = torch.randint(n_token, (batch, tgt_len), device=device)
         out = model(input_ids=tokens, labels=tokens, mems=mems)
         mems = out.mems
         return out.losses.mean()
@@ -48,7 +49,7 @@ def transfo_xl_step(config, n_token, batch, tgt_len):
 
 
 def kimiyoung_step(code_dir):
-    def build(config, n_token, batch, tgt_len):
+    def build(config, n_token, batch, tgt_len, device):
         sys.path[:0] = [code_dir, os.path.join(code_dir, "utils")]
         # Its masks are uint8, which masked_fill no longer takes: read them as booleans.
         torch.Tensor.byte = torch.Tensor.bool
@@ -63,12 +64,12 @@ def kimiyoung_step(code_dir):
             tie_projs=tie_projs, pre_lnorm=m["pre_lnorm"], tgt_len=tgt_len,
             ext_len=txl["ext_len"], mem_len=txl["mem_len"], cutoffs=cutoffs,
             same_length=txl["same_length"], attn_type=0, clamp_len=txl["clamp_len"],
-            sample_softmax=-1)
+            sample_softmax=-1).to(device)
         mems = tuple()
 
         def forward():
             nonlocal mems
-            tokens = torch.randint(n_token, (tgt_len + 1, batch))
+            tokens = torch.randint(n_token, (tgt_len + 1, batch), device=device)
             out = model(tokens[:-1], tokens[1:], *mems)
             mems = out[1:]
             return out[0].float().mean()
@@ -97,12 +98,13 @@ def permutation_batches(n_token, batch, tgt_len, n_predict, count):
     return out
 
 
-def xlnet_step(config, n_token, batch, tgt_len):
+def xlnet_step(config, n_token, batch, tgt_len, device):
     x = config["model"]["xlnet"]
     cfg = xlnet.hf_config(config["model"], n_token, x["bi_data"])
     cfg.dropout = config["model"]["dropout"]
-    model = XLNetLMHeadModel(cfg)
-    batches = permutation_batches(n_token, batch, tgt_len, x["num_predict"], 8)
+    model = XLNetLMHeadModel(cfg).to(device)
+    batches = [{k: v.to(device) for k, v in b.items()}
+               for b in permutation_batches(n_token, batch, tgt_len, x["num_predict"], 8)]
     mems, step = None, 0
 
     def forward():
@@ -132,30 +134,42 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(train["seed"])
     batch, tgt_len = train["batch_size"], train["tgt_len"]
+    cuda = train["device"] != "cpu" and torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
     family = {"transformer_xl": transfo_xl_step, "xlnet": xlnet_step}[config["model"]["type"]]
     if args.kimiyoung:
         family = kimiyoung_step(args.kimiyoung)
-    model, forward = family(config, args.n_token, batch, tgt_len)
+    model, forward = family(config, args.n_token, batch, tgt_len, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=train["lr"])
 
     def step():
         optimizer.zero_grad()
-        forward().backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=train["bf16"]):
+            loss = forward()
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), train["clip"])
         optimizer.step()
 
+    def synchronize():
+        if cuda:
+            torch.cuda.synchronize()
+
     for _ in range(args.warmup):
         step()
+    synchronize()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
+    synchronize()
     seconds = time.perf_counter() - start
     print(json.dumps({
         "mode": "kimiyoung_train" if args.kimiyoung else "hf_train",
         "input_tokens_per_s": args.steps * batch * tgt_len / seconds,
         "ms_per_iteration": 1000 * seconds / args.steps,
         "threads": torch.get_num_threads(),
+        "device": device.type,
+        "bf16": train["bf16"],
     }))
 
 

@@ -127,11 +127,13 @@ void add_model_flops(
   const bool bf16 = b.config.train.bf16;
   const double model_rate =
       *flops * record["input_tokens_per_s"].get<double>() / 1e9;
+  // Emulated bf16 (a CPU without its instructions) multiplies at well under 1 GFLOP/s: one
+  // product of 2048 would take half a minute.
+  const int64_t n = b.device.is_cuda() ? 8192
+      : bf16 && !run::cpu_has_bf16()   ? 512
+                                       : 2048;
   const double matmul_rate = run::matmul_gflops(
-      b.device,
-      bf16 ? torch::kBFloat16 : torch::kFloat,
-      b.device.is_cuda() ? 8192 : 2048,
-      1.0);
+      b.device, bf16 ? torch::kBFloat16 : torch::kFloat, n, 1.0);
   record["model_flops_per_token"] = *flops;
   record["model_gflops_per_s"] = model_rate;
   record["matmul_gflops_per_s"] = matmul_rate;
@@ -226,8 +228,7 @@ nlohmann::json bench_eval(
             models::uniform_bin_share(c, b.n_token),
             tgt_len,
             setup.options.span.mem_len.value_or(0),
-            // the model keeps nothing when ext_len re-reads inputs (ProjectionCache)
-            cache && setup.options.span.ext_len.value_or(0) == 0));
+            cache));
   }
   return record;
 }

@@ -220,17 +220,16 @@ ModelOutput TransformerXLImpl::forward(
       qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
-  // With ext_len > 0 the memory ends before the rows this call read: no cached suffix.
-  core = run_layers(
-      core,
-      r,
-      mask,
-      mems,
-      hiddens,
-      lengths.ext_len == 0 ? args.cache : nullptr);
+  core = run_layers(core, r, mask, mems, hiddens, args.cache);
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
+  if (args.cache !=
+      nullptr) { // the next memory ends ext_len rows before the last
+    for (auto& layer : args.cache->layers) {
+      layer.tail = lengths.ext_len;
+    }
+  }
   if (targets.defined()) {
     add_lm_term(out, batch, score(core, targets), args); // log p [T, B]
   }

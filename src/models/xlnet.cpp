@@ -319,6 +319,9 @@ ModelOutput XLNetImpl::forward(
   }
   std::vector<torch::Tensor> hiddens;
   hiddens.reserve(static_cast<size_t>(options.n_layer()));
+  if (args.cache != nullptr) {
+    args.cache->layers.resize(static_cast<size_t>(options.n_layer()));
+  }
   for (int64_t i = 0; i < options.n_layer(); ++i) {
     const auto index = static_cast<size_t>(i);
     hiddens.push_back(h);
@@ -326,14 +329,20 @@ ModelOutput XLNetImpl::forward(
     // the parameters; the memory is detached and r a sinusoid.
     // Captures by value: a replay runs after forward has returned.
     const auto mem = mems.empty() ? torch::Tensor() : mems[index];
-    const auto layer = [this, i, index, terms, mem](
+    auto* layer_cache =
+        args.cache != nullptr ? &args.cache->layers[index] : nullptr;
+    const auto layer = [this, i, index, terms, mem, layer_cache](
                            const std::vector<torch::Tensor>& in) {
       nn::TwoStreamTerms layer_terms = terms;
       layer_terms.r_w_bias = bias(r_w_bias, i);
       layer_terms.r_r_bias = bias(r_r_bias, i);
       layer_terms.r_s_bias = bias(r_s_bias, i);
       auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
-          in[0], in.size() > 1 ? in[1] : torch::Tensor(), layer_terms, mem);
+          in[0],
+          in.size() > 1 ? in[1] : torch::Tensor(),
+          layer_terms,
+          mem,
+          layer_cache);
       std::vector<torch::Tensor> out{std::move(h_out)};
       if (g_out.defined()) {
         out.push_back(std::move(g_out));
@@ -356,6 +365,11 @@ ModelOutput XLNetImpl::forward(
       ? std::max<int64_t>(0, qlen - lengths.reuse_len)
       : 0;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, not_reused);
+  if (args.cache != nullptr) { // the next memory ends where the reused rows do
+    for (auto& layer : args.cache->layers) {
+      layer.tail = not_reused;
+    }
+  }
   if (two_stream) {
     lm_terms(batch, drop(g), args, out);
   } else {

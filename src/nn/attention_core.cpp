@@ -69,13 +69,15 @@ Heads project_qkv(
   // Each row is projected on its own (LayerNorm and Linear are row-wise), so the memory's
   // rows project as they did when they were the segment.
   if (cache != nullptr && mlen > 0 && cache->kv.defined() &&
-      cache->kv.size(0) >= mlen && cache->kv.size(1) == h.size(1)) {
+      cache->kv.size(0) >= cache->tail + mlen &&
+      cache->kv.size(1) == h.size(1)) {
     const auto proj =
         qkv_net->forward(o.pre_lnorm() ? layer_norm_fp32(layer_norm, h) : h);
+    const int64_t end = cache->kv.size(0) - cache->tail;
     return heads(
         proj.narrow(2, 0, inner),
         torch::cat(
-            {cache->kv.narrow(0, cache->kv.size(0) - mlen, mlen),
+            {cache->kv.narrow(0, end - mlen, mlen),
              proj.narrow(2, inner, 2 * inner)}));
   }
   auto cat = mlen > 0 ? torch::cat({mem, h}, 0) : h;

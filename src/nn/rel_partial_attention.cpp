@@ -46,7 +46,7 @@ torch::Tensor RelPartialAttentionImpl::forward(
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   torch::Tensor rk;
-  if (cache != nullptr && cache->rk.defined() && cache->rk_len == klen) {
+  if (cache != nullptr && cache->rk.defined() && cache->r_sizes == r.sizes()) {
     rk = cache->rk;
   } else { // [S, H*Dh] -> [H, Dh, S]
     rk = r_net(r)
@@ -54,7 +54,7 @@ torch::Tensor RelPartialAttentionImpl::forward(
              .permute({1, 2, 0});
     if (cache != nullptr) {
       cache->rk = rk;
-      cache->rk_len = klen;
+      cache->r_sizes = r.sizes().vec();
     }
   }
   const auto ac =

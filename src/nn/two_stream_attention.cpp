@@ -76,7 +76,8 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
     const torch::Tensor& h,
     const torch::Tensor& g,
     const TwoStreamTerms& terms,
-    const torch::Tensor& mem) {
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
   TORCH_CHECK(
       h.dim() == 3 && h.size(2) == options.d_model(),
       "content stream must be [L, B, ",
@@ -97,12 +98,20 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
       options.d_model(),
       "], got ",
       r.sizes());
-  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem);
+  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   // [G, R, H*Dh] -> [G, H, R, Dh], then each row's direction: [B or 1, H, R, Dh]
-  auto k_r =
-      r_net(r)
-          .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
-          .transpose(1, 2);
+  torch::Tensor k_r;
+  if (cache != nullptr && cache->rk.defined() && cache->r_sizes == r.sizes()) {
+    k_r = cache->rk;
+  } else {
+    k_r = r_net(r)
+              .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
+              .transpose(1, 2);
+    if (cache != nullptr) {
+      cache->rk = k_r;
+      cache->r_sizes = r.sizes().vec();
+    }
+  }
   if (terms.direction.defined()) {
     k_r = k_r.index_select(0, terms.direction);
   }

@@ -22,8 +22,9 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamLayerImpl::forward(
     const torch::Tensor& h,
     const torch::Tensor& g,
     const TwoStreamTerms& terms,
-    const torch::Tensor& mem) {
-  const auto [h_out, g_out] = rel_attn(h, g, terms, mem);
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
+  const auto [h_out, g_out] = rel_attn(h, g, terms, mem, cache);
   return {ff(h_out), g_out.defined() ? ff(g_out) : g_out};
 }
 

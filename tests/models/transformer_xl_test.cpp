@@ -139,7 +139,7 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
 
 // A memory-mode evaluation keeps the memory's projections between segments (the evaluator
 // passes one cache per stream): every attention variant scores as with the whole projection,
-// with a memory shorter than the segment (3 < 5), as long (5) and longer (12).
+// with a memory shorter than the segment (3 < 5), as long (5) and longer (12), and with ext_len.
 TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
   auto pre_ln = tiny(true, 12);
   pre_ln.layer().attention().pre_lnorm(true);
@@ -147,13 +147,16 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
   untied.lengths().clamp_len = 3;
   auto same_length = tiny(true, 12);
   same_length.lengths().same_length = true;
+  auto extended = tiny(true, 5); // the memory ends 2 rows before the last
+  extended.lengths().ext_len = 2;
   for (const auto& options :
        {tiny(true, 3),
         tiny(true, 5),
         tiny(true, 12),
         pre_ln,
         untied,
-        same_length}) {
+        same_length,
+        extended}) {
     torch::manual_seed(6);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();

@@ -249,6 +249,47 @@ TEST(XLNet, MemoryKeepsTheReusedPositions) {
       second.mems[0].narrow(0, 0, 2), first.mems[0].narrow(0, 1, 2)));
 }
 
+// A memory-mode evaluation keeps each layer's key and value projections of the memory, and the
+// position projections, between segments (ProjectionCache): the same log-probs and memories as
+// projecting them again, with the memory ending before the rows not reused (reuse_len 3 of 6),
+// shorter (5) and longer (9) than the segment; a spoilt cache changes the scores.
+TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
+  for (const int64_t mem_len : {5, 9}) {
+    torch::manual_seed(7);
+    XLNetImpl model(small(0, mem_len));
+    model.eval();
+    torch::NoGradGuard no_grad;
+    ProjectionCache cache;
+    ForwardArgs cached = with_log_probs();
+    cached.cache = &cache;
+    nn::Memory plain_mems;
+    nn::Memory cached_mems;
+    data::Batch batch;
+    for (int segment = 0; segment < 4; ++segment) {
+      batch = permuted(
+          torch::randint(50, {6, 2}),
+          torch::randperm(6).unsqueeze(1).expand({6, 2}));
+      const auto a = model.forward(batch, plain_mems, with_log_probs());
+      const auto b = model.forward(batch, cached_mems, cached);
+      EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
+          << "segment " << segment << ", mem_len " << mem_len;
+      EXPECT_TRUE(torch::allclose(a.mems.back(), b.mems.back(), 1e-5, 1e-5));
+      plain_mems = a.mems;
+      cached_mems = b.mems;
+    }
+    for (auto& layer : cache.layers) {
+      layer.kv.zero_();
+    }
+    const auto change =
+        (model.forward(batch, plain_mems, with_log_probs()).log_probs -
+         model.forward(batch, cached_mems, cached).log_probs)
+            .abs()
+            .max()
+            .item<double>();
+    EXPECT_GT(change, 1e-2) << "mem_len " << mem_len;
+  }
+}
+
 TEST(XLNet, RefusesABatchWithoutPredictionsOrLabels) {
   XLNetImpl model(small());
   data::Batch batch;

@@ -40,8 +40,8 @@ struct Span {
 /// (Transformer-XL: each layer's key and value projections of its memory, and the position
 /// projections), so that a call projects only its new positions: the weights do not change in
 /// between. One per stream of calls; every call after the first passes the memory the previous
-/// one returned. A family or setting that cannot use one ignores it (ext_len > 0, learned or
-/// absolute positions, XLNet, the character transformer).
+/// one returned. Transformer-XL with relative attention and XLNet keep one (their memory is the
+/// layers' inputs); learned or absolute positions and the character transformer ignore it.
 struct ProjectionCache {
   std::vector<nn::AttentionCache> layers;
 };

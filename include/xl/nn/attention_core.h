@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "xl/nn/init.h"
 
 namespace xl::nn {
@@ -31,13 +33,17 @@ struct AttentionOptions {
   TORCH_ARG(double, layer_norm_eps) = 1e-5;
 };
 
-/// What one attention layer keeps between the calls of a generation: the key and value
-/// projections of the rows it last read ([memory | segment], [S, B, 2 H Dh]), whose last rows
-/// are those of the next call's memory, and the position projections of the last key length.
+/// What one attention layer keeps between the calls of a generation or an evaluation: the key
+/// and value projections of the rows it last read ([memory | segment], [S, B, 2 H Dh]), whose
+/// rows before the last `tail` end with those of the next call's memory, and the position
+/// projections with the sizes of the position embeddings they came from.
 struct AttentionCache {
   torch::Tensor kv;
+  /// rows at the end of kv that the next memory leaves out (ext_len, XLNet's rows not reused);
+  /// the model sets it after each call
+  int64_t tail = 0;
   torch::Tensor rk;
-  int64_t rk_len = 0;
+  std::vector<int64_t> r_sizes;
 };
 
 /// Attention heads: q [B, H, L, Dh] from the segment, k and v [B, H, S, Dh] from

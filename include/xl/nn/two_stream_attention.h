@@ -65,12 +65,14 @@ class TwoStreamAttentionImpl
   void reset_parameters(const InitOptions& init);
 
   /// h [L, B, D] content stream, g [P, B, D] query stream or undefined, mem [M, B, D] or
-  /// undefined -> (h' [L, B, D], g' [P, B, D] or undefined)
+  /// undefined -> (h' [L, B, D], g' [P, B, D] or undefined); `cache`: the projections kept
+  /// from the previous call of this stream (see AttentionCache)
   std::pair<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& h,
       const torch::Tensor& g,
       const TwoStreamTerms& terms,
-      const torch::Tensor& mem);
+      const torch::Tensor& mem,
+      AttentionCache* cache = nullptr);
 
   AttentionOptions options;
   torch::nn::Linear qkv_net{nullptr};

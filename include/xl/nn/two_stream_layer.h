@@ -17,12 +17,14 @@ class TwoStreamLayerImpl : public torch::nn::Cloneable<TwoStreamLayerImpl> {
   void reset() override;
   void reset_parameters(const InitOptions& init);
 
-  /// h [L, B, D], g [P, B, D] or undefined, mem [M, B, D] or undefined -> (h', g')
+  /// h [L, B, D], g [P, B, D] or undefined, mem [M, B, D] or undefined -> (h', g');
+  /// `cache`: see AttentionCache
   std::pair<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& h,
       const torch::Tensor& g,
       const TwoStreamTerms& terms,
-      const torch::Tensor& mem);
+      const torch::Tensor& mem,
+      AttentionCache* cache = nullptr);
 
   DecoderLayerOptions options;
   TwoStreamAttention rel_attn{nullptr};
