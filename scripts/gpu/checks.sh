@@ -41,12 +41,13 @@ timeout $((XL_SUITE_S)) ctest --test-dir build-gpu -j 12 -LE gpu --timeout 240 -
   >"$out/tests.txt" 2>&1
 grep -E 'tests passed|Failed|\*\*\*|Timeout' "$out/tests.txt" | head -40
 # A backtrace of the first tests that crashed (the machine has cuda-gdb, not gdb).
-crashed=$(grep -oE '#[0-9]+: [A-Za-z0-9_./]+ \.+\*\*\*Exception' "$out/tests.txt" | awk '{print $2}' |
-  head -2)
+crashed=$(grep -oE '#[0-9]+: [A-Za-z0-9_./]+ \.+\*\*\*Exception' "$out/tests.txt" |
+  awk '{print $2}' | head -2)
 for t in $crashed; do
   read -ra cmd < <(ctest --test-dir build-gpu -N -V -R "^${t}\$" | sed -n 's/.*Test command: //p')
   echo "== backtrace of $t: ${cmd[*]}"
-  (cd build-gpu/tests && timeout 60 cuda-gdb -batch -ex run -ex bt --args "${cmd[@]}" 2>&1 | tail -30)
+  (cd build-gpu/tests &&
+    timeout 60 cuda-gdb -batch -ex run -ex bt --args "${cmd[@]}" 2>&1 | tail -30)
 done >>"$out/tests.txt"
 phase benchmarks
 bin=build-gpu/bin
@@ -58,8 +59,11 @@ bench() { # one benchmark, its command echoed above its output
 }
 {
   for bf16 in false true; do
-    bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 --modes train,eval \
-      --set train.bf16=$bf16
+    bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 \
+      --modes train,eval,eval_recompute --set train.bf16=$bf16
+    # Hugging Face's step on the same config and card, interleaved (transformers from .whl)
+    XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/txl/wt103_base.yaml \
+      267735 --device cuda --rounds 2 --threads 16 --set train.bf16=$bf16
   done
   for ck in false true; do
     bench "$bin/xl-bench" -c configs/char/enwik8_t64.yaml --n-token 256 --modes train \
