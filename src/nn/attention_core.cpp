@@ -90,6 +90,21 @@ Heads project_qkv(
       proj.narrow(2, inner, 2 * inner));
 }
 
+torch::Tensor project_positions(
+    AttentionCache* cache,
+    const torch::Tensor& r,
+    const std::function<torch::Tensor()>& project) {
+  if (cache != nullptr && cache->rk.defined() && cache->r_sizes == r.sizes()) {
+    return cache->rk;
+  }
+  auto rk = project();
+  if (cache != nullptr) {
+    cache->rk = rk;
+    cache->r_sizes = r.sizes().vec();
+  }
+  return rk;
+}
+
 torch::Tensor attend(
     const AttentionOptions& o,
     torch::nn::Dropout& dropatt,

@@ -45,18 +45,11 @@ torch::Tensor RelPartialAttentionImpl::forward(
       "], got ",
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
-  torch::Tensor rk;
-  if (cache != nullptr && cache->rk.defined() && cache->r_sizes == r.sizes()) {
-    rk = cache->rk;
-  } else { // [S, H*Dh] -> [H, Dh, S]
-    rk = r_net(r)
-             .view({klen, options.n_head(), options.d_head()})
-             .permute({1, 2, 0});
-    if (cache != nullptr) {
-      cache->rk = rk;
-      cache->r_sizes = r.sizes().vec();
-    }
-  }
+  const auto rk = project_positions(cache, r, [&] { // [S, H*Dh] -> [H, Dh, S]
+    return r_net(r)
+        .view({klen, options.n_head(), options.d_head()})
+        .permute({1, 2, 0});
+  });
   const auto ac =
       torch::matmul(heads.q + rel.u.unsqueeze(1), heads.k.transpose(2, 3));
   const auto bd = rel_shift(torch::matmul(heads.q + rel.v.unsqueeze(1), rk));

@@ -100,18 +100,11 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   // [G, R, H*Dh] -> [G, H, R, Dh], then each row's direction: [B or 1, H, R, Dh]
-  torch::Tensor k_r;
-  if (cache != nullptr && cache->rk.defined() && cache->r_sizes == r.sizes()) {
-    k_r = cache->rk;
-  } else {
-    k_r = r_net(r)
-              .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
-              .transpose(1, 2);
-    if (cache != nullptr) {
-      cache->rk = k_r;
-      cache->r_sizes = r.sizes().vec();
-    }
-  }
+  auto k_r = project_positions(cache, r, [&] {
+    return r_net(r)
+        .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
+        .transpose(1, 2);
+  });
   if (terms.direction.defined()) {
     k_r = k_r.index_select(0, terms.direction);
   }

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "xl/nn/init.h"
@@ -79,6 +80,14 @@ Heads project_qkv(
     const torch::Tensor& h,
     const torch::Tensor& mem,
     AttentionCache* cache = nullptr);
+
+/// The projection `project` makes of the position embeddings `r`, or the one `cache` kept from
+/// embeddings of the same sizes (outside training they are a function of their sizes); kept in
+/// `cache` when there is one.
+torch::Tensor project_positions(
+    AttentionCache* cache,
+    const torch::Tensor& r,
+    const std::function<torch::Tensor()>& project);
 
 /// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden; undefined: none
 /// hidden), v [B, H, S, Dh] -> attention vectors [L, B, H * Dh]. Scores are normalised in
