@@ -5,9 +5,10 @@ Each round times xl-bench, then hf_train_step.py, then (with --kimiyoung) the sa
 kimiyoung's MemTransformerLM, all on one resolved config: same model, batch, segment, memory,
 optimizer, clipping and threads, random tokens. Rounds alternate so that a slow spell of a shared
 machine hits every side. Prints one line per measurement and the medians and ratios, and the
-whole record as JSON with --json. --device cuda runs every side on the GPU; --set
-train.bf16=true runs every side under bf16 autocast (Hugging Face's and kimiyoung's through
-torch.autocast), on either device.
+whole record as JSON with --json. --device cuda runs every side on the GPU. --precisions
+float32,bf16 times every side in each precision within every round (bf16: under autocast, Hugging
+Face's and kimiyoung's through torch.autocast, on either device) and compares each of xl's against
+every other measurement; --set train.bf16=true alone runs every side in bf16.
 """
 import argparse
 import json
@@ -39,60 +40,78 @@ def main():
                         help="pytorch/ folder of a kimiyoung/transformer-xl checkout")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override, as xl-train takes it")
+    parser.add_argument("--precisions", metavar="LIST",
+                        help="float32, bf16 or both, comma-separated (default: train.bf16's)")
     parser.add_argument("--json", metavar="FILE", help="write every measurement here")
     args = parser.parse_args()
 
     bin_dir = os.environ.get("XL_BUILD_DIR", os.path.join(ROOT, "build")) + "/bin"
     python = os.environ.get("XL_PYTHON", os.path.join(ROOT, ".venv", "bin", "python"))
     sets = [f"train.threads={args.threads}", f"train.device={args.device}"] + args.set
-    precision = "bf16" if "train.bf16=true" in sets else "float32"
+    default = "bf16" if "train.bf16=true" in sets else "float32"
+    precisions = (args.precisions or default).split(",")
+    for p in precisions:
+        if p not in ("float32", "bf16"):
+            parser.error(f"--precisions: unknown precision '{p}' (float32 or bf16)")
+    common = ["--n-token", str(args.n_token), "--steps", str(args.steps),
+              "--warmup", str(args.warmup)]
     with tempfile.TemporaryDirectory() as tmp:
-        resolved = os.path.join(tmp, "resolved.yaml")
-        command = [f"{bin_dir}/xl-train", "--config", args.config, "--dump-config"]
-        for s in sets:
-            command += ["--set", s]
-        with open(resolved, "w") as f:
-            subprocess.run(command, check=True, stdout=f)
-        common = ["--n-token", str(args.n_token), "--steps", str(args.steps),
-                  "--warmup", str(args.warmup)]
-        sides = {
-            "xl": [f"{bin_dir}/xl-bench", "--config", resolved, "--modes", "train"] + common,
-            "hf": [python, os.path.join(ROOT, "scripts/bench/hf_train_step.py"), "--config",
-                   resolved, "--threads", str(args.threads)] + common,
-        }
-        if args.kimiyoung:
-            sides["kimiyoung"] = sides["hf"] + ["--kimiyoung", args.kimiyoung]
+        sides = {}  # "xl bf16" -> command; every round runs them in this order
+        for p in precisions:
+            resolved = os.path.join(tmp, f"{p}.yaml")
+            command = [f"{bin_dir}/xl-train", "--config", args.config, "--dump-config"]
+            for s in sets + [f"train.bf16={'true' if p == 'bf16' else 'false'}"]:
+                command += ["--set", s]
+            with open(resolved, "w") as f:
+                subprocess.run(command, check=True, stdout=f)
+            hf = [python, os.path.join(ROOT, "scripts/bench/hf_train_step.py"), "--config",
+                  resolved, "--threads", str(args.threads)] + common
+            sides[f"xl {p}"] = [f"{bin_dir}/xl-bench", "--config", resolved, "--modes",
+                                "train"] + common
+            sides[f"hf {p}"] = hf
+            if args.kimiyoung:
+                sides[f"kimiyoung {p}"] = hf + ["--kimiyoung", args.kimiyoung]
         ms = {name: [] for name in sides}
-        utilisation = []  # xl's model FLOP/s over the matmul rate measured in the same run
+        peak_mib = {name: [] for name in sides}
+        # xl's model FLOP/s and the matmul rate of its precision measured in the same run
+        utilisation = {p: [] for p in precisions}
         tokens_per_step = None
         for r in range(args.rounds):
             for name, command in sides.items():
                 result = last_json(command)
-                if name == "xl":
+                if name.startswith("xl "):
                     result = result["results"][0]
                     if "model_flops_utilisation" in result:
-                        utilisation.append((result["model_gflops_per_s"],
-                                            result["matmul_gflops_per_s"]))
+                        utilisation[name.split()[1]].append(
+                            (result["model_gflops_per_s"], result["matmul_gflops_per_s"]))
                 ms[name].append(result["ms_per_iteration"])
+                peak_mib[name].append(result.get("peak_memory_mib"))
                 step_tokens = result["input_tokens_per_s"] * result["ms_per_iteration"] / 1000
                 tokens_per_step = tokens_per_step or round(step_tokens)
+                peak = result.get("peak_memory_mib")
                 print(f"round {r + 1} {name}: {result['ms_per_iteration']:.1f} ms/step, "
-                      f"{result['input_tokens_per_s']:.0f} tokens/s", flush=True)
+                      f"{result['input_tokens_per_s']:.0f} tokens/s"
+                      + (f", peak {peak:.0f} MiB" if peak else ""), flush=True)
     median = {name: statistics.median(v) for name, v in ms.items()}
     for name, m in median.items():
-        print(f"{name}: median {m:.1f} ms/step, {1000 * tokens_per_step / m:.0f} tokens/s")
-    if utilisation:
-        model, matmul = (statistics.median(u[i] for u in utilisation) for i in (0, 1))
-        print(f"xl model FLOP/s: median {model:.1f} GFLOP/s, {precision} matmul {matmul:.1f} "
-              f"GFLOP/s in the same runs: {100 * model / matmul:.0f}%")
-    for name in median:
-        if name != "xl":
-            ratios = sorted(a / b for a, b in zip(ms[name], ms["xl"]))
-            print(f"speed ratio xl / {name}: median {median[name] / median['xl']:.2f} "
-                  f"(per round {ratios[0]:.2f}-{ratios[-1]:.2f})")
+        peaks = [p for p in peak_mib[name] if p]
+        print(f"{name}: median {m:.1f} ms/step, {1000 * tokens_per_step / m:.0f} tokens/s"
+              + (f", peak {max(peaks):.0f} MiB" if peaks else ""))
+    for p, u in utilisation.items():
+        if u:
+            model, matmul = (statistics.median(x[i] for x in u) for i in (0, 1))
+            print(f"xl {p} model FLOP/s: median {model:.1f} GFLOP/s, {p} matmul {matmul:.1f} "
+                  f"GFLOP/s in the same runs: {100 * model / matmul:.0f}%")
+    for xl in (n for n in median if n.startswith("xl ")):
+        for name in median:
+            if name != xl:
+                ratios = sorted(a / b for a, b in zip(ms[name], ms[xl]))
+                print(f"speed ratio {xl} / {name}: median {median[name] / median[xl]:.2f} "
+                      f"(per round {ratios[0]:.2f}-{ratios[-1]:.2f})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"config": args.config, "sets": sets, "ms_per_step": ms,
+                       "peak_memory_mib": peak_mib,
                        "xl_model_and_matmul_gflops_per_s": utilisation,
                        "tokens_per_step": tokens_per_step}, f, indent=1)
 

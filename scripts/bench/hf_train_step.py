@@ -7,7 +7,9 @@ config), batch, segment length, memory, optimizer (Adam), clipping and thread co
 data of the same shapes (XLNet: permutation masks over model.xlnet.num_predict targets per row,
 segment ids, bi_data from the config, the memory carried with reuse_len), on the config's
 train.device (auto: CUDA when there is one), under bf16 autocast when train.bf16 is true, on
-either device, as xl runs it. Prints one JSON line with input tokens/s and ms per step.
+either device, as xl runs it. Prints one JSON line with input tokens/s, ms per step and peak
+memory measured as xl-bench does (the process's peak resident set on the CPU, the CUDA
+allocator's peak on a GPU).
 
 With --kimiyoung DIR, the model is MemTransformerLM from DIR, the pytorch/ folder of a checkout of
 kimiyoung/transformer-xl (fetched for the measurement; none of it is in this repository),
@@ -17,6 +19,7 @@ import importlib
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 import warnings
@@ -163,6 +166,8 @@ def main():
         step()
     synchronize()
     seconds = time.perf_counter() - start
+    peak = (torch.cuda.max_memory_allocated() if cuda
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     print(json.dumps({
         "mode": "kimiyoung_train" if args.kimiyoung else "hf_train",
         "input_tokens_per_s": args.steps * batch * tgt_len / seconds,
@@ -170,6 +175,7 @@ def main():
         "threads": torch.get_num_threads(),
         "device": device.type,
         "bf16": train["bf16"],
+        "peak_memory_mib": peak / 2**20,
     }))
 
 

@@ -61,10 +61,11 @@ bench() { # one benchmark, its command echoed above its output
   for bf16 in false true; do
     bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 \
       --modes train,eval,eval_recompute --set train.bf16=$bf16
-    # Hugging Face's step on the same config and card, interleaved (transformers from .whl)
-    XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/txl/wt103_base.yaml \
-      267735 --device cuda --rounds 2 --threads 16 --set train.bf16=$bf16
   done
+  # Hugging Face's step on the same config and card, both precisions interleaved (transformers
+  # from .whl)
+  XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/txl/wt103_base.yaml \
+    267735 --device cuda --rounds 2 --threads 16 --precisions float32,bf16
   for ck in false true; do
     bench "$bin/xl-bench" -c configs/char/enwik8_t64.yaml --n-token 256 --modes train \
       --set train.bf16=true --set train.activation_checkpointing=$ck

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <string_view>
 
 #include "xl/config/config.h"
 #include "xl/util/cpu_cache.h"
@@ -179,6 +180,12 @@ std::optional<int> parse_and_load(
 }
 
 void tune_allocator() {
+  // XL_ALLOCATOR=malloc leaves whatever malloc the process has (glibc's, or one put in
+  // front of it with LD_PRELOAD) untouched, so allocators compare against the cache below.
+  if (const char* choice = std::getenv("XL_ALLOCATOR");
+      choice != nullptr && std::string_view(choice) == "malloc") {
+    return;
+  }
   // LibTorch's CPU allocator takes tensors straight from glibc malloc, which by
   // default maps and unmaps every large block and hands freed heap back to the
   // OS, so each training step page-faults its temporaries in again. Keeping

@@ -312,8 +312,8 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
       " and ",
       target.sizes());
   if (options.fused_loss() && hidden.scalar_type() == torch::kFloat &&
-      hidden.size(0) > 0 &&
-      !at::autocast::is_autocast_enabled(hidden.device().type())) {
+      hidden.size(0) > 0) {
+    const auto device = hidden.device().type();
     return adaptive_log_prob(
         {a.bounds(),
          out_weights,
@@ -322,7 +322,10 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
          cluster_weight,
          cluster_bias},
         hidden,
-        target);
+        target,
+        at::autocast::is_autocast_enabled(device)
+            ? at::autocast::get_autocast_dtype(device)
+            : torch::kFloat);
   }
   const auto head = head_log_probs(hidden);
   const auto bounds = a.bounds();

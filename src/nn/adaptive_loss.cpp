@@ -1,22 +1,64 @@
 #include "xl/nn/adaptive_loss.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
+
+#include <algorithm>
 
 namespace xl::nn {
 
 namespace {
 
+// out = a @ b written into float32 `out`: in place when the product is float32, else through
+// the product's own dtype (bf16 products cannot write float32).
+void mm_into(
+    torch::Tensor out,
+    const torch::Tensor& a,
+    const torch::Tensor& b) {
+  if (a.scalar_type() == out.scalar_type()) {
+    torch::mm_out(out, a, b);
+  } else {
+    out.copy_(torch::mm(a, b));
+  }
+}
+
 using torch::autograd::variable_list;
+
+// Rows of [rows, width] logits converted to float32 at a time, when they are kept in bf16: the
+// float32 copy of a slice stays small (about 8 MiB) instead of doubling the largest tensor of the
+// step. Float32 logits are worked on whole, in place.
+int64_t chunk_rows(const torch::Tensor& logits) {
+  if (logits.scalar_type() == torch::kFloat) {
+    return std::max<int64_t>(logits.size(0), 1);
+  }
+  return std::max<int64_t>((int64_t{8} << 20) / (4 * logits.size(1)), 1);
+}
+
+// logits [M, w] in float32 or bf16 -> log-sum-exp of each row [M], in float32.
+torch::Tensor row_logsumexp(const torch::Tensor& logits) {
+  const int64_t rows = logits.size(0);
+  const int64_t step = chunk_rows(logits);
+  if (step >= rows) {
+    return torch::logsumexp(logits.to(torch::kFloat), 1);
+  }
+  auto lse = torch::empty({rows}, logits.options().dtype(torch::kFloat));
+  for (int64_t r = 0; r < rows; r += step) {
+    const int64_t len = std::min(step, rows - r);
+    lse.narrow(0, r, len).copy_(
+        torch::logsumexp(logits.narrow(0, r, len).to(torch::kFloat), 1));
+  }
+  return lse;
+}
 
 // What one bin's backward needs; logits undefined when no row fell in the bin.
 struct BinState {
   torch::Tensor
       rows; // [M] rows of hidden in the bin (undefined for the head: all)
-  torch::Tensor x; // [M, d_proj] those rows
-  torch::Tensor h; // [M, d_i] after the bin's projection (x without one)
+  torch::Tensor x; // [M, d_proj] those rows, in the matrix products' dtype
+  torch::Tensor h; // [M, d_i] after the bin's projection (x without one), alike
   torch::Tensor
-      logits;        // [M, n] float32; the head's has the cluster logits last
+      logits; // [M, n] in the products' dtype; the head's has the cluster logits last
   torch::Tensor lse; // [M] log-sum-exp of each row
   torch::Tensor
       cols; // [M, 1] the column each row's log-probability was read from
@@ -30,6 +72,8 @@ class AdaptiveLossBackward : public torch::autograd::Node {
   std::vector<BinState> bins;
   std::vector<int64_t> proj_edge; // per bin, -1 without a projection
   int64_t cluster_edge = -1;
+  /// the matrix products' dtype (float32, or bf16 under autocast); gradients are float32
+  torch::ScalarType dtype = torch::kFloat;
 
   std::string name() const override {
     return "AdaptiveLossBackward";
@@ -46,6 +90,8 @@ class AdaptiveLossBackward : public torch::autograd::Node {
       return out;
     }
     const torch::NoGradGuard no_grad;
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+        c10::autocast_dispatch_keyset);
     const auto& g = grads[0];
     const auto& bounds = params.bounds;
     const size_t tables = params.weights.size();
@@ -60,8 +106,11 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     for (size_t i = 0; i < bins.size(); ++i) {
       const int64_t lo = bounds[i];
       const int64_t n = bounds[i + 1] - lo;
+      // Cast again rather than kept from the forward: a bf16 copy of a shared table would
+      // outlive the step's peak.
       const auto w =
-          shared ? params.weights[0].narrow(0, lo, n) : params.weights[i];
+          (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i])
+              .to(dtype);
       if (!shared) {
         grad_w[i] = torch::empty_like(params.weights[i]);
         grad_b[i] = torch::empty_like(params.biases[i]);
@@ -78,28 +127,44 @@ class AdaptiveLossBackward : public torch::autograd::Node {
         continue;
       }
       // d log p[col] / d logits = onehot(col) - softmax, scaled by each row's incoming
-      // gradient; the logits become that gradient in place.
+      // gradient, computed in float32; the logits become that gradient in place, in their
+      // dtype, and the biases' gradients sum it in float32.
       const auto g_rows =
           (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1);
-      auto grad_logits = s.logits;
-      grad_logits.sub_(s.lse.unsqueeze(1)).exp_().mul_(-g_rows);
-      grad_logits.scatter_add_(1, s.cols, g_rows);
+      const auto grad_logits = s.logits;
+      const int64_t rows = grad_logits.size(0);
+      const int64_t step = chunk_rows(grad_logits);
+      torch::Tensor grad_bias;
+      for (int64_t r = 0; r < rows; r += step) {
+        const int64_t len = std::min(step, rows - r);
+        auto part = grad_logits.narrow(0, r, len);
+        auto f = part.to(torch::kFloat); // `part` itself when float32
+        const auto g_part = g_rows.narrow(0, r, len);
+        f.sub_(s.lse.narrow(0, r, len).unsqueeze(1)).exp_().mul_(-g_part);
+        f.scatter_add_(1, s.cols.narrow(0, r, len), g_part);
+        grad_bias = r == 0 ? f.sum(0) : grad_bias.add_(f.sum(0));
+        if (!f.is_same(part)) {
+          part.copy_(f);
+        }
+      }
+      gb.copy_(grad_bias.narrow(0, 0, n));
       const auto gl = grad_logits.narrow(1, 0, n);
-      torch::mm_out(gw, gl.t(), s.h);
-      torch::sum_out(gb, gl, 0);
+      mm_into(gw, gl.t(), s.h);
       auto grad_h = torch::mm(gl, w);
       if (i == 0 && params.cluster_weight.defined()) {
-        const auto gc = grad_logits.narrow(1, n, grad_logits.size(1) - n);
-        out[cluster_edge] = torch::mm(gc.t(), s.h);
-        out[cluster_edge + 1] = gc.sum(0);
-        grad_h.addmm_(gc, params.cluster_weight);
+        const int64_t clusters = grad_logits.size(1) - n;
+        const auto gc = grad_logits.narrow(1, n, clusters);
+        out[cluster_edge] = torch::mm(gc.t(), s.h).to(torch::kFloat);
+        out[cluster_edge + 1] = grad_bias.narrow(0, n, clusters);
+        grad_h.addmm_(gc, params.cluster_weight.to(dtype));
       }
       s.logits = torch::Tensor();
       torch::Tensor grad_x = grad_h;
       if (proj_edge[i] >= 0) {
-        out[proj_edge[i]] = torch::mm(s.x.t(), grad_h);
-        grad_x = torch::mm(grad_h, params.projs[i].t());
+        out[proj_edge[i]] = torch::mm(s.x.t(), grad_h).to(torch::kFloat);
+        grad_x = torch::mm(grad_h, params.projs[i].to(dtype).t());
       }
+      grad_x = grad_x.to(torch::kFloat);
       if (i == 0) {
         grad_hidden = grad_x;
       } else {
@@ -120,7 +185,8 @@ class AdaptiveLossBackward : public torch::autograd::Node {
 torch::Tensor adaptive_log_prob(
     const AdaptiveLossParams& params,
     const torch::Tensor& hidden,
-    const torch::Tensor& target) {
+    const torch::Tensor& target,
+    torch::ScalarType dtype) {
   const auto& bounds = params.bounds;
   const size_t n_bins = bounds.size() - 1;
   const size_t tables = params.weights.size();
@@ -147,13 +213,21 @@ torch::Tensor adaptive_log_prob(
       " projections do not fit ",
       n_bins,
       " bins");
+  TORCH_CHECK(
+      dtype == torch::kFloat || dtype == torch::kBFloat16,
+      "adaptive_log_prob multiplies in float32 or bf16, got ",
+      dtype);
   auto node = std::shared_ptr<AdaptiveLossBackward>(
       new AdaptiveLossBackward(), torch::autograd::deleteNode);
   node->params = params;
   node->bins.resize(n_bins);
+  node->dtype = dtype;
   torch::Tensor out;
   {
     const torch::NoGradGuard no_grad;
+    // The casts below are autocast's, made once per bin and undone for the loss.
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+        c10::autocast_dispatch_keyset);
     const auto weight = [&](size_t i) {
       return tables == 1
           ? params.weights[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
@@ -165,8 +239,15 @@ torch::Tensor adaptive_log_prob(
           : params.biases[i];
     };
     const auto project = [&](size_t i, const torch::Tensor& x) {
-      return params.projs[i].defined() ? torch::mm(x, params.projs[i]) : x;
+      return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype))
+                                       : x;
     };
+    // Logits are kept in the products' dtype; the softmax reads them in float32 (as autocast's
+    // linear and log_softmax give them).
+    const auto log_prob_at = [](const BinState& s) {
+      return s.logits.gather(1, s.cols).squeeze(1).to(torch::kFloat) - s.lse;
+    };
+    const auto hidden_lowp = hidden.to(dtype);
     const auto cutoffs = torch::tensor(
         std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1),
         target.options());
@@ -175,19 +256,19 @@ torch::Tensor adaptive_log_prob(
 
     // The head scores the shortlist and one logit per cluster.
     BinState& head = node->bins[0];
-    head.x = hidden;
-    head.h = project(0, hidden);
-    auto w = weight(0);
-    auto b = bias(0);
+    head.x = hidden_lowp;
+    head.h = project(0, hidden_lowp);
+    auto w = weight(0).to(dtype);
+    auto b = bias(0).to(dtype);
     if (n_bins > 1) {
-      w = torch::cat({w, params.cluster_weight}, 0);
-      b = torch::cat({b, params.cluster_bias}, 0);
+      w = torch::cat({w, params.cluster_weight.to(dtype)}, 0);
+      b = torch::cat({b, params.cluster_bias.to(dtype)}, 0);
     }
     head.logits = torch::addmm(b, head.h, w.t());
-    head.lse = torch::logsumexp(head.logits, 1);
+    head.lse = row_logsumexp(head.logits);
     head.cols =
         torch::where(bin == 0, target, bin + (bounds[1] - 1)).unsqueeze(1);
-    out = head.logits.gather(1, head.cols).squeeze(1) - head.lse;
+    out = log_prob_at(head);
 
     for (size_t i = 1; i < n_bins; ++i) {
       const auto rows = (bin == static_cast<int64_t>(i)).nonzero().squeeze(1);
@@ -196,12 +277,12 @@ torch::Tensor adaptive_log_prob(
       }
       BinState& s = node->bins[i];
       s.rows = rows;
-      s.x = hidden.index_select(0, rows);
+      s.x = hidden_lowp.index_select(0, rows);
       s.h = project(i, s.x);
-      s.logits = torch::addmm(bias(i), s.h, weight(i).t());
-      s.lse = torch::logsumexp(s.logits, 1);
+      s.logits = torch::addmm(bias(i).to(dtype), s.h, weight(i).to(dtype).t());
+      s.lse = row_logsumexp(s.logits);
       s.cols = (target.index_select(0, rows) - bounds[i]).unsqueeze(1);
-      out.index_add_(0, rows, s.logits.gather(1, s.cols).squeeze(1) - s.lse);
+      out.index_add_(0, rows, log_prob_at(s));
     }
   }
 

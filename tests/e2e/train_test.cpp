@@ -492,7 +492,7 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
     out << R"({"split":"train","step":15,"loss":99.0})" << '\n';
   }
   const auto resumed = run_command(
-      "{ OMP_WAIT_POLICY=passive " +
+      "{ OMP_WAIT_POLICY=passive XL_ALLOCATOR=malloc " +
           train_command(run, "--set train.log_interval=5 --resume 2>>err.log") +
           "; }",
       dir.path());
@@ -516,6 +516,8 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
   EXPECT_GE(records.front()["threads"].get<int>(), 1);
   // Waiting threads spin a bounded time, unless the user's environment says otherwise.
   EXPECT_EQ(records.front()["thread_wait"], "GOMP_SPINCOUNT=10000");
+  // Large blocks go to xl's cache unless XL_ALLOCATOR=malloc (the resumed run) says otherwise.
+  EXPECT_EQ(records.front()["allocator"], "xl cache");
   int starts = 0;
   std::map<int64_t, bool> repeated; // the resumed run's training records
   bool after_resume = false;
@@ -531,6 +533,7 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
     starts += r.value("event", "") == "start" ? 1 : 0;
     if (starts == 2 && r.value("event", "") == "start") {
       EXPECT_EQ(r["thread_wait"], "OMP_WAIT_POLICY=passive");
+      EXPECT_EQ(r["allocator"], "malloc");
     }
     if (r.value("event", "") == "resumed") {
       EXPECT_EQ(r["logged_until"], 15);

@@ -31,6 +31,12 @@ TEST(CpuCache, ReusesFreedLargeBlocksAndLeavesSmallOnesToTheHeap) {
     EXPECT_EQ(t.sum().item<double>(), 2.0 * static_cast<double>(floats + 4096));
   }
   {
+    // Requests round up to eight sizes per power of two: one 6% larger takes the same block.
+    auto t = torch::empty({floats * 106 / 100});
+    EXPECT_EQ(t.data_ptr(), first);
+    EXPECT_EQ(cpu_cache_stats().hits, before.hits + 2);
+  }
+  {
     // A request more than an eighth larger than the freed block maps a new one.
     auto larger = torch::empty({floats * 5 / 4});
     EXPECT_NE(larger.data_ptr(), first);

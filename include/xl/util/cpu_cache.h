@@ -21,9 +21,10 @@ struct CpuCacheStats {
 constexpr size_t kCpuCacheMinBlock = size_t{32} << 20;
 
 /// Makes LibTorch's CPU allocator one that serves requests of at least kCpuCacheMinBlock bytes
-/// from mappings rounded up to 2 MiB and kept after they are freed. A freed block is reused for a
-/// request that wastes at most an eighth of it. Cached and used large blocks together stay under
-/// half of physical memory: the oldest cached blocks are unmapped first. Idempotent.
+/// from mappings rounded up to one of eight sizes per power of two (whole 2 MiB granules) and
+/// kept after they are freed. A freed block is reused for a request that wastes at most an
+/// eighth of it. Cached and used large blocks together stay under half of physical memory: the
+/// oldest cached blocks are unmapped first. Idempotent.
 void install_cpu_cache();
 /// Whether install_cpu_cache() has run in this process.
 bool cpu_cache_installed();
