@@ -41,7 +41,6 @@ Progress::Progress(
     std::function<Clock::time_point()> now)
     : now_(std::move(now)),
       total_(total),
-      start_(start),
       done_(start),
       window_done_(start),
       pace_(std::nan("")),

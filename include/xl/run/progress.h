@@ -47,7 +47,6 @@ class Progress {
 
   std::function<Clock::time_point()> now_;
   int64_t total_;
-  int64_t start_;
   int64_t done_;
   int64_t window_tokens_ = 0;
   int64_t window_done_;
