@@ -182,9 +182,13 @@ std::optional<int> parse_and_load(
 void tune_allocator() {
   // XL_ALLOCATOR=malloc leaves whatever malloc the process has (glibc's, or one put in
   // front of it with LD_PRELOAD) untouched, so allocators compare against the cache below.
-  if (const char* choice = std::getenv("XL_ALLOCATOR");
-      choice != nullptr && std::string_view(choice) == "malloc") {
-    return;
+  if (const char* choice = std::getenv("XL_ALLOCATOR"); choice != nullptr) {
+    if (std::string_view(choice) == "malloc") {
+      return;
+    }
+    std::cerr << "warning: XL_ALLOCATOR=" << choice
+              << " is not a choice (only 'malloc'); xl's cache stays on"
+              << std::endl;
   }
   // LibTorch's CPU allocator takes tensors straight from glibc malloc, which by
   // default maps and unmaps every large block and hands freed heap back to the

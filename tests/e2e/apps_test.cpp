@@ -150,6 +150,11 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
     EXPECT_THAT(r.output, ::testing::StartsWith("xl ")) << name;
     EXPECT_THAT(r.output, HasSubstr("LibTorch ")) << name;
   }
+  // A misspelt allocator choice is named, not silently ignored.
+  EXPECT_THAT(
+      run_command("XL_ALLOCATOR=mallocc " + app("xl-train") + " --version")
+          .output,
+      HasSubstr("warning: XL_ALLOCATOR=mallocc is not a choice"));
   for (const char* name : {"xl-eval", "xl-import"}) {
     const auto r = run_command(app(name) + " --print-schema");
     EXPECT_EQ(r.status, 0) << name << ": " << r.output;
