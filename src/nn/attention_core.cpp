@@ -47,6 +47,48 @@ torch::Tensor split_heads(
       .permute({1, 2, 0, 3});
 }
 
+namespace {
+
+// Keeps the `keep` rows of the cache that end `tail` rows before its last, followed by the keys
+// and values `kv` [L, B, 2 H Dh] of a segment, head-major. The segment's rows are written once,
+// after the kept ones, so that the kept rows move once every few calls rather than every call.
+void append_rows(
+    AttentionCache& cache,
+    const torch::Tensor& kv,
+    int64_t keep,
+    int64_t n_head,
+    int64_t d_head) {
+  const int64_t len = kv.size(0), bsz = kv.size(1);
+  const auto heads = kv.reshape({len, bsz, 2, n_head, d_head})
+                         .permute({2, 1, 3, 0, 4}); // [2, B, H, L, Dh]
+  int64_t begin =
+      keep > 0 ? cache.start + cache.k.size(2) - cache.tail - keep : 0;
+  const int64_t rows = keep + len;
+  if (!cache.buffer.defined() || 3 * rows > 2 * cache.buffer.size(3)) {
+    // Twice the rows: new buffers (new pages) only while the memory grows.
+    auto buffer =
+        torch::empty({2, bsz, n_head, 2 * rows, d_head}, kv.options());
+    if (keep > 0) {
+      buffer.narrow(3, 0, keep).copy_(cache.buffer.narrow(3, begin, keep));
+    }
+    cache.buffer = buffer;
+    begin = 0;
+  } else if (begin + rows > cache.buffer.size(3)) {
+    // At least a third of the buffer is free: the kept rows move to its start once every
+    // (capacity - rows) / L calls, through a copy (the ranges overlap).
+    cache.buffer.narrow(3, 0, keep)
+        .copy_(cache.buffer.narrow(3, begin, keep).clone());
+    begin = 0;
+  }
+  cache.buffer.narrow(3, begin + keep, len).copy_(heads);
+  cache.start = begin;
+  const auto kept = cache.buffer.narrow(3, begin, keep + len);
+  cache.k = kept[0];
+  cache.v = kept[1];
+}
+
+} // namespace
+
 Heads project_qkv(
     const AttentionOptions& o,
     torch::nn::Linear& qkv_net,
@@ -57,37 +99,38 @@ Heads project_qkv(
   const int64_t qlen = h.size(0);
   const int64_t mlen = mem.defined() ? mem.size(0) : 0;
   const int64_t inner = o.n_head() * o.d_head();
-  const auto heads = [&](const torch::Tensor& q, const torch::Tensor& kv) {
-    if (cache != nullptr) {
-      cache->kv = kv;
-    }
-    return Heads{
-        split_heads(q, o.n_head(), o.d_head()),
-        split_heads(kv.narrow(2, 0, inner), o.n_head(), o.d_head()),
-        split_heads(kv.narrow(2, inner, inner), o.n_head(), o.d_head())};
-  };
-  // Each row is projected on its own (LayerNorm and Linear are row-wise), so the memory's
-  // rows project as they did when they were the segment.
-  if (cache != nullptr && mlen > 0 && cache->kv.defined() &&
-      cache->kv.size(0) >= cache->tail + mlen &&
-      cache->kv.size(1) == h.size(1)) {
-    const auto proj =
-        qkv_net->forward(o.pre_lnorm() ? layer_norm_fp32(layer_norm, h) : h);
-    const int64_t end = cache->kv.size(0) - cache->tail;
-    return heads(
-        proj.narrow(2, 0, inner),
-        torch::cat(
-            {cache->kv.narrow(0, end - mlen, mlen),
-             proj.narrow(2, inner, 2 * inner)}));
-  }
-  auto cat = mlen > 0 ? torch::cat({mem, h}, 0) : h;
+  TORCH_CHECK(
+      cache == nullptr || !torch::GradMode::is_enabled(),
+      "a projection cache is for evaluation and generation, without gradients");
+  // Each row is projected on its own (LayerNorm and Linear are row-wise), so with a cache
+  // whose rows end with the memory's, only the segment is projected.
+  const bool cached = cache != nullptr && mlen > 0 && cache->k.defined() &&
+      cache->k.size(2) >= cache->tail + mlen && cache->k.size(0) == h.size(1);
+  auto source = cached || mlen == 0 ? h : torch::cat({mem, h}, 0);
   if (o.pre_lnorm()) {
-    cat = layer_norm_fp32(layer_norm, cat);
+    source = layer_norm_fp32(layer_norm, source);
   }
-  const auto proj = qkv_net->forward(cat);
-  return heads(
-      proj.narrow(0, mlen, qlen).narrow(2, 0, inner),
-      proj.narrow(2, inner, 2 * inner));
+  const auto proj = qkv_net->forward(source);
+  const auto q = split_heads(
+      proj.narrow(0, proj.size(0) - qlen, qlen).narrow(2, 0, inner),
+      o.n_head(),
+      o.d_head());
+  if (cache == nullptr) {
+    return Heads{
+        q,
+        split_heads(proj.narrow(2, inner, inner), o.n_head(), o.d_head()),
+        split_heads(proj.narrow(2, 2 * inner, inner), o.n_head(), o.d_head())};
+  }
+  if (!cached) {
+    cache->buffer = torch::Tensor();
+  }
+  append_rows(
+      *cache,
+      proj.narrow(2, inner, 2 * inner),
+      cached ? mlen : 0,
+      o.n_head(),
+      o.d_head());
+  return Heads{q, cache->k, cache->v};
 }
 
 torch::Tensor project_positions(
@@ -105,19 +148,37 @@ torch::Tensor project_positions(
   return rk;
 }
 
+torch::Tensor position_scores(const torch::Tensor& q, const torch::Tensor& rk) {
+  const int64_t bsz = q.size(0), n_head = q.size(1), qlen = q.size(2);
+  TORCH_CHECK(
+      rk.dim() == 3 && rk.size(0) == n_head && rk.size(1) == q.size(3),
+      "position keys must be [",
+      n_head,
+      ", ",
+      q.size(3),
+      ", S], got ",
+      rk.sizes());
+  return torch::matmul(
+             q.transpose(0, 1).reshape({n_head, bsz * qlen, q.size(3)}), rk)
+      .view({n_head, bsz, qlen, rk.size(2)})
+      .transpose(0, 1);
+}
+
 torch::Tensor attend(
     const AttentionOptions& o,
     torch::nn::Dropout& dropatt,
     const torch::Tensor& scores,
     const torch::Tensor& mask,
     const torch::Tensor& v) {
-  const auto scaled =
-      scores.mul(1.0 / std::sqrt(static_cast<double>(o.d_head())));
-  auto logits = scaled.to(torch::kFloat);
+  auto logits =
+      scores.to(torch::kFloat); // float32 scores: themselves, masked in place
   if (mask.defined()) {
     // A finite floor (the reference implementations' -1e30) rather than -inf: identical
     // wherever a row keeps a key, and a row that keeps none attends uniformly instead of NaN.
-    logits = logits.masked_fill(mask, -1e30);
+    // Added rather than filled in (a vectorised pass; a score plus -1e30 rounds to -1e30), with
+    // the floor made once for the batch and the heads.
+    logits.add_(
+        torch::zeros(mask.sizes(), logits.options()).masked_fill_(mask, -1e30));
   }
   auto probs = torch::softmax(logits, -1).to(v.scalar_type());
   probs = dropatt->forward(probs);

@@ -54,17 +54,22 @@ torch::Tensor TwoStreamAttentionImpl::attend_stream(
     const torch::Tensor& k_r,
     const Heads& heads) {
   const int64_t klen = heads.k.size(2);
+  const auto query = [&](const torch::Tensor& bias) {
+    return biased_query(options, q, bias);
+  };
   const auto ac = torch::matmul(
-      q + terms.r_w_bias.unsqueeze(1), heads.k.transpose(2, 3)); // [B, H, Q, K]
+      query(terms.r_w_bias), heads.k.transpose(2, 3)); // [B, H, Q, K]
+  const auto q_r = query(terms.r_r_bias);
   const auto bd = xlnet_rel_shift(
-      torch::matmul(q + terms.r_r_bias.unsqueeze(1), k_r.transpose(2, 3)),
+      k_r.size(0) == 1 ? position_scores(q_r, k_r[0].transpose(1, 2))
+                       : torch::matmul(q_r, k_r.transpose(2, 3)),
       queries.positions,
       klen);
   auto scores = ac + bd;
   if (queries.other_segment.defined()) {
     // [B, H, Q, 2]: the score of "same segment" and of "other segment" for each query
-    const auto ef = torch::matmul(
-        q + terms.r_s_bias.unsqueeze(1), seg_embed.permute({1, 2, 0}));
+    const auto ef =
+        torch::matmul(query(terms.r_s_bias), seg_embed.permute({1, 2, 0}));
     scores = scores +
         torch::where(
                  queries.other_segment, ef.narrow(3, 1, 1), ef.narrow(3, 0, 1));

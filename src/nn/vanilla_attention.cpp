@@ -23,8 +23,13 @@ torch::Tensor VanillaAttentionImpl::forward(
     const torch::Tensor& mem) {
   check_attention_inputs(options, h, mask, mem);
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem);
-  const auto scores = torch::matmul(heads.q, heads.k.transpose(2, 3));
-  const auto attn_vec = attend(options, dropatt, scores, mask, heads.v);
+  const auto attn_vec = attend(
+      options,
+      dropatt,
+      torch::matmul(
+          heads.q * attention_scale(options), heads.k.transpose(2, 3)),
+      mask,
+      heads.v);
   return finish(options, o_net, drop, layer_norm, h, attn_vec);
 }
 

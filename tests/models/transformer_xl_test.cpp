@@ -129,7 +129,7 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
       EXPECT_TRUE(torch::allclose(a.mems.back(), b.mems.back(), 1e-5, 1e-5));
       // The cache holds the keys and values of every row this call read.
       EXPECT_EQ(
-          cache.layers[1].kv.size(0),
+          cache.layers[1].k.size(2),
           (plain_mems.empty() ? 0 : plain_mems[0].size(0)) + len);
       plain_mems = a.mems;
       cached_mems = b.mems;
@@ -184,10 +184,11 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     // It holds the last call's [memory | segment] rows, and the next call reads them: spoilt,
     // they change what it scores.
     EXPECT_EQ(
-        cache.layers[0].kv.size(0),
+        cache.layers[0].k.size(2),
         std::min<int64_t>(options.lengths().mem_len, 4 * 5) + 5);
     for (auto& layer : cache.layers) {
-      layer.kv.zero_();
+      layer.k.zero_();
+      layer.v.zero_();
     }
     const auto batch =
         lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
@@ -198,6 +199,9 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
             .max()
             .item<double>();
     EXPECT_GT(change, 1e-2);
+    // The rows are written into the cache in place, which gradients cannot flow through.
+    torch::AutoGradMode with_gradients(true);
+    EXPECT_THROW(model->forward(batch, cached_mems, cached), c10::Error);
   }
 }
 

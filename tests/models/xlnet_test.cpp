@@ -278,7 +278,8 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
       cached_mems = b.mems;
     }
     for (auto& layer : cache.layers) {
-      layer.kv.zero_();
+      layer.k.zero_();
+      layer.v.zero_();
     }
     const auto change =
         (model.forward(batch, plain_mems, with_log_probs()).log_probs -

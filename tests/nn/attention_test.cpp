@@ -14,19 +14,26 @@ TEST(RelShift, EqualsExplicitGatherOnTheUnmaskedRegion) {
   for (const auto& [qlen, mlen] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 0}, {4, 0}, {3, 5}, {7, 2}, {5, 11}}) {
     const int64_t klen = qlen + mlen;
-    const auto x = torch::randn({2, 3, qlen, klen});
+    // With gradients a padded copy; without, a view (also of a transposed batch).
+    const auto x = torch::randn({2, 3, qlen, klen}).requires_grad_(true);
     const auto y = rel_shift(x);
     ASSERT_EQ(y.sizes(), x.sizes());
+    const auto view =
+        rel_shift(x.detach().transpose(0, 1).contiguous().transpose(0, 1));
+    ASSERT_EQ(view.sizes(), x.sizes());
     // index[i, j] = j + L - 1 - i: key j of query i is at distance (M + i) - j,
     // whose embedding is row S - 1 - distance of R.
     const auto i = torch::arange(qlen).unsqueeze(1);
     const auto j = torch::arange(klen).unsqueeze(0);
     const auto index = (j + qlen - 1 - i).clamp(0, klen - 1);
     const auto gathered =
-        x.gather(3, index.expand({2, 3, qlen, klen}).contiguous());
+        x.detach().gather(3, index.expand({2, 3, qlen, klen}).contiguous());
     const auto visible = (j <= mlen + i).expand({2, 3, qlen, klen});
     EXPECT_TRUE(
         torch::equal(y.masked_select(visible), gathered.masked_select(visible)))
+        << "qlen " << qlen << " mlen " << mlen;
+    EXPECT_TRUE(torch::equal(
+        view.masked_select(visible), gathered.masked_select(visible)))
         << "qlen " << qlen << " mlen " << mlen;
   }
 }

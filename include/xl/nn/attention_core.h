@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -35,16 +36,23 @@ struct AttentionOptions {
 };
 
 /// What one attention layer keeps between the calls of a generation or an evaluation: the key
-/// and value projections of the rows it last read ([memory | segment], [S, B, 2 H Dh]), whose
-/// rows before the last `tail` end with those of the next call's memory, and the position
-/// projections with the sizes of the position embeddings they came from.
+/// and value projections of the rows it last read ([memory | segment]), whose rows before the
+/// last `tail` end with those of the next call's memory, and the position projections with the
+/// sizes of the position embeddings they came from. The keys and values are head-major views
+/// ([B, H, S, Dh]) into a buffer with room for more rows, so that a call appends its segment in
+/// place and the products read the memory without copying it.
 struct AttentionCache {
-  torch::Tensor kv;
-  /// rows at the end of kv that the next memory leaves out (ext_len, XLNet's rows not reused);
-  /// the model sets it after each call
+  /// [B, H, S, Dh] each, views of `buffer`
+  torch::Tensor k;
+  torch::Tensor v;
+  /// rows at the end of k and v that the next memory leaves out (ext_len, XLNet's rows not
+  /// reused); the model sets it after each call
   int64_t tail = 0;
   torch::Tensor rk;
   std::vector<int64_t> r_sizes;
+  /// [2, B, H, capacity, Dh]: the keys and values from row `start` on
+  torch::Tensor buffer;
+  int64_t start = 0;
 };
 
 /// Attention heads: q [B, H, L, Dh] from the segment, k and v [B, H, S, Dh] from
@@ -72,7 +80,7 @@ torch::Tensor split_heads(
 /// q, k, v through one fused projection `qkv_net` (D -> 3 H Dh) of [mem | h]; with pre-LN the
 /// keys' source is normalised first. With a `cache` whose rows end with the memory's, only h
 /// is projected and the memory's keys and values come from the cache; the cache then holds
-/// those of [mem | h].
+/// those of [mem | h]. A cache is for evaluation and generation: it refuses gradients.
 Heads project_qkv(
     const AttentionOptions& o,
     torch::nn::Linear& qkv_net,
@@ -89,10 +97,29 @@ torch::Tensor project_positions(
     const torch::Tensor& r,
     const std::function<torch::Tensor()>& project);
 
-/// scores [B, H, L, S] (unscaled), mask broadcastable to them (true = hidden; undefined: none
-/// hidden), v [B, H, S, Dh] -> attention vectors [L, B, H * Dh]. Scores are normalised in
-/// float32, also under bf16 autocast; a row that keeps no key attends uniformly, as in the
-/// reference implementations.
+/// q [B, H, L, Dh] against position keys rk [H, Dh, S] shared by the batch -> [B, H, L, S], as
+/// one product per head (broadcasting rk over the batch would copy it B times).
+torch::Tensor position_scores(const torch::Tensor& q, const torch::Tensor& rk);
+
+/// The scale of the attention scores, 1 / sqrt(Dh). attend() takes scores already scaled: callers
+/// scale their queries ([L, Dh] entries) rather than the scores ([L, S]).
+inline double attention_scale(const AttentionOptions& o) {
+  return 1.0 / std::sqrt(static_cast<double>(o.d_head()));
+}
+
+/// q [B, H, L, Dh] with a global bias [H, Dh] (Transformer-XL's u and v, XLNet's r_*_bias),
+/// scaled by attention_scale: the queries of a scaled score.
+inline torch::Tensor biased_query(
+    const AttentionOptions& o,
+    const torch::Tensor& q,
+    const torch::Tensor& bias) {
+  return (q + bias.unsqueeze(1)) * attention_scale(o);
+}
+
+/// scores [B, H, L, S] (scaled by attention_scale; a temporary of the caller's, which attend
+/// overwrites), mask broadcastable to them (true = hidden; undefined: none hidden), v [B, H, S,
+/// Dh] -> attention vectors [L, B, H * Dh]. Scores are normalised in float32, also under bf16
+/// autocast; a row that keeps no key attends uniformly, as in the reference implementations.
 torch::Tensor attend(
     const AttentionOptions& o,
     torch::nn::Dropout& dropatt,

@@ -14,7 +14,8 @@ namespace xl::nn {
 /// The zero-pad relative shift. x [B, H, L, S] holds, for query i, the scores against the
 /// relative-position rows 0..S-1 of R (row r encodes distance S-1-r). Returns y with
 ///   y[..., i, j] = x[..., i, j + L - 1 - i]   wherever j <= S - L + i (distance >= 0);
-/// the other entries are garbage that the causal mask removes. XLNet's bidirectional shift is
+/// the other entries are garbage that the causal mask removes. Without gradients it is a view of
+/// x (which then must not change while y is read). XLNet's bidirectional shift is
 /// another function.
 torch::Tensor rel_shift(const torch::Tensor& x);
 
