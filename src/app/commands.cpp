@@ -98,19 +98,6 @@ std::string load_initial_weights(
       fmt::join(skipped, ", "));
 }
 
-void check_memory(
-    const std::string& what,
-    const models::MemoryEstimate& need,
-    const torch::Device& device,
-    bool enforce) {
-  models::check_memory(
-      need,
-      what,
-      run::available_memory(device),
-      run::device_name(device),
-      enforce);
-}
-
 // What a run did, for stdout (the logs go to stderr).
 std::string training_summary(
     const config::Config& config,
@@ -177,9 +164,9 @@ TrainedModel load_trained_model(
     const torch::Device& device,
     bool enforce_memory,
     const char* use = "evaluation") {
-  check_memory(
-      use,
+  models::check_memory(
       models::estimate_evaluation_memory(config, dataset.vocab_size()),
+      use,
       device,
       enforce_memory);
   TrainedModel out{
@@ -229,9 +216,9 @@ int run_training(
   }
   const auto dataset = data::open_dataset(config);
   dataset->prepare_training();
-  check_memory(
-      "training",
+  models::check_memory(
       models::estimate_training_memory(config, dataset->vocab_size()),
+      "training",
       device,
       enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
@@ -619,9 +606,9 @@ int run_export(const config::Config& config, const ExportRequest& request) {
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
   const auto dataset = data::open_dataset(config);
-  check_memory(
-      "the imported model",
+  models::check_memory(
       models::estimate_evaluation_memory(config, dataset->vocab_size()),
+      "the imported model",
       torch::kCPU,
       request.enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());

@@ -158,11 +158,7 @@ nlohmann::json bench_train(Bench& b) {
   auto optimizer = train::make_optimizer(
       t, train::plan_parameters(b.config, *b.model).groups);
   std::vector<nn::Memory> mems(static_cast<size_t>(t.batch_chunk));
-  train::StepOptions step_options;
-  step_options.chunks = t.batch_chunk;
-  step_options.clip = t.clip;
-  step_options.bf16 = t.bf16;
-  step_options.device = b.device;
+  const auto step_options = train::StepOptions::from(t, b.device);
   int64_t step = 0;
   auto record = measure("train", b.options, b.options.warmup, b.device, [&] {
     const auto batch = data::next_cycling(*source);
@@ -247,8 +243,7 @@ nlohmann::json run_benchmark(
     models::check_memory(
         models::estimate_training_memory(c, n_token),
         "training",
-        run::available_memory(device),
-        run::device_name(device),
+        device,
         options.enforce_memory);
   }
   auto model = models::build_model(c, n_token);

@@ -8,6 +8,7 @@
 #include "xl/io/archive.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/generator.h"
 
 namespace xl::data {
 
@@ -347,7 +348,7 @@ void LabelledTexts::save(torch::serialize::OutputArchive& archive) const {
   io::write_int(archive, "data.epoch", epoch_);
   io::write_int(archive, "data.read", read_);
   archive.write("data.order", order_);
-  archive.write("data.rng", generator_.get_state());
+  archive.write("data.rng", util::generator_state(generator_));
 }
 
 void LabelledTexts::load(torch::serialize::InputArchive& archive) {
@@ -357,8 +358,7 @@ void LabelledTexts::load(torch::serialize::InputArchive& archive) {
   archive.read("data.order", order_);
   torch::Tensor state;
   archive.read("data.rng", state);
-  std::lock_guard<std::mutex> lock(generator_.mutex());
-  generator_.set_state(state);
+  util::set_generator_state(generator_, state);
 }
 
 } // namespace xl::data

@@ -10,6 +10,7 @@
 #include "source_state.h"
 #include "xl/io/archive.h"
 #include "xl/util/error.h"
+#include "xl/util/generator.h"
 
 namespace xl::data {
 
@@ -464,7 +465,7 @@ void PermutationRecords::save(torch::serialize::OutputArchive& archive) const {
   write_source_identity(archive, *this);
   io::write_int(archive, "data.epoch", epoch_);
   io::write_int(archive, "data.window", window_);
-  archive.write("data.rng", generator_.get_state());
+  archive.write("data.rng", util::generator_state(generator_));
 }
 
 void PermutationRecords::load(torch::serialize::InputArchive& archive) {
@@ -473,8 +474,7 @@ void PermutationRecords::load(torch::serialize::InputArchive& archive) {
   window_ = io::read_int(archive, "data.window");
   torch::Tensor state;
   archive.read("data.rng", state);
-  std::lock_guard<std::mutex> lock(generator_.mutex());
-  generator_.set_state(state);
+  util::set_generator_state(generator_, state);
 }
 
 } // namespace xl::data

@@ -8,6 +8,7 @@
 #include "source_state.h"
 #include "xl/io/archive.h"
 #include "xl/util/error.h"
+#include "xl/util/generator.h"
 
 namespace xl::data {
 
@@ -184,7 +185,7 @@ void RandomWindows::save(torch::serialize::OutputArchive& archive) const {
   write_source_identity(archive, *this);
   io::write_int(archive, "data.epoch", epoch_);
   io::write_int(archive, "data.drawn", drawn_);
-  archive.write("data.rng", generator_.get_state());
+  archive.write("data.rng", util::generator_state(generator_));
 }
 
 void RandomWindows::load(torch::serialize::InputArchive& archive) {
@@ -193,8 +194,7 @@ void RandomWindows::load(torch::serialize::InputArchive& archive) {
   drawn_ = io::read_int(archive, "data.drawn");
   torch::Tensor state;
   archive.read("data.rng", state);
-  std::lock_guard<std::mutex> lock(generator_.mutex());
-  generator_.set_state(state);
+  util::set_generator_state(generator_, state);
 }
 
 } // namespace xl::data

@@ -22,14 +22,8 @@ double EvalResult::tokens_per_second() const {
 Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
     : model_(model),
       options_(std::move(options)),
-      was_training_(model.is_training()),
-      start_(std::chrono::steady_clock::now()) {
-  model_.eval();
-}
-
-Evaluator::~Evaluator() {
-  model_.train(was_training_);
-}
+      eval_scope_(model),
+      start_(std::chrono::steady_clock::now()) {}
 
 void Evaluator::consume(const data::Batch& batch, bool continues_streams) {
   torch::NoGradGuard no_grad;

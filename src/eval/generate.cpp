@@ -5,6 +5,8 @@
 #include <chrono>
 #include <limits>
 
+#include "xl/eval/eval_scope.h"
+
 namespace xl::eval {
 
 namespace {
@@ -13,24 +15,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
-
-// The model in eval mode for a scope, as it was afterwards.
-class EvalMode {
- public:
-  explicit EvalMode(models::LanguageModelImpl& model)
-      : model_(model), was_training_(model.is_training()) {
-    model_.eval();
-  }
-  ~EvalMode() {
-    model_.train(was_training_);
-  }
-  EvalMode(const EvalMode&) = delete;
-  EvalMode& operator=(const EvalMode&) = delete;
-
- private:
-  models::LanguageModelImpl& model_;
-  bool was_training_;
-};
 
 } // namespace
 
@@ -90,7 +74,7 @@ Generated generate(
       ", ",
       options.window);
   torch::NoGradGuard no_grad;
-  const EvalMode eval_mode(model);
+  const EvalScope eval_scope(model);
   models::ProjectionCache cache;
   models::ForwardArgs args;
   args.next_token = true;

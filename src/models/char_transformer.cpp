@@ -129,16 +129,7 @@ ModelOutput CharTransformerImpl::forward(
     const ForwardArgs& args) {
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
-  TORCH_CHECK(
-      tokens.defined() && tokens.dim() == 2 &&
-          (targets.defined()
-               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
-                   targets.size(0) <= tokens.size(0)
-               : args.next_token),
-      "the char transformer expects tokens [L, B] and targets [T <= L, B], got ",
-      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
-      " and ",
-      targets.defined() ? targets.sizes() : torch::IntArrayRef{});
+  check_lm_batch(batch, args, "the char transformer");
   const int64_t len = tokens.size(0); // positions 0..len-1 must fit the tables
   const auto& losses = options.losses();
   const int64_t n_layer = options.n_layer();

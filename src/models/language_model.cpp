@@ -23,6 +23,25 @@ void add_lm_term(
   }
 }
 
+void check_lm_batch(
+    const data::Batch& batch,
+    const ForwardArgs& args,
+    const char* family) {
+  const auto& tokens = batch.tokens;
+  const auto& targets = batch.targets;
+  TORCH_CHECK(
+      tokens.defined() && tokens.dim() == 2 &&
+          (targets.defined()
+               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
+                   targets.size(0) <= tokens.size(0)
+               : args.next_token),
+      family,
+      " expects tokens [L, B] and targets [T <= L, B], got ",
+      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
+      " and ",
+      targets.defined() ? targets.sizes() : torch::IntArrayRef{});
+}
+
 int64_t count_parameters(const torch::nn::Module& module) {
   std::set<const void*> seen;
   int64_t total = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "xl/models/factory.h"
+#include "xl/run/device.h"
 #include "xl/util/error.h"
 
 namespace xl::models {
@@ -344,6 +345,19 @@ void check_memory(
         "train.activation_checkpointing, or pass --skip-memory-check to try anyway");
   }
   spdlog::warn("{}; trying anyway (--skip-memory-check)", message);
+}
+
+void check_memory(
+    const MemoryEstimate& need,
+    const std::string& what,
+    const torch::Device& device,
+    bool enforce) {
+  check_memory(
+      need,
+      what,
+      run::available_memory(device),
+      run::device_name(device),
+      enforce);
 }
 
 } // namespace xl::models

@@ -62,12 +62,10 @@ void TransformerXLImpl::reset() {
   }
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   if (o.relative()) {
-    const std::vector<int64_t> shape = o.untie_r()
-        ? std::vector<
-              int64_t>{o.n_layer(), attention.n_head(), attention.d_head()}
-        : std::vector<int64_t>{attention.n_head(), attention.d_head()};
-    r_w_bias = register_parameter("r_w_bias", torch::empty(shape));
-    r_r_bias = register_parameter("r_r_bias", torch::empty(shape));
+    r_w_bias = register_parameter(
+        "r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+    r_r_bias = register_parameter(
+        "r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
   }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
@@ -105,11 +103,11 @@ void TransformerXLImpl::reset_parameters() {
 }
 
 torch::Tensor TransformerXLImpl::u(int64_t layer) const {
-  return options.untie_r() ? r_w_bias[layer] : r_w_bias;
+  return nn::layer_bias(r_w_bias, layer);
 }
 
 torch::Tensor TransformerXLImpl::v(int64_t layer) const {
-  return options.untie_r() ? r_r_bias[layer] : r_r_bias;
+  return nn::layer_bias(r_r_bias, layer);
 }
 
 std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
@@ -197,16 +195,7 @@ ModelOutput TransformerXLImpl::forward(
     const ForwardArgs& args) {
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
-  TORCH_CHECK(
-      tokens.defined() && tokens.dim() == 2 &&
-          (targets.defined()
-               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
-                   targets.size(0) <= tokens.size(0)
-               : args.next_token),
-      "Transformer-XL expects tokens [L, B] and targets [T <= L, B], got ",
-      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},
-      " and ",
-      targets.defined() ? targets.sizes() : torch::IntArrayRef{});
+  check_lm_batch(batch, args, "Transformer-XL");
   TORCH_CHECK(
       mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
       "expected ",

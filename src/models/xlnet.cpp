@@ -38,13 +38,12 @@ void XLNetImpl::reset() {
   word_embedding = register_module(
       "word_embedding", torch::nn::Embedding(o.n_token(), d_model));
   mask_emb = register_parameter("mask_emb", torch::empty({1, 1, d_model}));
-  const std::vector<int64_t> shape = o.untie_r()
-      ? std::vector<
-            int64_t>{o.n_layer(), attention.n_head(), attention.d_head()}
-      : std::vector<int64_t>{attention.n_head(), attention.d_head()};
-  r_w_bias = register_parameter("r_w_bias", torch::empty(shape));
-  r_r_bias = register_parameter("r_r_bias", torch::empty(shape));
-  r_s_bias = register_parameter("r_s_bias", torch::empty(shape));
+  const auto bias = [&] {
+    return nn::global_bias(attention, o.n_layer(), o.untie_r());
+  };
+  r_w_bias = register_parameter("r_w_bias", bias());
+  r_r_bias = register_parameter("r_r_bias", bias());
+  r_s_bias = register_parameter("r_s_bias", bias());
   pos_emb = register_module(
       "pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
@@ -77,12 +76,6 @@ void XLNetImpl::reset_parameters() {
     init.linear(summary);
     init.linear(logits_proj);
   }
-}
-
-torch::Tensor XLNetImpl::bias(
-    const torch::Tensor& shared_or_per_layer,
-    int64_t layer) const {
-  return options.untie_r() ? shared_or_per_layer[layer] : shared_or_per_layer;
 }
 
 std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
@@ -334,9 +327,9 @@ ModelOutput XLNetImpl::forward(
     const auto layer = [this, i, index, terms, mem, layer_cache](
                            const std::vector<torch::Tensor>& in) {
       nn::TwoStreamTerms layer_terms = terms;
-      layer_terms.r_w_bias = bias(r_w_bias, i);
-      layer_terms.r_r_bias = bias(r_r_bias, i);
-      layer_terms.r_s_bias = bias(r_s_bias, i);
+      layer_terms.r_w_bias = nn::layer_bias(r_w_bias, i);
+      layer_terms.r_r_bias = nn::layer_bias(r_r_bias, i);
+      layer_terms.r_s_bias = nn::layer_bias(r_s_bias, i);
       auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
           in[0],
           in.size() > 1 ? in[1] : torch::Tensor(),

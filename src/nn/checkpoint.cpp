@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "xl/run/device.h"
+#include "xl/util/generator.h"
 
 namespace xl::nn {
 
@@ -13,22 +14,9 @@ namespace {
 
 using torch::autograd::variable_list;
 
-// The state of the default generators that a block's dropout draws from: the CPU one,
-// and the CUDA one of the inputs' device.
+// The default generator of a device: what dropout draws from.
 at::Generator generator(const torch::Device& device) {
   return at::globalContext().defaultGenerator(device);
-}
-
-torch::Tensor state_of(const torch::Device& device) {
-  auto g = generator(device);
-  const std::lock_guard<std::mutex> lock(g.mutex());
-  return g.get_state();
-}
-
-void set_state(const torch::Device& device, const torch::Tensor& state) {
-  auto g = generator(device);
-  const std::lock_guard<std::mutex> lock(g.mutex());
-  g.set_state(state);
 }
 
 // The state of the default generators that a block's dropout draws from: the CPU one,
@@ -40,18 +28,18 @@ struct RngState {
 
   static RngState capture(const torch::Device& device) {
     RngState s;
-    s.cpu = state_of(torch::kCPU);
+    s.cpu = util::generator_state(generator(torch::kCPU));
     if (device.is_cuda()) {
       s.cuda = device;
-      s.cuda_state = state_of(device);
+      s.cuda_state = util::generator_state(generator(device));
     }
     return s;
   }
 
   void restore() const {
-    set_state(torch::kCPU, cpu);
+    util::set_generator_state(generator(torch::kCPU), cpu);
     if (cuda) {
-      set_state(*cuda, cuda_state);
+      util::set_generator_state(generator(*cuda), cuda_state);
     }
   }
 };

@@ -7,6 +7,17 @@
 
 namespace xl::train {
 
+StepOptions StepOptions::from(
+    const config::TrainConfig& t,
+    const torch::Device& device) {
+  StepOptions options;
+  options.chunks = t.batch_chunk;
+  options.clip = t.clip;
+  options.bf16 = t.bf16;
+  options.device = device;
+  return options;
+}
+
 namespace {
 
 // The chunk's share of each weighted term must equal its share of the counted targets, or the

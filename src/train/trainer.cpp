@@ -23,6 +23,7 @@
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/generator.h"
 
 namespace xl::train {
 
@@ -152,12 +153,6 @@ std::vector<models::TermTotal> read_totals(
   return totals;
 }
 
-// Generators are shared handles; the copy reaches the global one.
-void set_generator_state(at::Generator generator, const torch::Tensor& state) {
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
-
 } // namespace
 
 namespace {
@@ -199,7 +194,7 @@ void Trainer::save(const State& s, bool best) {
   // batch_chunk k holds what one process with batch_chunk R k would.
   std::vector<nn::Memory> mems = s.mems;
   std::vector<torch::Tensor> cpu_rng{
-      at::detail::getDefaultCPUGenerator().get_state()};
+      util::generator_state(at::detail::getDefaultCPUGenerator())};
   if (parallel_ != nullptr) {
     auto& group = parallel_->group();
     std::vector<nn::Memory> all(
@@ -217,7 +212,8 @@ void Trainer::save(const State& s, bool best) {
   }
   std::vector<torch::Tensor> cuda_rng;
   if (device_.is_cuda()) {
-    cuda_rng = {at::globalContext().defaultGenerator(device_).get_state()};
+    cuda_rng = {
+        util::generator_state(at::globalContext().defaultGenerator(device_))};
     if (parallel_ != nullptr) {
       cuda_rng = parallel_->group().all_gather(cuda_rng.front());
     }
@@ -342,12 +338,13 @@ void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
   archive.read(
       rank == 0 ? std::string("rng.cpu") : fmt::format("rng.cpu.{}", rank),
       rng);
-  set_generator_state(at::detail::getDefaultCPUGenerator(), rng);
+  util::set_generator_state(at::detail::getDefaultCPUGenerator(), rng);
   if (device_.is_cuda()) {
     archive.read(
         rank == 0 ? std::string("rng.cuda") : fmt::format("rng.cuda.{}", rank),
         rng);
-    set_generator_state(at::globalContext().defaultGenerator(device_), rng);
+    util::set_generator_state(
+        at::globalContext().defaultGenerator(device_), rng);
   }
 }
 
@@ -563,11 +560,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
   const auto began = std::chrono::steady_clock::now();
   start(s, resume);
   const int64_t first_step = s.step;
-  StepOptions options;
-  options.chunks = t.batch_chunk;
-  options.clip = t.clip;
-  options.bf16 = t.bf16;
-  options.device = device_;
+  auto options = StepOptions::from(t, device_);
   options.parallel = parallel_;
   TrainResult result;
   while (s.step < s.last_step) {

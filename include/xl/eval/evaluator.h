@@ -13,6 +13,7 @@
 
 #include "xl/data/batch_source.h"
 #include "xl/data/unigram_baseline.h"
+#include "xl/eval/eval_scope.h"
 #include "xl/models/language_model.h"
 
 namespace xl::eval {
@@ -73,7 +74,6 @@ struct EvalResult {
 class Evaluator {
  public:
   Evaluator(models::LanguageModelImpl& model, EvalOptions options);
-  ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
@@ -89,7 +89,7 @@ class Evaluator {
  private:
   models::LanguageModelImpl& model_;
   EvalOptions options_;
-  bool was_training_;
+  EvalScope eval_scope_;
   nn::Memory mems_;
   models::ProjectionCache cache_;
   models::TermAccumulator totals_;

@@ -98,4 +98,11 @@ void add_lm_term(
 /// Number of distinct parameter values (tied parameters count once).
 int64_t count_parameters(const torch::nn::Module& module);
 
+/// The batch of a language model: tokens [L, B] and targets [T <= L, B], or no targets when
+/// `args` asks for the next token only; else an error naming `family` and the sizes.
+void check_lm_batch(
+    const data::Batch& batch,
+    const ForwardArgs& args,
+    const char* family);
+
 } // namespace xl::models

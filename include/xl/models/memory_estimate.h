@@ -62,4 +62,11 @@ void check_memory(
     const std::string& where,
     bool enforce);
 
+/// check_memory against what `device` has available.
+void check_memory(
+    const MemoryEstimate& need,
+    const std::string& what,
+    const torch::Device& device,
+    bool enforce);
+
 } // namespace xl::models

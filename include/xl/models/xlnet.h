@@ -76,10 +76,6 @@ class XLNetImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
-  /// The r_w, r_r and r_s biases of layer i ([H, Dh] each).
-  torch::Tensor bias(const torch::Tensor& shared_or_per_layer, int64_t layer)
-      const;
-
   XLNetOptions options;
   torch::nn::Embedding word_embedding{nullptr};
   /// [1, 1, D]: the query stream's input

@@ -107,6 +107,21 @@ inline double attention_scale(const AttentionOptions& o) {
   return 1.0 / std::sqrt(static_cast<double>(o.d_head()));
 }
 
+/// A global attention bias (Transformer-XL's u and v, XLNet's r_*_bias), uninitialised: [H, Dh]
+/// shared by the layers, or [n_layer, H, Dh] with one per layer.
+inline torch::Tensor global_bias(
+    const AttentionOptions& o,
+    int64_t n_layer,
+    bool per_layer) {
+  return per_layer ? torch::empty({n_layer, o.n_head(), o.d_head()})
+                   : torch::empty({o.n_head(), o.d_head()});
+}
+
+/// Layer `layer`'s [H, Dh] of a bias made by global_bias.
+inline torch::Tensor layer_bias(const torch::Tensor& bias, int64_t layer) {
+  return bias.dim() == 3 ? bias[layer] : bias;
+}
+
 /// q [B, H, L, Dh] with a global bias [H, Dh] (Transformer-XL's u and v, XLNet's r_*_bias),
 /// scaled by attention_scale: the queries of a scaled score.
 inline torch::Tensor biased_query(

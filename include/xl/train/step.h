@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "xl/config/schema.h"
 #include "xl/data/batch.h"
 #include "xl/models/language_model.h"
 #include "xl/train/data_parallel.h"
@@ -30,6 +31,11 @@ struct StepOptions {
   torch::Device device = torch::kCPU;
   /// data-parallel training: this rank trains its share of the batch's chunks (see train_step)
   DataParallel* parallel = nullptr;
+
+  /// train.batch_chunk, clip and bf16 on `device`, one process
+  static StepOptions from(
+      const config::TrainConfig& t,
+      const torch::Device& device);
 };
 
 struct StepResult {
