@@ -2,8 +2,8 @@
 // averaging) into one that xl-eval evaluates and train.init_from starts from.
 //   xl-average --run runs/wt103_base --last 5        (the newest 5 of train.keep_snapshots)
 //   xl-average --run runs/r --checkpoints step_300 step_400 best --out avg3
+#include "xl/app/average.h"
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {

@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "xl/app/cli.h"
-#include "xl/run/compare.h"
+#include "xl/lab/compare.h"
+#include "xl/lab/plot.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
-#include "xl/run/plot.h"
 #include "xl/util/error.h"
 
 int main(int argc, char** argv) {
@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
         throw xl::UserError("--csv and --plot name the same file: " + *plot);
       }
     }
-    std::vector<xl::run::RunSummary> runs;
+    std::vector<xl::lab::RunSummary> runs;
     for (const auto& dir : dirs) {
-      runs.push_back(xl::run::summarize_run(dir));
+      runs.push_back(xl::lab::summarize_run(dir));
       if (runs.back().records == 0) {
         spdlog::warn(
             "{}: metrics.jsonl holds no readable records (its row is empty)",
@@ -67,14 +67,14 @@ int main(int argc, char** argv) {
             runs.back().unreadable);
       }
     }
-    const auto table = xl::run::compare_runs(runs);
-    std::cout << xl::run::to_markdown(table);
+    const auto table = xl::lab::compare_runs(runs);
+    std::cout << xl::lab::to_markdown(table);
     if (csv_file) {
-      xl::run::write_output_file("--csv", *csv_file, xl::run::to_csv(table));
+      xl::run::write_output_file("--csv", *csv_file, xl::lab::to_csv(table));
     }
     if (plot_file) {
       xl::run::write_output_file(
-          "--plot", *plot_file, xl::run::plot_curves(runs));
+          "--plot", *plot_file, xl::lab::plot_curves(runs));
     }
     return 0;
   });

@@ -9,7 +9,7 @@
 //   xl-eval --run runs/imported --max-steps 3 --dump-batches batches.safetensors
 //            (the scored batches, e.g. for Hugging Face to score the same inputs)
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/eval.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {

@@ -2,7 +2,7 @@
 // model.safetensors and the vocabulary file), for from_pretrained().
 //   xl-export --run runs/wt2_small --out hf/wt2_small [--checkpoint last]
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/export.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {

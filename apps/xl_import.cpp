@@ -4,7 +4,7 @@
 //   xl-import --config converted/config.yaml --weights converted/weights.safetensors
 //             --set run.dir=runs/imported
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/import.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {

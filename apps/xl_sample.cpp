@@ -4,7 +4,7 @@
 //   xl-sample --run runs/enwik8_base --prompt-file start.txt --temperature 0.8 --samples 3
 //   xl-sample --run runs/wt2_small --no-memory   (the baseline: every token re-reads the window)
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/sample.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/sweep.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
       return status;
     }
     for (const auto& g : grid) {
-      spec.grid.push_back(xl::run::parse_grid_axis(g));
+      spec.grid.push_back(xl::lab::parse_grid_axis(g));
     }
     for (const auto& v : variants) {
-      spec.variants.push_back(xl::run::parse_variant(v));
+      spec.variants.push_back(xl::lab::parse_variant(v));
     }
     spec.dir = dir.empty() ? std::filesystem::path("runs") /
             (std::filesystem::path(spec.config).stem().string() + "_sweep")

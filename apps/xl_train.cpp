@@ -2,7 +2,7 @@
 //   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
 //            [--resume | --auto-resume] [--stop-at-step N]
 #include "xl/app/cli.h"
-#include "xl/app/commands.h"
+#include "xl/app/train.h"
 #include "xl/run/run_dir.h"
 
 int main(int argc, char** argv) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# xl's CPU allocator (util/cpu_cache with glibc tuned by mallopt) against glibc's defaults and
+# xl's CPU allocator (runtime/cpu_cache with glibc tuned by mallopt) against glibc's defaults and
 # against mimalloc, jemalloc and tcmalloc put in front of malloc with LD_PRELOAD (Debian's
 # libmimalloc2.0, libjemalloc2, libtcmalloc-minimal4), and xl's cache with tcmalloc under it
 # for the smaller blocks, on one config's training step: alone, then two runs of one thread each

@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "xl/config/config.h"
-#include "xl/util/cpu_cache.h"
+#include "xl/runtime/cpu_cache.h"
 #include "xl/util/error.h"
 #include "xl/util/version.h"
 
@@ -196,10 +196,10 @@ void tune_allocator() {
   // freed memory in the heap, and blocks above glibc's largest mmap threshold
   // in xl's cache, makes CPU steps faster (docs/benchmarks.md); the cost is a
   // higher resident set.
-  mallopt(M_MMAP_THRESHOLD, static_cast<int>(util::kCpuCacheMinBlock));
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(runtime::kCpuCacheMinBlock));
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
-  util::install_cpu_cache();
+  runtime::install_cpu_cache();
 }
 
 void bound_thread_spinning(char** argv) {

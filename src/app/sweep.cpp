@@ -7,11 +7,11 @@
 
 #include <iostream>
 
-#include "xl/app/commands.h"
-#include "xl/run/compare.h"
+#include "xl/app/sweep.h"
+#include "xl/lab/compare.h"
+#include "xl/lab/plot.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
-#include "xl/run/plot.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/error.h"
 
@@ -108,8 +108,8 @@ int run_child(const std::vector<std::string>& argv) {
 }
 
 std::vector<std::string> train_argv(
-    const run::SweepSpec& spec,
-    const run::SweepRun& run,
+    const lab::SweepSpec& spec,
+    const lab::SweepRun& run,
     bool enforce_memory) {
   std::vector<std::string> argv{sibling("xl-train"), "--config", spec.config};
   for (const auto& o : run.overrides) {
@@ -133,7 +133,7 @@ int run_sweep(const SweepRequest& request) {
   sigaction(SIGTERM, &forward, nullptr);
   // A sweep continues in its folder (no --force): only a run's own folder is refused.
   run::check_output_folder("--dir", request.spec.dir.string(), true);
-  const auto runs = run::expand_sweep(request.spec);
+  const auto runs = lab::expand_sweep(request.spec);
   if (request.dry_run) {
     for (const auto& r : runs) {
       std::cout << command_line(
@@ -146,17 +146,17 @@ int run_sweep(const SweepRequest& request) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const auto dir = run::run_directory(r.config);
-    const auto state = run::run_state(r);
+    const auto state = lab::run_state(r);
     const std::string where =
         fmt::format("[{}/{}] {}", i + 1, runs.size(), r.name);
-    if (state == run::RunState::kFinished) {
+    if (state == lab::RunState::kFinished) {
       spdlog::info(
           "{}: finished at step {}, skipped", where, r.config.train.max_step);
     } else {
       spdlog::info(
           "{}: {} ({})",
           where,
-          state == run::RunState::kNew ? "training" : "resuming",
+          state == lab::RunState::kNew ? "training" : "resuming",
           fmt::join(
               r.overrides.begin(),
               r.overrides.end() - 2, // all but run.name and run.dir
@@ -176,7 +176,7 @@ int run_sweep(const SweepRequest& request) {
         continue;
       }
     }
-    if (request.evaluate && run::summarize_run(dir).evaluations.empty()) {
+    if (request.evaluate && lab::summarize_run(dir).evaluations.empty()) {
       spdlog::info("{}: evaluating", where);
       const int status = run_child({sibling("xl-eval"), "--run", dir.string()});
       if (status > 128) {
@@ -192,20 +192,20 @@ int run_sweep(const SweepRequest& request) {
       0) { // after the last run ended: no table of a sweep asked to stop
     return 128 + stop_signal;
   }
-  std::vector<run::RunSummary> summaries;
+  std::vector<lab::RunSummary> summaries;
   for (const auto& r : runs) {
     const auto dir = run::run_directory(r.config);
     if (fs::exists(dir / "metrics.jsonl")) {
-      summaries.push_back(run::summarize_run(dir));
+      summaries.push_back(lab::summarize_run(dir));
     }
   }
   if (!summaries.empty()) {
-    const auto table = run::compare_runs(summaries);
-    std::cout << run::to_markdown(table) << std::flush;
-    const auto csv = request.spec.dir / run::kSweepTable;
-    run::write_output_file("--dir", csv, run::to_csv(table));
-    const auto png = request.spec.dir / run::kSweepCurves;
-    run::write_output_file("--dir", png, run::plot_curves(summaries));
+    const auto table = lab::compare_runs(summaries);
+    std::cout << lab::to_markdown(table) << std::flush;
+    const auto csv = request.spec.dir / lab::kSweepTable;
+    run::write_output_file("--dir", csv, lab::to_csv(table));
+    const auto png = request.spec.dir / lab::kSweepCurves;
+    run::write_output_file("--dir", png, lab::plot_curves(summaries));
     spdlog::info(
         "the table is also in {}, the curves in {}",
         csv.string(),

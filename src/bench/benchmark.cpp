@@ -14,7 +14,7 @@
 #include "xl/models/factory.h"
 #include "xl/models/flops.h"
 #include "xl/models/memory_estimate.h"
-#include "xl/run/device.h"
+#include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
@@ -67,7 +67,7 @@ nlohmann::json measure(
   for (int64_t i = 0; i < warmup; ++i) {
     iteration();
   }
-  run::synchronize(device);
+  runtime::synchronize(device);
   reset_peak(device);
   Work total;
   const auto start = std::chrono::steady_clock::now();
@@ -76,7 +76,7 @@ nlohmann::json measure(
     total.targets += w.targets;
     total.inputs += w.inputs;
   }
-  run::synchronize(device);
+  runtime::synchronize(device);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -129,10 +129,10 @@ void add_model_flops(
       *flops * record["input_tokens_per_s"].get<double>() / 1e9;
   // Emulated bf16 (a CPU without its instructions) multiplies at well under 1 GFLOP/s: one
   // product of 2048 would take half a minute.
-  const int64_t n = b.device.is_cuda() ? 8192
-      : bf16 && !run::cpu_has_bf16()   ? 512
-                                       : 2048;
-  const double matmul_rate = run::matmul_gflops(
+  const int64_t n = b.device.is_cuda()   ? 8192
+      : bf16 && !runtime::cpu_has_bf16() ? 512
+                                         : 2048;
+  const double matmul_rate = runtime::matmul_gflops(
       b.device, bf16 ? torch::kBFloat16 : torch::kFloat, n, 1.0);
   record["model_flops_per_token"] = *flops;
   record["model_gflops_per_s"] = model_rate;
@@ -237,8 +237,8 @@ nlohmann::json run_benchmark(
   const int64_t n_token = options.n_token > 0
       ? options.n_token
       : data::open_dataset(c)->vocab_size();
-  run::setup_runtime(c.train);
-  const torch::Device device = run::pick_device(c.train);
+  runtime::setup_runtime(c.train);
+  const torch::Device device = runtime::pick_device(c.train);
   if (wants(options, "train")) {
     models::check_memory(
         models::estimate_training_memory(c, n_token),

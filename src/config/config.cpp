@@ -417,6 +417,11 @@ std::string Config::where(const std::string& key) const {
   return it == sources.end() ? "default" : it->second.str();
 }
 
+int64_t ext_len(const ModelConfig& model) {
+  return model.type == ModelType::kTransformerXL ? model.transformer_xl.ext_len
+                                                 : 0;
+}
+
 std::string closest_key(
     const std::string& key,
     const std::vector<std::string>& candidates) {

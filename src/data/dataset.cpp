@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "xl/config/config.h"
 #include "xl/data/corpus.h"
 #include "xl/data/labelled_texts.h"
 #include "xl/data/ordered_segments.h"
@@ -9,7 +10,6 @@
 #include "xl/data/sentence_tokens.h"
 #include "xl/data/sources.h"
 #include "xl/data/windows.h"
-#include "xl/models/factory.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -64,7 +64,7 @@ class TokenDataset : public Dataset {
   VocabKind unit() const override {
     return unit_;
   }
-  std::string vocabulary() const override {
+  std::string vocabulary_fingerprint() const override {
     return corpus_ ? fmt::format(
                          "{}-level vocabulary of {}, checksum {:016x}",
                          to_string(unit_),
@@ -106,7 +106,7 @@ class TokenDataset : public Dataset {
 
  private:
   int64_t ext_len() const {
-    return models::training_span(c_.model).ext_len.value_or(0);
+    return config::ext_len(c_.model);
   }
 
   const Tokens& split(const std::string& name) {
@@ -175,7 +175,7 @@ class XLNetDataset : public Dataset {
   VocabKind unit() const override {
     return VocabKind::kWord;
   }
-  std::string vocabulary() const override {
+  std::string vocabulary_fingerprint() const override {
     if (!pieces_) {
       return "";
     }
@@ -323,7 +323,7 @@ class XLNetDataset : public Dataset {
 const Vocab& Dataset::text_vocab() const {
   throw UserError(fmt::format(
       "this data ({}) has no word or byte vocabulary to encode and decode text with",
-      vocabulary().empty() ? "random" : vocabulary()));
+      vocabulary_fingerprint().empty() ? "random" : vocabulary_fingerprint()));
 }
 
 EvalBatches token_eval_batches(
@@ -334,10 +334,7 @@ EvalBatches token_eval_batches(
     const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
     return {
         std::make_unique<OrderedSegments>(
-            tokens,
-            c.eval.batch_size,
-            tgt_len,
-            models::training_span(c.model).ext_len.value_or(0)),
+            tokens, c.eval.batch_size, tgt_len, config::ext_len(c.model)),
         fmt::format("tgt_len {}, batch {}", tgt_len, c.eval.batch_size)};
   }
   const int64_t window = c.train.tgt_len;

@@ -8,9 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
-#include <limits>
 
+#include "id_file.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -18,61 +17,13 @@ namespace xl::data {
 
 namespace {
 
-constexpr char kMagic[8] = {'X', 'L', 'T', 'O', 'K', 'E', 'N', 'S'};
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t width;
-  uint64_t count;
-  uint64_t vocab_checksum;
-  uint64_t vocab_size;
-  uint64_t data_checksum; // hash64 over the token bytes, chained block by block
-  unsigned char reserved[16];
-};
-static_assert(sizeof(Header) == 64, "token file header must be 64 bytes");
-
-// The checksum covers the data in blocks of this many bytes, so that the writer can compute
-// it without holding the encoded file and the reader can check ids in the same pass.
-constexpr size_t kBlock = 1 << 20;
-
-// Encodes ids little-endian, `width` bytes each, and hands them to `block` in kBlock pieces.
-void encode_blocks(
-    const std::vector<int64_t>& ids,
-    uint32_t width,
-    const std::function<void(const unsigned char*, size_t)>& block) {
-  std::vector<unsigned char> buffer;
-  buffer.reserve(kBlock);
-  for (const int64_t id : ids) {
-    for (uint32_t b = 0; b < width; ++b) {
-      buffer.push_back(
-          static_cast<unsigned char>(static_cast<uint32_t>(id) >> (8 * b)));
-    }
-    if (buffer.size() == kBlock) {
-      block(buffer.data(), buffer.size());
-      buffer.clear();
-    }
-  }
-  if (!buffer.empty()) {
-    block(buffer.data(), buffer.size());
-  }
-}
-
-template <class T>
-int64_t first_at_or_above(const T* ids, size_t n, uint64_t limit) {
-  T largest = 0;
-  for (size_t i = 0; i < n; ++i) { // a reduction the compiler vectorises
-    largest = std::max(largest, ids[i]);
-  }
-  if (largest < limit) {
-    return -1;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (ids[i] >= limit) {
-      return static_cast<int64_t>(i);
-    }
-  }
-  return -1;
+const IdFileFormat& format() {
+  static const IdFileFormat kFormat{
+      "XLTOKENS",
+      TokenFile::kFormatVersion,
+      "token file",
+      "encode corpora with xl-prep"};
+  return kFormat;
 }
 
 } // namespace
@@ -81,13 +32,11 @@ void write_token_file(
     const std::filesystem::path& path,
     const std::vector<int64_t>& ids,
     const Vocab& vocab) {
-  Header header{};
-  std::memcpy(header.magic, kMagic, sizeof(kMagic));
-  header.version = TokenFile::kFormatVersion;
-  header.width = vocab.size() <= 65536 ? 2 : 4;
-  header.count = ids.size();
-  header.vocab_checksum = vocab.checksum();
-  header.vocab_size = static_cast<uint64_t>(vocab.size());
+  auto header = make_id_file_header(
+      format(),
+      ids.size(),
+      vocab.checksum(),
+      static_cast<uint64_t>(vocab.size()));
   for (size_t i = 0; i < ids.size(); ++i) {
     TORCH_CHECK(
         ids[i] >= 0 && ids[i] < vocab.size(),
@@ -100,13 +49,13 @@ void write_token_file(
   }
   // Two passes over the ids (checksum, then bytes) rather than a second copy of the corpus.
   uint64_t checksum = 0;
-  encode_blocks(ids, header.width, [&](const unsigned char* data, size_t n) {
+  encode_ids(ids, header.width, [&](const unsigned char* data, size_t n) {
     checksum = hash64(data, n, checksum);
   });
   header.data_checksum = checksum;
   atomic_write(path, [&](const ByteSink& sink) {
     sink(&header, sizeof(header));
-    encode_blocks(ids, header.width, [&](const unsigned char* data, size_t n) {
+    encode_ids(ids, header.width, [&](const unsigned char* data, size_t n) {
       sink(data, n);
     });
   });
@@ -117,109 +66,89 @@ TokenFile::TokenFile(
     const Vocab& vocab,
     const std::filesystem::path& vocab_path)
     : path_(path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw UserError(
-        "token file not found: " + path.string() + " (run xl-prep first)");
+  map();
+  try {
+    const auto header = read_id_file_header(
+        path, static_cast<const unsigned char*>(map_), map_size_, format());
+    if (header.vocab_checksum != vocab.checksum() ||
+        header.vocab_size != static_cast<uint64_t>(vocab.size())) {
+      throw UserError(fmt::format(
+          "{}: encoded with a different vocabulary (size {}, checksum {:016x}) than {} "
+          "(size {}, checksum {:016x}); re-encode the corpus with that vocabulary "
+          "(xl-prep --vocab) or point data.vocab at the one it was made with",
+          path.string(),
+          header.vocab_size,
+          header.vocab_checksum,
+          vocab_path.string(),
+          vocab.size(),
+          vocab.checksum()));
+    }
+    width_ = header.width;
+    count_ = static_cast<int64_t>(header.count);
+    data_ = static_cast<const unsigned char*>(map_) + sizeof(header);
+    check_data(header, vocab_path);
+  } catch (...) {
+    release();
+    throw;
   }
-  const int fd = ::open(path.c_str(), O_RDONLY);
+}
+
+void TokenFile::map() {
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) {
+    throw UserError(
+        "token file not found: " + path_.string() + " (run xl-prep first)");
+  }
+  const int fd = ::open(path_.c_str(), O_RDONLY);
   if (fd < 0) {
     throw UserError(
-        "cannot open token file " + path.string() + ": " +
+        "cannot open token file " + path_.string() + ": " +
         std::strerror(errno));
   }
   struct stat st {};
   ::fstat(fd, &st);
   map_size_ = static_cast<size_t>(st.st_size);
-  if (map_size_ < sizeof(Header)) {
+  if (map_size_ < sizeof(IdFileHeader)) {
     ::close(fd);
-    throw UserError(fmt::format(
-        "{}: not an xl token file ({} bytes, shorter than the "
-        "64-byte header)",
-        path.string(),
-        map_size_));
+    read_id_file_header(path_, nullptr, map_size_, format()); // refuses it
   }
   map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     throw UserError(
-        "cannot map token file " + path.string() + ": " + std::strerror(errno));
+        "cannot map token file " + path_.string() + ": " +
+        std::strerror(errno));
   }
-  Header header{};
-  std::memcpy(&header, map_, sizeof(header));
-  const auto fail = [&](const std::string& what) {
-    release();
-    throw UserError(path.string() + ": " + what);
-  };
-  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
-    fail("not an xl token file (bad magic); encode corpora with xl-prep");
-  }
-  if (header.version != kFormatVersion) {
-    fail(fmt::format(
-        "token file format version {}, this xl reads version {}; re-run xl-prep",
-        header.version,
-        kFormatVersion));
-  }
-  if (header.width != 2 && header.width != 4) {
-    fail(fmt::format("unsupported token width {} bytes", header.width));
-  }
-  // The count is bounded first so that the size arithmetic cannot wrap around.
-  const uint64_t expected = header.count > map_size_
-      ? std::numeric_limits<uint64_t>::max()
-      : sizeof(Header) + header.count * header.width;
-  if (expected != map_size_) {
-    fail(fmt::format(
-        "file is {} bytes but its header announces {} tokens ({} bytes): "
-        "truncated or corrupt; re-run xl-prep",
-        map_size_,
-        header.count,
-        expected));
-  }
-  if (header.vocab_checksum != vocab.checksum() ||
-      header.vocab_size != static_cast<uint64_t>(vocab.size())) {
-    fail(fmt::format(
-        "encoded with a different vocabulary (size {}, checksum {:016x}) than {} "
-        "(size {}, checksum {:016x}); re-encode the corpus with that vocabulary "
-        "(xl-prep --vocab) or point data.vocab at the one it was made with",
-        header.vocab_size,
-        header.vocab_checksum,
-        vocab_path.string(),
-        vocab.size(),
-        vocab.checksum()));
-  }
-  width_ = header.width;
-  count_ = static_cast<int64_t>(header.count);
-  data_ = static_cast<const unsigned char*>(map_) + sizeof(Header);
+}
+
+void TokenFile::check_data(
+    const IdFileHeader& header,
+    const std::filesystem::path& vocab_path) const {
   // One pass over the data: its checksum, and every id against the vocabulary.
-  const size_t bytes = map_size_ - sizeof(Header);
+  const size_t bytes = map_size_ - sizeof(header);
   uint64_t checksum = 0;
   int64_t outside = -1;
-  for (size_t at = 0; at < bytes; at += kBlock) {
-    const size_t n = std::min(kBlock, bytes - at);
+  for (size_t at = 0; at < bytes; at += kIdFileBlock) {
+    const size_t n = std::min(kIdFileBlock, bytes - at);
     checksum = hash64(data_ + at, n, checksum);
     if (outside < 0) {
-      const int64_t i = width_ == 2
-          ? first_at_or_above(
-                reinterpret_cast<const uint16_t*>(data_ + at),
-                n / 2,
-                header.vocab_size)
-          : first_at_or_above(
-                reinterpret_cast<const uint32_t*>(data_ + at),
-                n / 4,
-                header.vocab_size);
+      const int64_t i = first_id_at_or_above(
+          data_ + at, width_, n / width_, header.vocab_size);
       outside = i < 0 ? -1 : static_cast<int64_t>(at / width_) + i;
     }
   }
   if (checksum != header.data_checksum) {
-    fail(
-        "the token data does not match the checksum in its header: the file is corrupt; "
+    throw UserError(
+        path_.string() +
+        ": the token data does not match the checksum in its header: the file is corrupt; "
         "re-run xl-prep");
   }
   if (outside >= 0) {
-    fail(fmt::format(
-        "token id {} at position {} is outside the vocabulary of {} ({}); the file was not "
-        "written by xl-prep for it; re-run xl-prep",
+    throw UserError(fmt::format(
+        "{}: token id {} at position {} is outside the vocabulary of {} ({}); the file was "
+        "not written by xl-prep for it; re-run xl-prep",
+        path_.string(),
         at(outside),
         outside,
         header.vocab_size,

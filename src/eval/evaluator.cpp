@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "xl/run/device.h"
 #include "xl/run/progress.h"
+#include "xl/runtime/autocast.h"
+#include "xl/runtime/device.h"
 
 namespace xl::eval {
 
@@ -27,7 +28,7 @@ Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
 
 void Evaluator::consume(const data::Batch& batch, bool continues_streams) {
   torch::NoGradGuard no_grad;
-  run::AutocastGuard autocast(options_.device, options_.bf16);
+  runtime::AutocastGuard autocast(options_.device, options_.bf16);
   models::ForwardArgs args;
   args.span = options_.span;
   if (!continues_streams) {

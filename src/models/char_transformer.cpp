@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "xl/nn/checkpoint.h"
 #include "xl/nn/fp32_islands.h"
 #include "xl/nn/learned_positions.h"
 #include "xl/nn/masks.h"
+#include "xl/nn/recompute.h"
 #include "xl/nn/vanilla_decoder_layer.h"
 
 namespace xl::models {
@@ -165,7 +165,7 @@ ModelOutput CharTransformerImpl::forward(
                   ->forward(x, mask, torch::Tensor())};
         };
     h =
-        (options.checkpoint_layers() ? nn::checkpoint(layer, {h})
+        (options.checkpoint_layers() ? nn::recompute(layer, {h})
                                      : layer({h}))[0];
     const double w = weights[static_cast<size_t>(l)];
     for (int64_t k = 0; k < n_target; ++k) {

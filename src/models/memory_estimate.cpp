@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "xl/models/factory.h"
-#include "xl/run/device.h"
+#include "xl/runtime/device.h"
 #include "xl/util/error.h"
 
 namespace xl::models {
@@ -355,8 +355,8 @@ void check_memory(
   check_memory(
       need,
       what,
-      run::available_memory(device),
-      run::device_name(device),
+      runtime::available_memory(device),
+      runtime::device_name(device),
       enforce);
 }
 

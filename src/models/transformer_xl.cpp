@@ -1,7 +1,7 @@
 #include "xl/models/transformer_xl.h"
 
-#include "xl/nn/checkpoint.h"
 #include "xl/nn/masks.h"
+#include "xl/nn/recompute.h"
 #include "xl/nn/rel_decoder_layer.h"
 #include "xl/nn/vanilla_decoder_layer.h"
 
@@ -174,7 +174,7 @@ torch::Tensor TransformerXLImpl::run_layers(
               mlen > 0 ? mem + positions(i, first, mlen) : mem)};
     };
     core =
-        (options.checkpoint_layers() ? nn::checkpoint(layer, {core})
+        (options.checkpoint_layers() ? nn::recompute(layer, {core})
                                      : layer({core}))[0];
   }
   return drop(core);

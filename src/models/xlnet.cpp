@@ -1,7 +1,7 @@
 #include "xl/models/xlnet.h"
 
-#include "xl/nn/checkpoint.h"
 #include "xl/nn/memory.h"
+#include "xl/nn/recompute.h"
 #include "xl/nn/two_stream_layer.h"
 
 namespace xl::models {
@@ -347,7 +347,7 @@ ModelOutput XLNetImpl::forward(
       in.push_back(g);
     }
     const auto out =
-        options.checkpoint_layers() ? nn::checkpoint(layer, in) : layer(in);
+        options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
     h = out[0];
     g = out.size() > 1 ? out[1] : torch::Tensor();
   }

@@ -17,7 +17,7 @@
 #include <iterator>
 
 #include "xl/run/tensorboard.h"
-#include "xl/util/cpu_cache.h"
+#include "xl/runtime/cpu_cache.h"
 #include "xl/util/error.h"
 #include "xl/util/version.h"
 
@@ -137,7 +137,7 @@ nlohmann::json start_record(const torch::Device& device, int64_t step) {
       {"threads", torch::get_num_threads()},
       {"thread_wait", thread_wait()},
       // XL_ALLOCATOR=malloc leaves large blocks to malloc (app/cli.cpp)
-      {"allocator", util::cpu_cache_installed() ? "xl cache" : "malloc"}};
+      {"allocator", runtime::cpu_cache_installed() ? "xl cache" : "malloc"}};
 }
 
 int64_t last_logged_step(const std::filesystem::path& path) {

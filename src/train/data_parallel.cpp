@@ -9,7 +9,7 @@
 namespace xl::train {
 
 DataParallel::DataParallel(
-    run::Group& group,
+    runtime::Group& group,
     const std::vector<std::pair<std::string, torch::Tensor>>& named_params)
     : group_(group) {
   std::vector<torch::Tensor> params;

@@ -250,7 +250,7 @@ void Trainer::save(const State& s, bool best) {
       run::kCheckpointFormat,
       s.step,
       config::dump(config_),
-      data_.vocabulary()};
+      data_.vocabulary_fingerprint()};
   // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
   // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
   // older than the best step last.pt knows of.
@@ -275,7 +275,7 @@ void Trainer::load(State& s) {
   run::require_same_vocabulary(
       paths_.last_checkpoint(),
       info.vocabulary,
-      data_.vocabulary(),
+      data_.vocabulary_fingerprint(),
       data_.vocabulary_file());
   auto changes = run::resume_changes(info.config, config::dump(config_));
   if (!changes.refused.empty()) {

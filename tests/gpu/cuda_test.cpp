@@ -4,7 +4,7 @@
 
 #include "xl/config/schema.h"
 #include "xl/models/transformer_xl.h"
-#include "xl/run/device.h"
+#include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/step.h"
 

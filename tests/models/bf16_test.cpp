@@ -10,7 +10,8 @@
 #include "xl/config/config.h"
 #include "xl/data/dataset.h"
 #include "xl/models/factory.h"
-#include "xl/run/device.h"
+#include "xl/runtime/autocast.h"
+#include "xl/runtime/device.h"
 
 namespace xl::models {
 namespace {
@@ -43,7 +44,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
     const auto fp32 = model->forward(batch, {}, args);
     ModelOutput bf16;
     {
-      run::AutocastGuard autocast(torch::kCPU, true);
+      runtime::AutocastGuard autocast(torch::kCPU, true);
       bf16 = model->forward(batch, {}, args);
     }
     ASSERT_EQ(fp32.terms.size(), bf16.terms.size());

@@ -3,7 +3,8 @@
 #include "xl/models/language_model.h"
 #include "xl/nn/adaptive.h"
 #include "xl/nn/memory.h"
-#include "xl/run/device.h"
+#include "xl/runtime/autocast.h"
+#include "xl/runtime/device.h"
 
 namespace xl::nn {
 namespace {
@@ -107,7 +108,7 @@ TEST(AdaptiveLogSoftmax, FusedLossEqualsTheComposedOps) {
             hidden.retain_grad();
             torch::Tensor logp;
             {
-              const run::AutocastGuard autocast(torch::kCPU, bf16);
+              const runtime::AutocastGuard autocast(torch::kCPU, bf16);
               logp = crit(hidden, target);
             }
             ASSERT_EQ(logp.scalar_type(), torch::kFloat);
@@ -187,7 +188,7 @@ TEST(AdaptiveLogSoftmax, FusedBf16LossWorksThroughWideBinsInSlicesOfRows) {
     const auto h = hidden.clone().requires_grad_();
     torch::Tensor logp;
     {
-      const run::AutocastGuard autocast(torch::kCPU, true);
+      const runtime::AutocastGuard autocast(torch::kCPU, true);
       logp = crit(h, target);
     }
     logp.sum().backward();

@@ -15,7 +15,8 @@
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
 #include "xl/models/hf_import.h"
-#include "xl/run/device.h"
+#include "xl/runtime/autocast.h"
+#include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/util/error.h"
 
@@ -241,7 +242,7 @@ int run(
   std::vector<Difference> rows;
   {
     // CPU autocast, as the reference ran Hugging Face's forward.
-    xl::run::AutocastGuard autocast(torch::kCPU, bf16);
+    xl::runtime::AutocastGuard autocast(torch::kCPU, bf16);
     rows = check_forward(*model, data, segments, tgt_len, tol);
   }
   const auto* txl = dynamic_cast<TransformerXLImpl*>(model.get());

@@ -9,7 +9,6 @@
 #include <random>
 
 #include "test_util.h"
-#include "xl/run/sweep.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -197,41 +196,6 @@ TEST(Outputs, PlainNamesAreSingleComponentsInsideTheirFolder) {
     }
   }
   EXPECT_GT(plain, 2000); // both sides were exercised
-}
-
-// The same property through a sweep's variant names: every accepted name is a plain name
-// other than the sweep's own files, and every refused one is a one-line UserError.
-TEST(Outputs, SweepVariantNamesArePlainAndNotTheSweepsFiles) {
-  const std::vector<std::string> pieces{
-      "a", ".", "..", "_", "-", "+", "x1", kSweepTable, kSweepCurves, "/", "="};
-  std::mt19937 rng(11);
-  for (int i = 0; i < 5000; ++i) {
-    std::string name;
-    const int n = 1 + static_cast<int>(rng() % 3);
-    for (int k = 0; k < n; ++k) {
-      name += pieces[rng() % pieces.size()];
-    }
-    try {
-      const auto variant = parse_variant(name + " train.lr=0.001");
-      EXPECT_TRUE(plain_name_problem(variant.name).empty()) << name;
-      EXPECT_NE(variant.name, kSweepTable);
-      EXPECT_NE(variant.name, kSweepCurves);
-    } catch (const UserError& e) {
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos)
-          << e.what();
-    }
-  }
-  for (const std::string bad : {".", "..", kSweepTable, kSweepCurves}) {
-    EXPECT_THROW(parse_variant(bad + " train.lr=0.001"), UserError) << bad;
-  }
-  for (const std::string location : {"run.dir=/tmp/x", "run.name=x"}) {
-    EXPECT_THAT(
-        user_error([&] { parse_variant("v " + location); }),
-        HasSubstr("is set by the sweep"));
-    EXPECT_THAT(
-        user_error([&] { parse_grid_axis(location); }),
-        HasSubstr("is set by the sweep"));
-  }
 }
 
 } // namespace

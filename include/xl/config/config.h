@@ -1,6 +1,7 @@
 // Loading, validating and printing configurations.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ std::string dump(const Config& config);
 /// A reference of every key: path, type, default and meaning (Markdown table
 /// rows).
 std::string schema_reference();
+
+/// Tokens of context a training segment reads past its targets: model.transformer_xl.ext_len,
+/// 0 for the families without one.
+int64_t ext_len(const ModelConfig& model);
 
 /// The key of `candidates` closest to `key` by edit distance, or "" if none is
 /// close.

@@ -37,7 +37,7 @@ class Dataset {
   virtual VocabKind unit() const = 0;
   /// Names the vocabulary with its checksum, for checkpoints to record and compare ("" for
   /// random data).
-  virtual std::string vocabulary() const = 0;
+  virtual std::string vocabulary_fingerprint() const = 0;
   /// The file that holds the vocabulary (empty for random data), for messages.
   virtual std::filesystem::path vocabulary_file() const = 0;
   /// What a language model's targets score under the training split's unigram counts, for

@@ -17,6 +17,8 @@
 
 namespace xl::data {
 
+struct IdFileHeader;
+
 /// Writes `ids` (each < vocab.size()) for `vocab` atomically.
 void write_token_file(
     const std::filesystem::path& path,
@@ -28,10 +30,10 @@ class TokenFile : public Tokens {
   /// 2: a checksum of the token data in the header
   static constexpr uint32_t kFormatVersion = 2;
 
-  /// Maps `path` and checks its header against `vocab` (`vocab_path` names it
-  /// in messages), its data against the header's checksum and every id against the
-  /// vocabulary (one pass, about 0.25 s per GB of a file in the page cache). A file made with another vocabulary, a
-  /// truncated, corrupt or foreign file, or an id outside the vocabulary is a UserError.
+  /// Maps `path` and checks its header against `vocab` (`vocab_path` names it in messages),
+  /// its data against the header's checksum and every id against the vocabulary (one pass,
+  /// about 0.25 s per GB of a file in the page cache). A file made with another vocabulary,
+  /// a truncated, corrupt or foreign file, or an id outside the vocabulary is a UserError.
   TokenFile(
       const std::filesystem::path& path,
       const Vocab& vocab,
@@ -57,6 +59,13 @@ class TokenFile : public Tokens {
   }
 
  private:
+  // Maps the file (one too short for the header is refused first: an empty file cannot be
+  // mapped).
+  void map();
+  // The data's checksum and every id against the vocabulary, in one pass.
+  void check_data(
+      const IdFileHeader& header,
+      const std::filesystem::path& vocab_path) const;
   void release();
 
   std::filesystem::path path_;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "xl/run/distributed.h"
+#include "xl/runtime/distributed.h"
 
 namespace c10d {
 class Reducer;
@@ -20,13 +20,13 @@ class DataParallel {
  public:
   /// Gives every rank rank 0's `params` first, so that all start from the same weights.
   DataParallel(
-      run::Group& group,
+      runtime::Group& group,
       const std::vector<std::pair<std::string, torch::Tensor>>& named_params);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
-  run::Group& group() const {
+  runtime::Group& group() const {
     return group_;
   }
   /// The backward pass of `objective` that ends a step's accumulation: when it returns, every
@@ -35,7 +35,7 @@ class DataParallel {
   void backward_and_reduce(const torch::Tensor& objective);
 
  private:
-  run::Group& group_;
+  runtime::Group& group_;
   std::shared_ptr<c10d::Reducer> reducer_;
 };
 

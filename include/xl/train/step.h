@@ -53,8 +53,8 @@ struct StepResult {
 /// One optimizer update at learning rate `lr` on `batch` (on the CPU). With
 /// `options.parallel`, rank r of R trains chunks [r k, (r + 1) k) of the batch split into R k,
 /// so R processes with `chunks` k step as one with R k; the terms are the whole batch's on every
-/// rank. `mems` holds one memory per chunk of this rank: read when `continues_streams`, replaced after a finite step. `step` is the training
-/// step the model's loss schedules see.
+/// rank. `mems` holds one memory per chunk of this rank: read when `continues_streams`,
+/// replaced after a finite step. `step` is the training step the model's loss schedules see.
 StepResult train_step(
     models::LanguageModelImpl& model,
     Optimizer& optimizer,

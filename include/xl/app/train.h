@@ -1,0 +1,21 @@
+// xl-train: a training run from a resolved config.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "xl/config/schema.h"
+
+namespace xl::app {
+
+/// Trains as `config` says, in its run directory (created, or continued with `resume`); `stop_at`
+/// checkpoints and stops at that step. A config whose memory estimate exceeds the available
+/// memory is refused unless `enforce_memory` is false. Returns the process exit status (128 +
+/// the signal when SIGINT/SIGTERM stopped it after checkpointing).
+int run_training(
+    const config::Config& config,
+    bool resume,
+    std::optional<int64_t> stop_at = std::nullopt,
+    bool enforce_memory = true);
+
+} // namespace xl::app

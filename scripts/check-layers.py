@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Checks the library's layers: docs/architecture.md against the build and the includes.
+
+docs/architecture.md holds two fenced blocks: `layers` (one line per folder of src/ and
+include/xl/, "folder: the folders it uses directly", each named on an earlier line) and
+`levels` (the folders by level, highest first: a folder's level is one above the highest of
+its folders'). This script fails, naming the file and line, when
+  - a folder of src/ or include/xl/ is missing from the layers, or a layer has no folder;
+  - the levels drawn are not those the layers give;
+  - an `xl_layer(<folder> DEPS ...)` of src/CMakeLists.txt names other folders than its layer;
+  - a file of src/<folder>/ or include/xl/<folder>/ includes "xl/<other>/..." where <other> is
+    neither one of the folders its layer uses nor one below them.
+The build runs it before compiling anything (src/CMakeLists.txt), and CI with it.
+
+Usage: scripts/check-layers.py [--root DIR]
+"""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/([A-Za-z0-9_]+)/')
+LAYER_CALL = re.compile(r"xl_layer\(\s*([A-Za-z0-9_]+)((?:\s+[^)]*)?)\)", re.S)
+
+
+def fenced_block(text, name, where):
+    """The lines of the fenced block ```<name> of `text` and the line number of its first."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "```" + name:
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), None)
+            if end is None:
+                raise SystemExit(f"{where}:{i + 1}: the ```{name} block is not closed")
+            return lines[i + 1:end], i + 2
+    raise SystemExit(f"{where}: no ```{name} block (see scripts/check-layers.py)")
+
+
+def read_layers(doc):
+    """{folder: [folders it uses directly]} in the order written, each use named earlier."""
+    lines, first = fenced_block(doc.read_text(), "layers", doc)
+    layers = {}
+    for number, line in enumerate(lines, first):
+        if not line.strip():
+            continue
+        folder, sep, uses = line.partition(":")
+        folder = folder.strip()
+        if not sep or not re.fullmatch(r"[a-z0-9_]+", folder):
+            raise SystemExit(f"{doc}:{number}: expected 'folder: folders it uses', got '{line}'")
+        if folder in layers:
+            raise SystemExit(f"{doc}:{number}: {folder} is named twice")
+        for use in uses.split():
+            if use not in layers:
+                raise SystemExit(
+                    f"{doc}:{number}: {folder} uses {use}, which is not on an earlier line "
+                    "(a folder uses only folders below it)")
+        layers[folder] = uses.split()
+    return layers
+
+
+def below(layers):
+    """{folder: every folder it may include: its uses and everything below them}."""
+    closure = {}
+    for folder, uses in layers.items():  # written bottom-up, so uses are done first
+        reach = set(uses)
+        for use in uses:
+            reach |= closure[use]
+        closure[folder] = reach
+    return closure
+
+
+def check_levels(doc, layers, errors):
+    level = {}
+    for folder, uses in layers.items():
+        level[folder] = 1 + max((level[u] for u in uses), default=-1)
+    expected = {}
+    for folder, n in level.items():
+        expected.setdefault(n, set()).add(folder)
+    lines, first = fenced_block(doc.read_text(), "levels", doc)
+    drawn = {}
+    for number, line in enumerate(lines, first):
+        words = line.split()
+        if not words:
+            continue
+        if not words[0].isdigit():
+            errors.append(f"{doc}:{number}: expected 'level folders...', got '{line}'")
+            continue
+        drawn[int(words[0])] = set(words[1:])
+    if drawn != expected:
+        want = "\n".join(
+            f"  {n}  {' '.join(sorted(expected[n]))}" for n in sorted(expected, reverse=True))
+        errors.append(f"{doc}:{first}: the levels drawn are not those of the layers; expected\n{want}")
+
+
+def check_cmake(cmake, layers, errors):
+    text = cmake.read_text()
+    called = {}
+    for match in LAYER_CALL.finditer(text):
+        folder, rest = match.group(1), match.group(2).split()
+        deps = rest[rest.index("DEPS") + 1:rest.index("SOURCES")] if "DEPS" in rest else []
+        called[folder] = (deps, text.count("\n", 0, match.start()) + 1)
+    for folder, (deps, number) in called.items():
+        if folder not in layers:
+            errors.append(f"{cmake}:{number}: xl_layer({folder}) has no line in the layers")
+        elif sorted(deps) != sorted(layers[folder]):
+            errors.append(
+                f"{cmake}:{number}: xl_layer({folder}) DEPS {' '.join(deps) or '(none)'}; the "
+                f"layers say {' '.join(layers[folder]) or '(none)'}")
+    for folder in layers:
+        if folder not in called:
+            errors.append(f"{cmake}: no xl_layer({folder} ...) for the layer {folder}")
+
+
+def check_includes(root, layers, errors):
+    allowed = below(layers)
+    folders = set()
+    for top in (root / "src", root / "include" / "xl"):
+        for path in sorted(top.rglob("*")):
+            if path.suffix not in (".h", ".cpp") or not path.is_file():
+                continue
+            parts = path.relative_to(top).parts
+            if len(parts) < 2:
+                continue
+            folder = parts[0]
+            folders.add(folder)
+            if folder not in layers:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                match = INCLUDE.match(line)
+                if match and match.group(1) != folder and match.group(1) not in allowed[folder]:
+                    may = " ".join(sorted(allowed[folder])) or "no other folder"
+                    errors.append(
+                        f"{path.relative_to(root)}:{number}: {folder}/ includes "
+                        f"xl/{match.group(1)}/, which is not below it (it may use: {may})")
+    for folder in sorted(folders - set(layers)):
+        errors.append(f"docs/architecture.md: the folder {folder}/ has no line in the layers")
+    for folder in sorted(set(layers) - folders):
+        errors.append(f"docs/architecture.md: the layer {folder} has no folder in src/ or include/xl/")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    args = parser.parse_args()
+    doc = args.root / "docs" / "architecture.md"
+    layers = read_layers(doc)
+    errors = []
+    check_levels(doc, layers, errors)
+    check_cmake(args.root / "src" / "CMakeLists.txt", layers, errors)
+    check_includes(args.root, layers, errors)
+    for error in errors:
+        print(error, file=sys.stderr)
+    if errors:
+        print(f"check-layers: {len(errors)} problem(s); the layers are in docs/architecture.md",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

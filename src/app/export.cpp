@@ -1,0 +1,61 @@
+#include "xl/app/export.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "xl/app/cli.h"
+#include "xl/app/trained_model.h"
+#include "xl/data/dataset.h"
+#include "xl/io/safetensors.h"
+#include "xl/models/hf_export.h"
+#include "xl/run/logging.h"
+#include "xl/run/outputs.h"
+#include "xl/run/run_dir.h"
+#include "xl/util/files.h"
+
+namespace xl::app {
+
+int run_export(const config::Config& config, const ExportRequest& request) {
+  run::setup_logging(config.run.log_level);
+  const auto out =
+      run::check_output_folder("--out", request.out, request.force);
+  // Checked before the weights are read: what HF cannot express fails at once.
+  const auto dataset = data::open_dataset(config);
+  const int64_t eos = config.model.type == config::ModelType::kTransformerXL
+      ? dataset->text_vocab().index("<eos>")
+      : 0;
+  auto hf = models::hf_config(config, dataset->vocab_size(), eos);
+  hf["xl_version"] = version_line();
+  const auto [model, checkpoint, step] = load_trained_model(
+      config,
+      run::run_paths(request.run_dir),
+      request.checkpoint,
+      *dataset,
+      torch::kCPU,
+      true);
+  run::create_output_folder("--out", out);
+  io::save_safetensors(
+      out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
+  atomic_write(out / "config.json", hf.dump(2) + "\n");
+  const auto vocabulary = dataset->vocabulary_file();
+  std::filesystem::copy_file(
+      vocabulary,
+      out / vocabulary.filename(),
+      std::filesystem::copy_options::overwrite_existing);
+  std::cout
+      << fmt::format(
+             "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
+             "in Python: {}.from_pretrained(\"{}\")",
+             checkpoint.string(),
+             step,
+             hf["architectures"][0].get<std::string>(),
+             out.string(),
+             vocabulary.filename().string(),
+             hf["architectures"][0].get<std::string>(),
+             out.string())
+      << std::endl;
+  return 0;
+}
+
+} // namespace xl::app

@@ -1,0 +1,51 @@
+#include "xl/app/import.h"
+
+#include <spdlog/spdlog.h>
+
+#include "xl/config/config.h"
+#include "xl/data/dataset.h"
+#include "xl/io/archive.h"
+#include "xl/io/safetensors.h"
+#include "xl/models/factory.h"
+#include "xl/models/hf_import.h"
+#include "xl/models/memory_estimate.h"
+#include "xl/run/checkpoint.h"
+#include "xl/run/logging.h"
+#include "xl/run/run_dir.h"
+
+namespace xl::app {
+
+int run_import(const config::Config& config, const ImportRequest& request) {
+  run::setup_logging(config.run.log_level);
+  const auto dataset = data::open_dataset(config);
+  models::check_memory(
+      models::estimate_evaluation_memory(config, dataset->vocab_size()),
+      "the imported model",
+      torch::kCPU,
+      request.enforce_memory);
+  auto model = models::build_model(config, dataset->vocab_size());
+  const auto weights = io::SafeTensors::load(request.weights);
+  models::HFImportOptions options;
+  options.reverse_clusters = request.reverse_clusters;
+  models::import_hf(*model, weights, options);
+  const run::RunPaths paths = run::prepare_run_directory(config, false);
+  run::save_checkpoint(
+      paths.best_checkpoint(),
+      run::CheckpointInfo{
+          run::kCheckpointFormat,
+          0,
+          config::dump(config),
+          dataset->vocabulary_fingerprint()},
+      [&](torch::serialize::OutputArchive& archive) {
+        io::write_module(archive, "model", *model);
+      });
+  spdlog::info(
+      "imported {} ({} parameters) into {}; evaluate with xl-eval --run {}",
+      request.weights,
+      models::count_parameters(*model),
+      paths.best_checkpoint().string(),
+      paths.dir.string());
+  return 0;
+}
+
+} // namespace xl::app

@@ -1,0 +1,222 @@
+#include "xl/app/sample.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "xl/app/trained_model.h"
+#include "xl/data/dataset.h"
+#include "xl/data/text.h"
+#include "xl/eval/generate.h"
+#include "xl/models/factory.h"
+#include "xl/run/logging.h"
+#include "xl/run/run_dir.h"
+#include "xl/runtime/device.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::app {
+
+namespace {
+
+// Checked here, with messages of their own: a NaN passes CLI11's range checks, and a
+// temperature below 1e-6 overflows the scaled log-probabilities.
+void check_request(const config::Config& config, const SampleRequest& request) {
+  if (config.model.type == config::ModelType::kXLNet) {
+    throw UserError(fmt::format(
+        "{} is an XLNet run: xl-sample generates from causal language models "
+        "(transformer_xl, char_transformer), and XLNet's permutation LM scores targets "
+        "instead",
+        request.run_dir));
+  }
+  if (!(request.temperature == 0.0 ||
+        (request.temperature >= 1e-6 && request.temperature <= 1e6))) {
+    throw UserError(fmt::format(
+        "--temperature {}: expected 0 (always the most probable token) or a number from "
+        "1e-06 to 1e+06",
+        request.temperature));
+  }
+  if (!(request.top_p > 0.0 && request.top_p <= 1.0)) {
+    throw UserError(fmt::format(
+        "--top-p {}: expected a probability above 0, up to 1 (1: every token)",
+        request.top_p));
+  }
+  if (request.seed < 0) {
+    throw UserError(
+        fmt::format("--seed {}: expected a whole number >= 0", request.seed));
+  }
+}
+
+// The prompt's ids: words outside the vocabulary are read as <unk> (with a warning, since
+// stdout echoes them as written), and an empty prompt is a new line, what follows a line break
+// in training.
+std::vector<int64_t> prompt_ids(
+    const data::Vocab& vocab,
+    const std::string& text,
+    const SampleRequest& request) {
+  auto ids = vocab.encode(
+      text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
+  if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {
+    const auto read_as_unk = std::count(ids.begin(), ids.end(), unk);
+    int64_t written = 0;
+    for (const auto word : data::split_words(text)) {
+      written += word == "<unk>" ? 1 : 0;
+    }
+    if (read_as_unk > written) {
+      spdlog::warn(
+          "{} of the prompt's words are not in the vocabulary of {}: the model reads them "
+          "as <unk>",
+          read_as_unk - written,
+          vocab.size());
+    }
+  }
+  if (ids.empty()) {
+    const int64_t start =
+        vocab.index(vocab.kind() == data::VocabKind::kWord ? "<eos>" : "\n");
+    if (start < 0) {
+      throw UserError(
+          "the vocabulary has no line break to start from: give a --prompt");
+    }
+    ids.push_back(start);
+  }
+  return ids;
+}
+
+// The generation the request and the run's evaluation settings ask for. Learned position
+// tables bound the window a model can re-read.
+eval::GenerateOptions generate_options(
+    const config::Config& config,
+    const SampleRequest& request,
+    const torch::Device& device) {
+  eval::GenerateOptions options;
+  options.sampling = {request.temperature, request.top_k, request.top_p};
+  options.max_tokens = request.tokens;
+  options.span = models::eval_span(config, false);
+  options.segment = config.eval.tgt_len.value_or(config.train.tgt_len);
+  const int64_t mem_len = options.span.mem_len.value_or(0);
+  options.window =
+      request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
+  const auto& txl = config.model.transformer_xl;
+  std::optional<int64_t> n_ctx;
+  if (config.model.type == config::ModelType::kCharTransformer) {
+    n_ctx = config.model.char_transformer.n_ctx;
+  } else if (txl.attn_type == config::AttnType::kLearned) {
+    n_ctx = txl.n_ctx.value_or(txl.mem_len + config.train.tgt_len);
+  }
+  if (n_ctx && options.window > *n_ctx) {
+    throw UserError(fmt::format(
+        "--window {}: this model's learned position tables hold {} positions (n_ctx); give "
+        "--window {} or less",
+        options.window,
+        *n_ctx,
+        *n_ctx));
+  }
+  options.use_memory = !request.no_memory;
+  options.seed = static_cast<uint64_t>(request.seed);
+  options.device = device;
+  return options;
+}
+
+// The prompt as given, then the continuation: one sample streams as it is drawn, several are
+// printed one after another at the end.
+eval::Generated print_samples(
+    models::LanguageModelImpl& model,
+    const data::Vocab& vocab,
+    const std::string& text,
+    const std::vector<int64_t>& ids,
+    const eval::GenerateOptions& options,
+    int64_t samples) {
+  const auto prompt =
+      torch::tensor(ids).unsqueeze(1).repeat({1, samples}); // [P, B]
+  std::cout << text << std::flush;
+  const auto is_word = [&](int64_t id) {
+    return vocab.kind() == data::VocabKind::kWord && vocab.token(id) != "<eos>";
+  };
+  bool after_word = is_word(ids.back());
+  auto generated =
+      eval::generate(model, prompt, options, [&](const torch::Tensor& drawn) {
+        if (samples == 1) {
+          const int64_t id = drawn[0].item<int64_t>();
+          std::cout << vocab.decode({id}, after_word) << std::flush;
+          after_word = is_word(id);
+        }
+      });
+  if (samples > 1) {
+    const auto rows = generated.tokens.t().contiguous(); // [B, N]
+    for (int64_t b = 0; b < samples; ++b) {
+      const auto row = rows[b];
+      std::cout << fmt::format("\n--- sample {} ---\n", b + 1) << text
+                << vocab.decode(
+                       {row.data_ptr<int64_t>(),
+                        row.data_ptr<int64_t>() + row.numel()},
+                       is_word(ids.back()));
+    }
+  }
+  std::cout << std::endl;
+  return generated;
+}
+
+} // namespace
+
+int run_sample(const config::Config& config, const SampleRequest& request) {
+  // 1. The request, the model (the samples are the batch rows the memory check counts) and
+  //    the prompt: words are UTF-8 text, bytes (enwik8) may be anything.
+  run::setup_logging(config.run.log_level);
+  check_request(config, request);
+  const run::RunPaths paths = run::run_paths(request.run_dir);
+  runtime::setup_runtime(config.train);
+  const auto dataset = data::open_dataset(config);
+  const data::Vocab& vocab = dataset->text_vocab();
+  const torch::Device device = runtime::pick_device(config.train);
+  auto sampling = config;
+  sampling.eval.batch_size = request.samples;
+  const auto [model, checkpoint, step] = load_trained_model(
+      sampling,
+      paths,
+      request.checkpoint,
+      *dataset,
+      device,
+      request.enforce_memory,
+      "sampling");
+  const std::string text = !request.prompt_file ? request.prompt
+      : vocab.kind() == data::VocabKind::kWord
+      ? data::read_utf8_text(*request.prompt_file, "prompt file")
+      : read_file(*request.prompt_file, "prompt file");
+  const auto ids = prompt_ids(vocab, text, request);
+  // 2. The samples on stdout, the speed on stderr.
+  const auto options = generate_options(config, request, device);
+  spdlog::info(
+      "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "
+      "{}, top-k {}, top-p {}, seed {}",
+      request.samples,
+      request.tokens,
+      checkpoint.string(),
+      step,
+      ids.size(),
+      request.temperature,
+      request.top_k,
+      request.top_p,
+      request.seed);
+  const auto generated =
+      print_samples(*model, vocab, text, ids, options, request.samples);
+  const auto n = static_cast<double>(generated.tokens.numel());
+  spdlog::info(
+      "{} tokens in {:.2f} s: {:.1f} tokens/s, {}; the prompt read in {:.2f} s; the samples' "
+      "perplexity under the model {:.2f}",
+      generated.tokens.numel(),
+      generated.seconds,
+      n / std::max(generated.seconds, 1e-9),
+      generated.used_memory
+          ? fmt::format(
+                "one position per token over a memory of {}",
+                options.span.mem_len.value_or(0))
+          : fmt::format("re-reading up to {} tokens per token", options.window),
+      generated.prompt_seconds,
+      std::exp(-generated.log_probs.to(torch::kDouble).mean().item<double>()));
+  return 0;
+}
+
+} // namespace xl::app

@@ -1,0 +1,284 @@
+#include "xl/app/train.h"
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "xl/config/config.h"
+#include "xl/data/dataset.h"
+#include "xl/eval/report.h"
+#include "xl/io/archive.h"
+#include "xl/models/factory.h"
+#include "xl/models/memory_estimate.h"
+#include "xl/run/checkpoint.h"
+#include "xl/run/logging.h"
+#include "xl/run/progress.h"
+#include "xl/run/run_dir.h"
+#include "xl/runtime/device.h"
+#include "xl/runtime/distributed.h"
+#include "xl/train/data_parallel.h"
+#include "xl/train/parameter_groups.h"
+#include "xl/train/trainer.h"
+#include "xl/util/error.h"
+
+namespace xl::app {
+
+namespace {
+
+// train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
+// parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
+// values. Returns what it did, for the log.
+std::string load_initial_weights(
+    const config::Config& config,
+    models::LanguageModelImpl& model) {
+  std::filesystem::path path = *config.train.init_from;
+  if (std::filesystem::is_directory(path)) {
+    path = run::run_paths(path).best_checkpoint();
+  }
+  const auto excluded = train::parameters_named(
+      config, model, config.train.init_exclude, "train.init_exclude");
+  std::map<std::string, torch::Tensor> fresh;
+  for (const auto& name : excluded) {
+    fresh.emplace(name, model.named_parameters()[name].detach().clone());
+  }
+  torch::serialize::InputArchive archive;
+  const auto info = run::load_checkpoint(path, archive);
+  for (const auto& difference :
+       run::config_differences(info.config, config::dump(config), {"model"})) {
+    if (difference.rfind("model.type:", 0) == 0) {
+      throw UserError(fmt::format(
+          "train.init_from: {} holds another model family ({})",
+          path.string(),
+          difference));
+    }
+  }
+  auto left = io::read_module_matching(archive, "model", model, path.string());
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, value] : fresh) {
+      model.named_parameters()[name].copy_(value);
+    }
+  }
+  // The checkpoint's tensors this model has no place for (a head it lacks).
+  std::vector<std::string> skipped;
+  const auto params = model.named_parameters();
+  const auto buffers = model.named_buffers();
+  for (const auto& item : io::read_tensors(archive, "model")) {
+    if (!params.contains(item.first) && !buffers.contains(item.first)) {
+      skipped.push_back(item.first);
+    }
+  }
+  return fmt::format(
+      "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}{}{}",
+      path.string(),
+      info.step,
+      params.size() - left.size() - excluded.size(),
+      params.size(),
+      left.empty() ? "" : "; fresh, not in the checkpoint: ",
+      fmt::join(left, ", "),
+      excluded.empty() ? "" : "; fresh, train.init_exclude: ",
+      fmt::join(excluded, ", "),
+      skipped.empty() ? "" : "; skipped, not in this model: ",
+      fmt::join(skipped, ", "));
+}
+
+// What a run did, for stdout (the logs go to stderr).
+std::string training_summary(
+    const config::Config& config,
+    const run::RunPaths& paths,
+    const train::TrainResult& result,
+    data::VocabKind unit) {
+  const int64_t max_step = config.train.max_step;
+  std::string how = "finished";
+  std::string next =
+      fmt::format("evaluate: xl-eval --run {}", paths.dir.string());
+  if (result.signal != 0) {
+    how = fmt::format("stopped by signal {}", result.signal);
+  } else if (result.step < max_step) {
+    how = "stopped (--stop-at-step)";
+  }
+  if (result.step < max_step) {
+    next = fmt::format(
+        "continue: xl-train --config {} --resume", paths.config.string());
+  }
+  std::string text = fmt::format(
+      "{}: {} at step {} of {} ({} steps from step {} in {})\n",
+      paths.dir.string(),
+      how,
+      result.step,
+      max_step,
+      result.step - result.first_step,
+      result.first_step,
+      run::format_duration(result.seconds));
+  if (!result.last_train.empty()) {
+    text += fmt::format(
+        "  train (last logged window){}\n",
+        eval::terms_line(result.last_train, unit));
+  }
+  if (!result.last_valid.empty()) {
+    text += fmt::format(
+        "  valid (step {}){}\n",
+        result.last_valid_step,
+        eval::terms_line(result.last_valid, unit));
+  }
+  if (std::isfinite(result.best_valid_loss)) {
+    text += fmt::format(
+        "  best validation loss {:.4f}: {}\n",
+        result.best_valid_loss,
+        paths.best_checkpoint().string());
+  }
+  text +=
+      fmt::format("  last checkpoint: {}\n", paths.last_checkpoint().string());
+  text += fmt::format("  {}\n", next);
+  return text;
+}
+
+// The device of this process: under torchrun, LOCAL_RANK's GPU (also for tensors made without a
+// device index). A batch that does not split over the processes fails here.
+torch::Device training_device(
+    const config::Config& config,
+    const std::optional<runtime::DistributedEnv>& env) {
+  const int64_t ranks = env ? env->world_size : 1;
+  if (config.train.batch_size % (ranks * config.train.batch_chunk) != 0) {
+    throw ConfigError(fmt::format(
+        "train.batch_size {} must split into {} processes x train.batch_chunk {}",
+        config.train.batch_size,
+        ranks,
+        config.train.batch_chunk));
+  }
+  torch::Device device = runtime::pick_device(config.train);
+  if (env && device.is_cuda()) {
+    device = torch::Device(
+        torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
+    c10::cuda::set_device(device.index());
+  }
+  return device;
+}
+
+// The run directory, prepared and locked by rank 0 alone (the others learn whether it could),
+// and the logs: to its train.log, and on the other ranks only warnings and errors, which would
+// repeat rank 0's lines.
+run::RunPaths open_run_directory(
+    const config::Config& config,
+    bool resume,
+    const std::optional<runtime::DistributedEnv>& env,
+    runtime::Group* group) {
+  if (!env) {
+    auto paths = run::prepare_run_directory(config, resume);
+    run::setup_logging(config.run.log_level, paths.log);
+    return paths;
+  }
+  run::RunPaths paths;
+  std::string failure;
+  if (env->rank == 0) {
+    try {
+      paths = run::prepare_run_directory(config, resume);
+    } catch (const UserError& e) {
+      failure = e.what();
+    }
+  }
+  if (group->any(!failure.empty())) {
+    throw UserError(
+        env->rank == 0
+            ? failure
+            : fmt::format(
+                  "rank {}: rank 0 could not prepare the run directory (its error says "
+                  "why)",
+                  env->rank));
+  }
+  if (env->rank != 0) {
+    paths = run::run_paths(run::run_directory(config));
+  }
+  run::setup_logging(
+      env->rank == 0 ? config.run.log_level : "warn",
+      env->rank == 0 ? std::optional(paths.log) : std::nullopt);
+  spdlog::info(
+      "data-parallel training on {} processes: each trains {} of every batch's {} rows",
+      env->world_size,
+      config.train.batch_size / env->world_size,
+      config.train.batch_size);
+  return paths;
+}
+
+// Gradient reduction over the processes, of the parameters that train.
+std::unique_ptr<train::DataParallel> reduce_gradients(
+    runtime::Group& group,
+    models::LanguageModelImpl& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : model.named_parameters()) {
+    if (item.value().requires_grad()) {
+      named.emplace_back(item.key(), item.value());
+    }
+  }
+  return std::make_unique<train::DataParallel>(group, named);
+}
+
+} // namespace
+
+int run_training(
+    const config::Config& config,
+    bool resume,
+    std::optional<int64_t> stop_at,
+    bool enforce_memory) {
+  // 1. Data, model and initial weights first: a bad corpus, batch setting, size or init_from
+  //    fails before the run directory is written. Under torchrun this process is one rank of
+  //    a data-parallel run.
+  runtime::setup_runtime(config.train);
+  const auto env = runtime::distributed_env();
+  const torch::Device device = training_device(config, env);
+  const auto dataset = data::open_dataset(config);
+  dataset->prepare_training();
+  models::check_memory(
+      models::estimate_training_memory(config, dataset->vocab_size()),
+      "training",
+      device,
+      enforce_memory);
+  auto model = models::build_model(config, dataset->vocab_size());
+  const std::string initialised = config.train.init_from && !resume
+      ? load_initial_weights(config, *model)
+      : "";
+  // 2. Which parameters train (a bad train.freeze fails here, before the run directory is
+  //    written); the frozen ones compute no gradient, and data-parallel training reduces the
+  //    others only.
+  train::plan_parameters(config, *model);
+  // 3. The process group (a dead peer is noticed at once, a hung one after 30 minutes) and the
+  //    run directory.
+  std::unique_ptr<runtime::Group> group;
+  if (env) {
+    group = std::make_unique<runtime::Group>(
+        *env,
+        device,
+        std::chrono::milliseconds(
+            static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
+        std::chrono::minutes(30));
+  }
+  const run::RunPaths paths =
+      open_run_directory(config, resume, env, group.get());
+  spdlog::info(
+      "run directory {} (resolved config: {})",
+      paths.dir.string(),
+      paths.config.string());
+  spdlog::info("data {}: {}", config.data.dir, dataset->describe());
+  if (!initialised.empty()) {
+    spdlog::info("{}", initialised);
+  }
+  // 4. Training, and what it did on stdout.
+  model->to(device);
+  const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
+  train::install_stop_handlers();
+  train::Trainer trainer(
+      config, paths, *dataset, model, device, parallel.get());
+  const train::TrainResult result = trainer.run(resume, stop_at);
+  if (!env || env->rank == 0) {
+    std::cout << training_summary(config, paths, result, dataset->unit())
+              << std::flush;
+  }
+  return result.signal != 0 ? 128 + result.signal : 0;
+}
+
+} // namespace xl::app

@@ -1,0 +1,42 @@
+#include "xl/app/trained_model.h"
+
+#include "xl/config/config.h"
+#include "xl/io/archive.h"
+#include "xl/models/factory.h"
+#include "xl/models/memory_estimate.h"
+#include "xl/run/checkpoint.h"
+
+namespace xl::app {
+
+TrainedModel load_trained_model(
+    const config::Config& config,
+    const run::RunPaths& paths,
+    const std::string& checkpoint_name,
+    const data::Dataset& dataset,
+    const torch::Device& device,
+    bool enforce_memory,
+    const char* use) {
+  models::check_memory(
+      models::estimate_evaluation_memory(config, dataset.vocab_size()),
+      use,
+      device,
+      enforce_memory);
+  TrainedModel out{
+      models::build_model(config, dataset.vocab_size()),
+      paths.checkpoint(checkpoint_name)};
+  torch::serialize::InputArchive archive;
+  const auto info = run::load_checkpoint(out.checkpoint, archive);
+  run::require_matching_config(
+      out.checkpoint, info.config, config::dump(config), {"model", "data"});
+  run::require_same_vocabulary(
+      out.checkpoint,
+      info.vocabulary,
+      dataset.vocabulary_fingerprint(),
+      dataset.vocabulary_file());
+  io::read_module(archive, "model", *out.model, out.checkpoint.string());
+  out.model->to(device);
+  out.step = info.step;
+  return out;
+}
+
+} // namespace xl::app

@@ -1,0 +1,280 @@
+#include "xl/lab/compare.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "xl/run/checkpoint.h"
+#include "xl/run/progress.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::lab {
+namespace {
+
+// Seconds since the epoch of a record's "time" ("2026-11-25T12:37:04.619Z"), or NaN.
+double seconds_of(const nlohmann::json& record) {
+  if (!record.contains("time") || !record["time"].is_string()) {
+    return std::nan("");
+  }
+  std::tm tm{};
+  int ms = 0;
+  const auto text = record["time"].get<std::string>();
+  if (std::sscanf(
+          text.c_str(),
+          "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ",
+          &tm.tm_year,
+          &tm.tm_mon,
+          &tm.tm_mday,
+          &tm.tm_hour,
+          &tm.tm_min,
+          &tm.tm_sec,
+          &ms) != 7) {
+    return std::nan("");
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
+
+std::vector<CurvePoint> points(const std::map<int64_t, double>& by_step) {
+  std::vector<CurvePoint> out;
+  for (const auto& [step, loss] : by_step) {
+    out.push_back({step, loss});
+  }
+  return out;
+}
+
+std::string number(std::optional<double> value, int digits = 4) {
+  return value && std::isfinite(*value) ? fmt::format("{:.{}f}", *value, digits)
+                                        : "";
+}
+
+// The metric of a loss in `unit` ("ppl": e^loss, "bpc": loss / ln 2).
+std::optional<double> metric_of(
+    const std::string& unit,
+    std::optional<double> loss) {
+  if (!loss) {
+    return std::nullopt;
+  }
+  if (unit == "ppl") {
+    return std::exp(*loss);
+  }
+  if (unit == "bpc") {
+    return *loss / std::log(2.0);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+RunSummary summarize_run(const std::filesystem::path& dir) {
+  RunSummary summary;
+  summary.dir = dir;
+  const auto config_path = dir / "config.yaml";
+  try {
+    summary.config = run::flatten_config(read_file(config_path, "run config"));
+  } catch (const std::exception& e) {
+    throw UserError(
+        fmt::format("{}: not a run directory ({})", dir.string(), e.what()));
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  if (!in) {
+    throw UserError(
+        fmt::format("{}: no metrics.jsonl (not trained yet?)", dir.string()));
+  }
+  std::map<int64_t, double> train;
+  std::map<int64_t, double> valid;
+  double process_start = std::nan("");
+  double process_last = std::nan("");
+  const auto close_process = [&] {
+    if (std::isfinite(process_start) && std::isfinite(process_last)) {
+      summary.seconds += process_last - process_start;
+    }
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (in.eof()) {
+      break; // no newline: a record still being written, or torn
+    }
+    const auto r = nlohmann::json::parse(line, nullptr, false);
+    if (!r.is_object()) {
+      ++summary.unreadable;
+      continue;
+    }
+    ++summary.records;
+    const bool evaluation =
+        r.contains("mode"); // xl-eval's, written after the training
+    const double time = seconds_of(r);
+    if (r.value("event", "") == "start") {
+      close_process();
+      process_start = time;
+    }
+    if (!evaluation) {
+      process_last = time;
+    }
+    if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
+      continue;
+    }
+    const auto split = r["split"].get<std::string>();
+    const auto step = r.value("step", int64_t{0});
+    const double loss = r["loss"].get<double>();
+    for (const char* unit : {"ppl", "bpc"}) {
+      if (r.contains(unit)) {
+        summary.metric = unit;
+      }
+    }
+    if (evaluation) {
+      summary.evaluations
+          [split + "/" + r["mode"].get<std::string>() +
+           (r.value("partial", false) ? " (partial)" : "") +
+           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)"
+                                        : "")] = loss;
+    } else if (split == "train") {
+      train[step] = loss;
+    } else if (split == "valid") {
+      valid[step] = loss;
+    }
+  }
+  close_process();
+  summary.train = points(train);
+  summary.valid = points(valid);
+  summary.steps = train.empty() ? 0 : train.rbegin()->first;
+  for (const auto& [step, loss] : valid) {
+    summary.best_valid_loss =
+        std::min(summary.best_valid_loss.value_or(loss), loss);
+  }
+  return summary;
+}
+
+Table compare_runs(const std::vector<RunSummary>& runs) {
+  Table table;
+  std::set<std::string> units;
+  std::set<std::string> evaluations;
+  std::set<std::string> keys;
+  for (const auto& r : runs) {
+    units.insert(r.metric);
+    for (const auto& [name, loss] : r.evaluations) {
+      evaluations.insert(name);
+    }
+    for (const auto& [key, value] : r.config) {
+      keys.insert(key);
+    }
+  }
+  std::vector<std::string> differing;
+  for (const auto& key : keys) {
+    if (key == "run.name" || key == "run.dir") {
+      continue;
+    }
+    std::set<std::string> values;
+    for (const auto& r : runs) {
+      const auto it = r.config.find(key);
+      values.insert(it == r.config.end() ? "" : it->second);
+    }
+    if (values.size() > 1) {
+      differing.push_back(key);
+    }
+  }
+  // One unit for all: it names the columns; runs of several: each cell names its own.
+  const bool shared = units.size() == 1 && !units.begin()->empty();
+  const std::string metric = shared ? *units.begin() : "metric";
+  const auto cell = [&](const std::string& unit, std::optional<double> loss) {
+    const auto value = metric_of(unit, loss);
+    if (!value) {
+      return number(loss, 3); // no metric of its own: the loss
+    }
+    return shared ? number(value, 3) : number(value, 3) + " " + unit;
+  };
+  table.header = {
+      "run",
+      "steps",
+      "time",
+      "train loss",
+      "valid loss",
+      "best valid loss",
+      "best valid " + metric};
+  for (const auto& name : evaluations) {
+    table.header.push_back(name + " " + metric);
+  }
+  table.header.insert(table.header.end(), differing.begin(), differing.end());
+  for (const auto& r : runs) {
+    std::vector<std::string> row{
+        r.dir.string(),
+        r.records == 0 ? "no records" : std::to_string(r.steps),
+        run::format_duration(r.seconds),
+        r.train.empty() ? "" : number(r.train.back().loss),
+        r.valid.empty() ? "" : number(r.valid.back().loss),
+        number(r.best_valid_loss),
+        r.best_valid_loss ? cell(r.metric, r.best_valid_loss) : ""};
+    for (const auto& name : evaluations) {
+      const auto it = r.evaluations.find(name);
+      row.push_back(
+          it == r.evaluations.end() ? "" : cell(r.metric, it->second));
+    }
+    for (const auto& key : differing) {
+      const auto it = r.config.find(key);
+      row.push_back(it == r.config.end() ? "" : it->second);
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+std::string to_markdown(const Table& table) {
+  std::vector<size_t> width(table.header.size(), 3);
+  const auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  };
+  measure(table.header);
+  for (const auto& row : table.rows) {
+    measure(row);
+  }
+  const auto line = [&](const std::vector<std::string>& row) {
+    std::string text = "|";
+    for (size_t c = 0; c < row.size(); ++c) {
+      text += fmt::format(" {:<{}} |", row[c], width[c]);
+    }
+    return text + "\n";
+  };
+  std::string out = line(table.header) + "|";
+  for (const size_t w : width) {
+    out += std::string(w + 2, '-') + "|";
+  }
+  out += "\n";
+  for (const auto& row : table.rows) {
+    out += line(row);
+  }
+  return out;
+}
+
+std::string to_csv(const Table& table) {
+  const auto field = [](const std::string& text) {
+    if (text.find_first_of(",\"\n") == std::string::npos) {
+      return text;
+    }
+    std::string quoted = "\"";
+    for (const char c : text) {
+      quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    }
+    return quoted + "\"";
+  };
+  const auto line = [&](const std::vector<std::string>& row) {
+    std::string text;
+    for (size_t c = 0; c < row.size(); ++c) {
+      text += (c > 0 ? "," : "") + field(row[c]);
+    }
+    return text + "\n";
+  };
+  std::string out = line(table.header);
+  for (const auto& row : table.rows) {
+    out += line(row);
+  }
+  return out;
+}
+
+} // namespace xl::lab

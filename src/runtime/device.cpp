@@ -1,0 +1,151 @@
+#include "xl/runtime/device.h"
+
+#include <ATen/cpu/Utils.h>
+#include <ATen/cuda/CUDAContextLight.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "xl/util/error.h"
+
+namespace xl::runtime {
+
+torch::Device pick_device(const config::TrainConfig& train) {
+  if (train.device != config::Device::kCpu && torch::cuda::is_available()) {
+    return torch::kCUDA;
+  }
+  if (train.device == config::Device::kCuda) {
+    throw UserError("train.device is cuda, but no CUDA device is available");
+  }
+  if (train.bf16 && !cpu_has_bf16()) {
+    // Small products, about half a second in all: enough to show the order of magnitude.
+    const torch::Device cpu(torch::kCPU);
+    const double bf16 = matmul_gflops(cpu, torch::kBFloat16, 256, 0.2);
+    const double fp32 = matmul_gflops(cpu, torch::kFloat, 256, 0.2);
+    spdlog::warn(
+        "train.bf16 on a CPU without bf16 instructions (avx512_bf16, amx_bf16): bf16 matrix "
+        "products run at {:.1f} GFLOP/s here against {:.1f} in float32 ({:.0f}x slower); "
+        "--set train.bf16=false runs in float32",
+        bf16,
+        fp32,
+        fp32 / bf16);
+  }
+  return torch::kCPU;
+}
+
+bool cpu_has_bf16() {
+  const auto capabilities = at::cpu::get_cpu_capabilities();
+  const auto has = [&](const char* name) {
+    const auto it = capabilities.find(name);
+    return it != capabilities.end() && it->second.isBool() &&
+        it->second.toBool();
+  };
+  return has("avx512_bf16") || has("amx_bf16");
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) {
+    torch::cuda::synchronize();
+  }
+}
+
+double matmul_gflops(
+    const torch::Device& device,
+    torch::ScalarType dtype,
+    int64_t n,
+    double seconds) {
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
+  const auto a = torch::randn({n, n}, options);
+  const auto b = torch::randn({n, n}, options);
+  auto c = torch::mm(a, b);
+  synchronize(device);
+  int64_t products = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    torch::mm_out(c, a, b);
+    ++products;
+    if (products % 8 == 0 || !device.is_cuda()) {
+      synchronize(device);
+      elapsed = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    }
+  }
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) /
+      elapsed / 1e9;
+}
+
+namespace {
+
+// A number of bytes from the first line of a cgroup file ("max" or missing: no limit).
+double cgroup_value(const char* path) {
+  std::ifstream in(path);
+  std::string value;
+  if (!(in >> value) || value == "max") {
+    return std::numeric_limits<double>::infinity();
+  }
+  try {
+    return std::stod(value);
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+double cpu_available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  double available = std::numeric_limits<double>::infinity();
+  for (std::string line; std::getline(meminfo, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+  }
+  // cgroup v2, then v1: a container's limit below the machine's memory.
+  const double limit = std::min(
+      cgroup_value("/sys/fs/cgroup/memory.max"),
+      cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+  if (limit < std::numeric_limits<double>::infinity()) {
+    const double used = std::min(
+        cgroup_value("/sys/fs/cgroup/memory.current"),
+        cgroup_value("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+    available = std::min(
+        available,
+        limit - (used < std::numeric_limits<double>::infinity() ? used : 0));
+  }
+  return std::max(available, 0.0);
+}
+
+} // namespace
+
+double available_memory(const torch::Device& device) {
+  if (!device.is_cuda()) {
+    return cpu_available_memory();
+  }
+  const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  return static_cast<double>(
+             at::cuda::getDeviceProperties(index)->totalGlobalMem) -
+      static_cast<double>(stats.reserved_bytes[0].current);
+}
+
+std::string device_name(const torch::Device& device) {
+  return device.is_cuda() ? device.str() : "the CPU";
+}
+
+void setup_runtime(const config::TrainConfig& train) {
+  if (train.threads > 0) {
+    torch::set_num_threads(static_cast<int>(train.threads));
+  }
+  torch::manual_seed(static_cast<uint64_t>(train.seed));
+}
+
+} // namespace xl::runtime

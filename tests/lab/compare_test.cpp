@@ -1,0 +1,177 @@
+#include "xl/lab/compare.h"
+
+#include <cairo.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "test_util.h"
+#include "xl/lab/plot.h"
+
+namespace xl::lab {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A run of 20 steps over two processes (killed after logging step 15, resumed from its
+// checkpoint at step 10), then evaluated.
+void write_resumed_run(const std::filesystem::path& dir) {
+  write_file(
+      dir / "config.yaml",
+      "model:\n  d_model: 16\n  transformer_xl:\n    mem_len: 8\nrun:\n  name: a\n");
+  write_file(
+      dir / "metrics.jsonl",
+      R"({"event":"start","from_step":0,"time":"2026-11-25T10:00:00.000Z"}
+{"split":"train","step":10,"loss":5.0,"ppl":148.4,"time":"2026-11-25T10:00:30.000Z"}
+{"split":"valid","step":10,"loss":4.0,"ppl":54.6,"time":"2026-11-25T10:01:00.000Z"}
+{"split":"train","step":15,"loss":9.0,"ppl":8103.1,"time":"2026-11-25T10:01:40.000Z"}
+{"event":"start","from_step":10,"time":"2026-11-25T11:00:00.000Z"}
+{"event":"resumed","step":10,"logged_until":15,"time":"2026-11-25T11:00:00.000Z"}
+{"split":"train","step":15,"loss":4.5,"ppl":90.0,"repeat":true,"time":"2026-11-25T11:00:20.000Z"}
+{"split":"train","step":20,"loss":4.2,"ppl":66.7,"time":"2026-11-25T11:00:40.000Z"}
+{"split":"valid","step":20,"loss":4.1,"ppl":60.3,"time":"2026-11-25T11:01:00.000Z"}
+{"split":"test","step":20,"mode":"memory","loss":3.5,"ppl":33.1,"time":"2026-11-25T11:05:00.000Z"}
+{"split":"train","step":25,"loss":)");
+}
+
+TEST(CompareRuns, SummarizesAResumedRunFromItsRecords) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  const auto run = summarize_run(dir / "a");
+  EXPECT_EQ(run.steps, 20);
+  EXPECT_EQ(run.metric, "ppl");
+  // 100 s in the first process, 60 s in the second: xl-eval's record 4 minutes after the last
+  // training record is no training time.
+  EXPECT_DOUBLE_EQ(run.seconds, 160.0);
+  EXPECT_EQ(run.records, 10);
+  EXPECT_EQ(run.unreadable, 0); // the torn last line is no complete line
+  ASSERT_EQ(run.train.size(), 3u);
+  EXPECT_DOUBLE_EQ(run.train[1].loss, 4.5); // the resumed run's step 15
+  EXPECT_DOUBLE_EQ(*run.best_valid_loss, 4.0);
+  EXPECT_DOUBLE_EQ(run.evaluations.at("test/memory"), 3.5);
+  EXPECT_EQ(run.config.at("model.transformer_xl.mem_len"), "8");
+}
+
+TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(
+      dir / "b/config.yaml",
+      "model:\n  d_model: 16\n  transformer_xl:\n    mem_len: 0\nrun:\n  name: b\n");
+  write_file(
+      dir / "b/metrics.jsonl",
+      R"({"event":"start","from_step":0,"time":"2026-11-25T10:00:00.000Z"}
+{"split":"train","step":20,"loss":4.8,"ppl":121.5,"time":"2026-11-25T10:00:50.000Z"}
+{"split":"valid","step":20,"loss":4.6,"ppl":99.5,"time":"2026-11-25T10:01:00.000Z"}
+)");
+  const auto table =
+      compare_runs({summarize_run(dir / "a"), summarize_run(dir / "b")});
+  EXPECT_THAT(
+      table.header,
+      ElementsAre(
+          "run",
+          "steps",
+          "time",
+          "train loss",
+          "valid loss",
+          "best valid loss",
+          "best valid ppl",
+          "test/memory ppl",
+          "model.transformer_xl.mem_len"));
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_THAT(
+      table.rows[0],
+      ElementsAre(
+          (dir / "a").string(),
+          "20",
+          "2m40s",
+          "4.2000",
+          "4.1000",
+          "4.0000",
+          "54.598",
+          "33.115",
+          "8"));
+  EXPECT_EQ(table.rows[1][7], "");
+  EXPECT_EQ(table.rows[1][8], "0");
+  EXPECT_THAT(to_markdown(table), HasSubstr("| best valid ppl |"));
+  EXPECT_THAT(
+      to_csv(table),
+      HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
+  EXPECT_THROW(summarize_run(dir / "none"), UserError);
+}
+
+// Each row is read by its own run: a word-level run beside a byte-level one names its unit in
+// every cell, a run without readable records says so, and an evaluation of a checkpoint from
+// outside the run is a column of its own.
+TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(
+      dir / "c/metrics.jsonl",
+      "not json\n"
+      R"({"split":"valid","step":20,"loss":0.6931,"bpc":1.0}
+{"split":"test","step":20,"mode":"memory","loss":0.5,"bpc":0.72,"elsewhere":true}
+)");
+  write_file(dir / "c/config.yaml", "run:\n  name: c\n");
+  write_file(dir / "d/metrics.jsonl", "garbage\n\n");
+  write_file(dir / "d/config.yaml", "run:\n  name: d\n");
+  const auto c = summarize_run(dir / "c");
+  EXPECT_EQ(c.records, 2);
+  EXPECT_EQ(c.unreadable, 1);
+  EXPECT_DOUBLE_EQ(
+      c.evaluations.at("test/memory (checkpoint from elsewhere)"), 0.5);
+  const auto table =
+      compare_runs({summarize_run(dir / "a"), c, summarize_run(dir / "d")});
+  EXPECT_EQ(table.header[6], "best valid metric");
+  EXPECT_EQ(table.rows[0][6], "54.598 ppl");
+  EXPECT_EQ(table.rows[1][6], "1.000 bpc");
+  EXPECT_EQ(table.rows[2][1], "no records");
+  EXPECT_EQ(table.rows[2][6], "");
+  EXPECT_THAT(
+      table.header,
+      testing::Contains("test/memory (checkpoint from elsewhere) metric"));
+}
+
+// The PNG is read back: each run's colour is drawn, and the image has the asked size.
+TEST(PlotCurves, DrawsEveryRunInItsColour) {
+  TempDir dir;
+  write_resumed_run(dir / "a");
+  write_file(dir / "b/config.yaml", "run:\n  name: b\n");
+  write_file(
+      dir / "b/metrics.jsonl",
+      R"({"split":"train","step":5,"loss":6.0}
+{"split":"valid","step":10,"loss":5.0}
+{"split":"train","step":20,"loss":4.8}
+{"split":"valid","step":20,"loss":4.6}
+)");
+  const auto png = dir / "curves.png";
+  write_file(
+      png, plot_curves({summarize_run(dir / "a"), summarize_run(dir / "b")}));
+  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> image(
+      cairo_image_surface_create_from_png(png.c_str()), cairo_surface_destroy);
+  ASSERT_EQ(cairo_surface_status(image.get()), CAIRO_STATUS_SUCCESS);
+  EXPECT_EQ(cairo_image_surface_get_width(image.get()), 1200);
+  EXPECT_EQ(cairo_image_surface_get_height(image.get()), 700);
+  const unsigned char* data = cairo_image_surface_get_data(image.get());
+  const int stride = cairo_image_surface_get_stride(image.get());
+  for (size_t run = 0; run < 2; ++run) {
+    const auto want = run_colour(run);
+    int64_t pixels = 0;
+    for (int y = 0; y < 700; ++y) {
+      for (int x = 0; x < 870; ++x) { // the plot area, left of the legend
+        const auto* p = data + y * stride + 4 * x; // little-endian xRGB
+        pixels += p[2] == want[0] && p[1] == want[1] && p[0] == want[2] ? 1 : 0;
+      }
+    }
+    EXPECT_GT(pixels, 200) << "run " << run;
+  }
+  EXPECT_THROW(plot_curves({}), UserError);
+}
+
+} // namespace
+} // namespace xl::lab

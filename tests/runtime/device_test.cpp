@@ -1,0 +1,71 @@
+#include "xl/runtime/device.h"
+#include "xl/runtime/autocast.h"
+
+#include <ATen/autocast_mode.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+namespace xl::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(AutocastGuard, RunsTheCpusMatrixProductsInBf16AndRestoresTheState) {
+  torch::nn::Linear linear(8, 8);
+  const auto x = torch::randn({2, 8});
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  {
+    AutocastGuard outer(torch::kCPU, true);
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
+    EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+    {
+      AutocastGuard off(torch::kCPU, false); // disabled: leaves the state alone
+      EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+    }
+    // A softmax on a bf16 input stays bf16 on the CPU: the models cast their fp32 islands.
+    EXPECT_EQ(torch::softmax(linear(x), -1).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
+}
+
+TEST(PickDevice, Bf16OnACpuWithoutItsInstructionsWarnsWithTheMeasuredRates) {
+  std::ostringstream log;
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto logger = spdlog::default_logger();
+  logger->sinks().push_back(sink);
+  config::TrainConfig train;
+  train.device = config::Device::kCpu;
+  train.bf16 = true;
+  const auto device = pick_device(train);
+  logger->sinks().pop_back();
+  EXPECT_TRUE(device.is_cpu());
+  if (cpu_has_bf16()) {
+    EXPECT_EQ(log.str(), "");
+  } else {
+    EXPECT_THAT(log.str(), HasSubstr("without bf16 instructions"));
+    EXPECT_THAT(log.str(), HasSubstr("GFLOP/s"));
+    EXPECT_THAT(log.str(), HasSubstr("--set train.bf16=false"));
+  }
+  // float32 runs say nothing, whatever the CPU.
+  train.bf16 = false;
+  std::ostringstream quiet;
+  logger->sinks().push_back(
+      std::make_shared<spdlog::sinks::ostream_sink_mt>(quiet));
+  pick_device(train);
+  logger->sinks().pop_back();
+  EXPECT_EQ(quiet.str(), "");
+}
+
+TEST(MatmulRate, IsPositiveForEitherDtype) {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    EXPECT_GT(matmul_gflops(torch::kCPU, dtype, 64, 0.01), 0.0);
+  }
+}
+
+} // namespace
+} // namespace xl::runtime

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""scripts/check-layers.py on small trees: it passes a tree that keeps its layers and names the
+file and line of each way to break them."""
+
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check-layers.py"
+
+DOC = """# Architecture
+
+```layers
+util:
+nn: util
+models: nn
+```
+
+```levels
+2  models
+1  nn
+0  util
+```
+"""
+
+CMAKE = """xl_layer(util SOURCES
+  a.cpp)
+xl_layer(nn DEPS util SOURCES
+  b.cpp)
+xl_layer(models DEPS nn SOURCES
+  c.cpp)
+"""
+
+FILES = {
+    "src/util/a.cpp": '#include "xl/util/a.h"\n',
+    "include/xl/util/a.h": "#pragma once\n",
+    "src/nn/b.cpp": '#include "xl/nn/b.h"\n#include "xl/util/a.h"\n',
+    "include/xl/nn/b.h": "#pragma once\n",
+    "src/models/c.cpp": '#include "xl/nn/b.h"\n#include "xl/util/a.h"\n',
+}
+
+
+class CheckLayers(unittest.TestCase):
+    def tree(self, doc=DOC, cmake=CMAKE, files=None):
+        root = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        (root / "docs").mkdir()
+        (root / "docs" / "architecture.md").write_text(doc)
+        (root / "src").mkdir()
+        (root / "src" / "CMakeLists.txt").write_text(cmake)
+        for name, text in {**FILES, **(files or {})}.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        return root
+
+    def check(self, root):
+        result = subprocess.run(
+            [sys.executable, str(SCRIPT), "--root", str(root)], capture_output=True, text=True)
+        return result.returncode, result.stderr
+
+    def test_a_tree_that_keeps_its_layers_passes(self):
+        self.assertEqual(self.check(self.tree()), (0, ""))
+
+    def test_an_include_from_above_names_the_file_and_line(self):
+        code, err = self.check(self.tree(files={
+            "src/nn/b.cpp": '#include "xl/nn/b.h"\n#include "xl/models/c.h"\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("src/nn/b.cpp:2: nn/ includes xl/models/, which is not below it "
+                      "(it may use: util)", err)
+
+    def test_an_include_from_a_header_counts_too(self):
+        code, err = self.check(self.tree(files={
+            "include/xl/util/a.h": '#pragma once\n#include "xl/nn/b.h"\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("include/xl/util/a.h:2: util/ includes xl/nn/", err)
+
+    def test_cmake_deps_other_than_the_layers_fail(self):
+        code, err = self.check(self.tree(cmake=CMAKE.replace("models DEPS nn", "models DEPS util")))
+        self.assertEqual(code, 1)
+        self.assertIn("xl_layer(models) DEPS util; the layers say nn", err)
+
+    def test_a_folder_without_a_layer_fails(self):
+        code, err = self.check(self.tree(files={"src/extra/d.cpp": ""}))
+        self.assertEqual(code, 1)
+        self.assertIn("the folder extra/ has no line in the layers", err)
+
+    def test_levels_drawn_wrong_fail(self):
+        code, err = self.check(self.tree(doc=DOC.replace("2  models\n1  nn", "1  models nn")))
+        self.assertEqual(code, 1)
+        self.assertIn("the levels drawn are not those of the layers", err)
+
+    def test_a_use_of_a_later_line_fails(self):
+        doc = DOC.replace("util:\nnn: util\n", "util: nn\nnn: util\n")
+        code, err = self.check(self.tree(doc=doc))
+        self.assertEqual(code, 1)
+        self.assertIn("util uses nn, which is not on an earlier line", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
