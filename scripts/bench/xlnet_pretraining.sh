@@ -150,13 +150,18 @@ for stage in $stages; do
       for n in $labels; do
         for s in $seeds; do
           for start in $starts; do
+            name=$start
             case $start in
               random) from=null ;;
               xl) from=$dir/pretrain_ko_cpu_s$s ;;
               hf)
+                # The peer of the same seed; without one, the first peer there is, named in the
+                # run's folder (hf_p<seed>).
                 from=$dir/pretrain_hf_peer_s$s
-                [ -d "$from" ] ||
+                if [ ! -d "$from" ]; then
                   from=$(find "$dir" -maxdepth 1 -name 'pretrain_hf_peer_s*' -type d | sort | head -1)
+                  [ -z "$from" ] || name=hf_p${from##*_s}
+                fi
                 ;;
               *)
                 echo "xlnet_pretraining.sh: unknown start '$start' in XL_STARTS; expected random, xl or hf" >&2
@@ -165,7 +170,7 @@ for stage in $stages; do
             esac
             [ -n "$from" ] || continue
             # shellcheck disable=SC2046
-            train_and_eval "$dir/${kind}_${start}_${n}_s$s" "$config" \
+            train_and_eval "$dir/${kind}_${name}_${n}_s$s" "$config" \
               --set "train.init_from=$from" --set "train.seed=$s" --set $(steps_for "$n")
           done
         done
