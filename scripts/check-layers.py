@@ -9,7 +9,11 @@ its folders'). This script fails, naming the file and line, when
   - the levels drawn are not those the layers give;
   - an `xl_layer(<folder> DEPS ...)` of src/CMakeLists.txt names other folders than its layer;
   - a file of src/<folder>/ or include/xl/<folder>/ includes "xl/<other>/..." where <other> is
-    neither one of the folders its layer uses nor one below them.
+    neither one of the folders its layer uses nor one below them;
+  - a model family's folder (models/<family>/) is seen from outside: its headers are included by
+    files other than its own and the registry's (src/models/registry.cpp), or code outside
+    config/ and the family folders compares a type with a family's name (`type == "xlnet"`).
+    The rest of xl asks the family's descriptor (models/family.h) instead.
 The build runs it before compiling anything (src/CMakeLists.txt), and CI with it.
 
 Usage: scripts/check-layers.py [--root DIR]
@@ -21,6 +25,9 @@ import sys
 from pathlib import Path
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/([A-Za-z0-9_]+)/')
+FAMILY_INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/models/([A-Za-z0-9_]+)/')
+FAMILY_NAME = re.compile(r'\btype\s*[!=]=\s*"([A-Za-z0-9_]+)"')
+REGISTRY = Path("src/models/registry.cpp")
 LAYER_CALL = re.compile(r"xl_layer\(\s*([A-Za-z0-9_]+)((?:\s+[^)]*)?)\)", re.S)
 
 
@@ -138,6 +145,33 @@ def check_includes(root, layers, errors):
         errors.append(f"docs/architecture.md: the layer {folder} has no folder in src/ or include/xl/")
 
 
+def check_families(root, errors):
+    """Only a family's own folder and the registry see the family."""
+    families = {p.name for p in (root / "src" / "models").glob("*") if p.is_dir()}
+    families |= {p.name for p in (root / "include" / "xl" / "models").glob("*") if p.is_dir()}
+    for top in (root / "src", root / "include" / "xl"):
+        for path in sorted(top.rglob("*")):
+            if path.suffix not in (".h", ".cpp") or not path.is_file():
+                continue
+            parts = path.relative_to(top).parts
+            own = parts[1] if parts[0] == "models" and len(parts) > 2 else None
+            name = path.relative_to(root)
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                match = FAMILY_INCLUDE.match(line)
+                if (match and match.group(1) in families and match.group(1) != own
+                        and name != REGISTRY):
+                    errors.append(
+                        f"{name}:{number}: includes the family folder models/{match.group(1)}/; "
+                        "only that folder and src/models/registry.cpp see a family (ask its "
+                        "descriptor, models/family.h)")
+                named = FAMILY_NAME.search(line)
+                if (named and named.group(1) in families and parts[0] != "config"
+                        and own is None):
+                    errors.append(
+                        f"{name}:{number}: names a family ({named.group(0)}) outside config/ "
+                        "and the family folders (ask the descriptor, models/family.h)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
@@ -148,6 +182,7 @@ def main():
     check_levels(doc, layers, errors)
     check_cmake(args.root / "src" / "CMakeLists.txt", layers, errors)
     check_includes(args.root, layers, errors)
+    check_families(args.root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

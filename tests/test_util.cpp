@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "xl/data/corpus.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -47,6 +49,21 @@ std::map<int64_t, double> split_losses(
     }
   }
   return losses;
+}
+
+fs::path prepare_digits_corpus(const fs::path& dir) {
+  std::string text;
+  for (int line = 0; line < 200; ++line) {
+    text += "0 1 2 3 4 5 6 7 8 9\n";
+  }
+  data::PrepOptions options;
+  for (const char* split : {"train", "valid", "test"}) {
+    options.splits[split] =
+        write_file(dir / (std::string(split) + ".txt"), text);
+  }
+  options.out = dir / "data";
+  data::prepare_corpus(options);
+  return options.out;
 }
 
 std::string nsmc_documents(

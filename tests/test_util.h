@@ -79,6 +79,10 @@ std::map<int64_t, double> split_losses(
     const fs::path& run,
     const std::string& split);
 
+/// A word corpus prepared by xl-prep in `dir`/data (returned): the line "0 1 2 3 4 5 6 7 8 9"
+/// 200 times in each of the train, valid and test splits, where every token predicts the next.
+fs::path prepare_digits_corpus(const fs::path& dir);
+
 /// The review texts of NSMC's training rows [first, first + count) (bundled test data), each
 /// followed by `separator`.
 std::string nsmc_documents(

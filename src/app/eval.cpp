@@ -96,7 +96,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   }
   // 2. The model and the batches.
   runtime::setup_runtime(config.train);
-  const auto dataset = data::open_dataset(config);
+  const auto dataset = models::open_dataset(config);
   const torch::Device device = runtime::pick_device(config.train);
   const auto [model, checkpoint, step] = load_trained_model(
       config,
@@ -114,13 +114,8 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       device);
   setup.options.max_batches = request.max_steps;
   setup.options.unigram = dataset->unigram_baseline();
-  if (models::trained_without_memory(config) &&
-      config.eval.mem_len.value_or(0) > 0) {
-    spdlog::info(
-        "the model was trained without memory (model.transformer_xl.mem_len 0): evaluated "
-        "without one, not with eval.mem_len {} (--set eval.mem_len={} asks for it)",
-        *config.eval.mem_len,
-        *config.eval.mem_len);
+  if (const auto note = models::eval_span_note(config); !note.empty()) {
+    spdlog::info("{}", note);
   }
   spdlog::info(
       "evaluating {} (step {}) on {}: {}",

@@ -8,7 +8,8 @@
 #include "xl/app/trained_model.h"
 #include "xl/data/dataset.h"
 #include "xl/io/safetensors.h"
-#include "xl/models/hf_export.h"
+#include "xl/models/factory.h"
+#include "xl/models/hf.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
@@ -21,11 +22,8 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   const auto out =
       run::check_output_folder("--out", request.out, request.force);
   // Checked before the weights are read: what HF cannot express fails at once.
-  const auto dataset = data::open_dataset(config);
-  const int64_t eos = config.model.type == config::ModelType::kTransformerXL
-      ? dataset->text_vocab().index("<eos>")
-      : 0;
-  auto hf = models::hf_config(config, dataset->vocab_size(), eos);
+  const auto dataset = models::open_dataset(config);
+  auto hf = models::hf_config(config, *dataset);
   hf["xl_version"] = version_line();
   const auto [model, checkpoint, step] = load_trained_model(
       config,

@@ -7,7 +7,7 @@
 #include "xl/io/archive.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
-#include "xl/models/hf_import.h"
+#include "xl/models/hf.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
@@ -17,7 +17,7 @@ namespace xl::app {
 
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
-  const auto dataset = data::open_dataset(config);
+  const auto dataset = models::open_dataset(config);
   models::check_memory(
       models::estimate_evaluation_memory(config, dataset->vocab_size()),
       "the imported model",

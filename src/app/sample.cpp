@@ -12,6 +12,7 @@
 #include "xl/data/text.h"
 #include "xl/eval/generate.h"
 #include "xl/models/factory.h"
+#include "xl/models/registry.h"
 #include "xl/run/logging.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
@@ -25,12 +26,19 @@ namespace {
 // Checked here, with messages of their own: a NaN passes CLI11's range checks, and a
 // temperature below 1e-6 overflows the scaled log-probabilities.
 void check_request(const config::Config& config, const SampleRequest& request) {
-  if (config.model.type == config::ModelType::kXLNet) {
+  const models::ModelFamily& family = models::model_family(config);
+  if (!family.no_sampling.empty()) {
+    std::vector<std::string> generating;
+    for (const models::ModelFamily& f : models::model_families()) {
+      if (f.no_sampling.empty()) {
+        generating.push_back(f.name);
+      }
+    }
     throw UserError(fmt::format(
-        "{} is an XLNet run: xl-sample generates from causal language models "
-        "(transformer_xl, char_transformer), and XLNet's permutation LM scores targets "
-        "instead",
-        request.run_dir));
+        "{} is {}: xl-sample generates from causal language models ({})",
+        request.run_dir,
+        family.no_sampling,
+        fmt::join(generating, ", ")));
   }
   if (!(request.temperature == 0.0 ||
         (request.temperature >= 1e-6 && request.temperature <= 1e6))) {
@@ -99,13 +107,9 @@ eval::GenerateOptions generate_options(
   const int64_t mem_len = options.span.mem_len.value_or(0);
   options.window =
       request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
-  const auto& txl = config.model.transformer_xl;
-  std::optional<int64_t> n_ctx;
-  if (config.model.type == config::ModelType::kCharTransformer) {
-    n_ctx = config.model.char_transformer.n_ctx;
-  } else if (txl.attn_type == config::AttnType::kLearned) {
-    n_ctx = txl.n_ctx.value_or(txl.mem_len + config.train.tgt_len);
-  }
+  const auto& family = models::model_family(config);
+  const std::optional<int64_t> n_ctx =
+      family.position_limit ? family.position_limit(config) : std::nullopt;
   if (n_ctx && options.window > *n_ctx) {
     throw UserError(fmt::format(
         "--window {}: this model's learned position tables hold {} positions (n_ctx); give "
@@ -168,7 +172,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   check_request(config, request);
   const run::RunPaths paths = run::run_paths(request.run_dir);
   runtime::setup_runtime(config.train);
-  const auto dataset = data::open_dataset(config);
+  const auto dataset = models::open_dataset(config);
   const data::Vocab& vocab = dataset->text_vocab();
   const torch::Device device = runtime::pick_device(config.train);
   auto sampling = config;

@@ -231,7 +231,7 @@ int run_training(
   runtime::setup_runtime(config.train);
   const auto env = runtime::distributed_env();
   const torch::Device device = training_device(config, env);
-  const auto dataset = data::open_dataset(config);
+  const auto dataset = models::open_dataset(config);
   dataset->prepare_training();
   models::check_memory(
       models::estimate_training_memory(config, dataset->vocab_size()),

@@ -12,8 +12,8 @@
 #include "xl/eval/evaluator.h"
 #include "xl/eval/setup.h"
 #include "xl/models/factory.h"
-#include "xl/models/flops.h"
 #include "xl/models/memory_estimate.h"
+#include "xl/models/registry.h"
 #include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
@@ -153,7 +153,7 @@ nlohmann::json bench_train(Bench& b) {
   const auto& t = b.config.train;
   b.model->train();
   // The dataset owns the tokens its sources read.
-  const auto dataset = data::random_dataset(b.config, b.n_token, b.size);
+  const auto dataset = models::random_dataset(b.config, b.n_token, b.size);
   auto source = dataset->train_source();
   auto optimizer = train::make_optimizer(
       t, train::plan_parameters(b.config, *b.model).groups);
@@ -178,11 +178,13 @@ nlohmann::json bench_train(Bench& b) {
   record["estimated_memory_mib"] =
       models::estimate_training_memory(b.config, b.n_token).total() / kMiB;
   record["setting"] = source->describe();
+  const models::ModelFamily& family = models::model_family(b.config);
   add_model_flops(
       b,
       record,
-      models::training_flops_per_token(
-          b.config, b.n_token, models::uniform_bin_share(b.config, b.n_token)));
+      family.training_flops
+          ? std::optional<double>(family.training_flops(b.config, b.n_token))
+          : std::nullopt);
   return record;
 }
 
@@ -194,7 +196,7 @@ nlohmann::json bench_eval(
     const config::Config& c,
     const char* name,
     bool cache) {
-  const auto dataset = data::random_dataset(c, b.n_token, b.size);
+  const auto dataset = models::random_dataset(c, b.n_token, b.size);
   auto setup = eval::eval_setup(
       c, dataset->eval_batches("test", false), false, b.device);
   setup.options.cache_projections = cache;
@@ -213,18 +215,19 @@ nlohmann::json bench_eval(
   record["setting"] = setup.setting;
   record["estimated_memory_mib"] =
       models::estimate_evaluation_memory(c, b.n_token).total() / kMiB;
+  const models::ModelFamily& family = models::model_family(c);
   if (setup.source
           ->continues_streams()) { // memory mode: segments after a full memory
     add_model_flops(
         b,
         record,
-        models::evaluation_flops_per_token(
-            c,
-            b.n_token,
-            models::uniform_bin_share(c, b.n_token),
-            tgt_len,
-            setup.options.span.mem_len.value_or(0),
-            cache));
+        family.evaluation_flops ? std::optional<double>(family.evaluation_flops(
+                                      c,
+                                      b.n_token,
+                                      tgt_len,
+                                      setup.options.span.mem_len.value_or(0),
+                                      cache))
+                                : std::nullopt);
   }
   return record;
 }
@@ -236,7 +239,7 @@ nlohmann::json run_benchmark(
     const BenchOptions& options) {
   const int64_t n_token = options.n_token > 0
       ? options.n_token
-      : data::open_dataset(c)->vocab_size();
+      : models::open_dataset(c)->vocab_size();
   runtime::setup_runtime(c.train);
   const torch::Device device = runtime::pick_device(c.train);
   if (wants(options, "train")) {

@@ -79,6 +79,10 @@ bool parse_scalar(const YAML::Node& node, std::string& out) {
   return true;
 }
 
+bool parse_scalar(const YAML::Node& node, ModelType& out) {
+  return parse_scalar(node, out.name);
+}
+
 std::string format_double(double value) {
   std::string s = fmt::format("{}", value);
   const auto exponent = s.find_first_of("eE");

@@ -64,6 +64,29 @@ struct BinState {
       cols; // [M, 1] the column each row's log-probability was read from
 };
 
+// d log p[col] / d logits = onehot(col) - softmax, scaled by each row's incoming gradient
+// `g_rows` [M, 1], computed in float32: the bin's logits become that gradient in place, in their
+// dtype. Returns the biases' gradient, summed in float32.
+torch::Tensor logits_to_grad(BinState& s, const torch::Tensor& g_rows) {
+  const auto& grad_logits = s.logits;
+  const int64_t rows = grad_logits.size(0);
+  const int64_t step = chunk_rows(grad_logits);
+  torch::Tensor grad_bias;
+  for (int64_t r = 0; r < rows; r += step) {
+    const int64_t len = std::min(step, rows - r);
+    auto part = grad_logits.narrow(0, r, len);
+    auto f = part.to(torch::kFloat); // `part` itself when float32
+    const auto g_part = g_rows.narrow(0, r, len);
+    f.sub_(s.lse.narrow(0, r, len).unsqueeze(1)).exp_().mul_(-g_part);
+    f.scatter_add_(1, s.cols.narrow(0, r, len), g_part);
+    grad_bias = r == 0 ? f.sum(0) : grad_bias.add_(f.sum(0));
+    if (!f.is_same(part)) {
+      part.copy_(f);
+    }
+  }
+  return grad_bias;
+}
+
 // Edges: hidden, the tables, their biases, each defined projection, the cluster weight and
 // bias.
 class AdaptiveLossBackward : public torch::autograd::Node {
@@ -92,84 +115,16 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     const torch::NoGradGuard no_grad;
     const c10::impl::ExcludeDispatchKeyGuard no_autocast(
         c10::autocast_dispatch_keyset);
-    const auto& g = grads[0];
-    const auto& bounds = params.bounds;
     const size_t tables = params.weights.size();
-    const bool shared = tables == 1;
     std::vector<torch::Tensor> grad_w(tables), grad_b(tables);
-    if (shared) {
+    if (tables == 1) {
       // Every row is written below, slice by slice: no zero fill.
       grad_w[0] = torch::empty_like(params.weights[0]);
       grad_b[0] = torch::empty_like(params.biases[0]);
     }
     torch::Tensor grad_hidden;
     for (size_t i = 0; i < bins.size(); ++i) {
-      const int64_t lo = bounds[i];
-      const int64_t n = bounds[i + 1] - lo;
-      // Cast again rather than kept from the forward: a bf16 copy of a shared table would
-      // outlive the step's peak.
-      const auto w =
-          (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i])
-              .to(dtype);
-      if (!shared) {
-        grad_w[i] = torch::empty_like(params.weights[i]);
-        grad_b[i] = torch::empty_like(params.biases[i]);
-      }
-      auto gw = shared ? grad_w[0].narrow(0, lo, n) : grad_w[i];
-      auto gb = shared ? grad_b[0].narrow(0, lo, n) : grad_b[i];
-      BinState& s = bins[i];
-      if (!s.logits.defined()) {
-        gw.zero_();
-        gb.zero_();
-        if (proj_edge[i] >= 0) {
-          out[proj_edge[i]] = torch::zeros_like(params.projs[i]);
-        }
-        continue;
-      }
-      // d log p[col] / d logits = onehot(col) - softmax, scaled by each row's incoming
-      // gradient, computed in float32; the logits become that gradient in place, in their
-      // dtype, and the biases' gradients sum it in float32.
-      const auto g_rows =
-          (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1);
-      const auto grad_logits = s.logits;
-      const int64_t rows = grad_logits.size(0);
-      const int64_t step = chunk_rows(grad_logits);
-      torch::Tensor grad_bias;
-      for (int64_t r = 0; r < rows; r += step) {
-        const int64_t len = std::min(step, rows - r);
-        auto part = grad_logits.narrow(0, r, len);
-        auto f = part.to(torch::kFloat); // `part` itself when float32
-        const auto g_part = g_rows.narrow(0, r, len);
-        f.sub_(s.lse.narrow(0, r, len).unsqueeze(1)).exp_().mul_(-g_part);
-        f.scatter_add_(1, s.cols.narrow(0, r, len), g_part);
-        grad_bias = r == 0 ? f.sum(0) : grad_bias.add_(f.sum(0));
-        if (!f.is_same(part)) {
-          part.copy_(f);
-        }
-      }
-      gb.copy_(grad_bias.narrow(0, 0, n));
-      const auto gl = grad_logits.narrow(1, 0, n);
-      mm_into(gw, gl.t(), s.h);
-      auto grad_h = torch::mm(gl, w);
-      if (i == 0 && params.cluster_weight.defined()) {
-        const int64_t clusters = grad_logits.size(1) - n;
-        const auto gc = grad_logits.narrow(1, n, clusters);
-        out[cluster_edge] = torch::mm(gc.t(), s.h).to(torch::kFloat);
-        out[cluster_edge + 1] = grad_bias.narrow(0, n, clusters);
-        grad_h.addmm_(gc, params.cluster_weight.to(dtype));
-      }
-      s.logits = torch::Tensor();
-      torch::Tensor grad_x = grad_h;
-      if (proj_edge[i] >= 0) {
-        out[proj_edge[i]] = torch::mm(s.x.t(), grad_h).to(torch::kFloat);
-        grad_x = torch::mm(grad_h, params.projs[i].to(dtype).t());
-      }
-      grad_x = grad_x.to(torch::kFloat);
-      if (i == 0) {
-        grad_hidden = grad_x;
-      } else {
-        grad_hidden.index_add_(0, s.rows, grad_x);
-      }
+      backward_bin(i, grads[0], grad_w, grad_b, out, grad_hidden);
     }
     out[0] = grad_hidden;
     for (size_t t = 0; t < tables; ++t) {
@@ -178,17 +133,99 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     }
     return out;
   }
+
+ private:
+  // Bin i's share of the gradients: its table and bias rows (`grad_w`, `grad_b`), its
+  // projection and the clusters' (`out`), and its rows of `grad_hidden` (the head's are all).
+  void backward_bin(
+      size_t i,
+      const torch::Tensor& g,
+      std::vector<torch::Tensor>& grad_w,
+      std::vector<torch::Tensor>& grad_b,
+      variable_list& out,
+      torch::Tensor& grad_hidden) {
+    const bool shared = params.weights.size() == 1;
+    const int64_t lo = params.bounds[i];
+    const int64_t n = params.bounds[i + 1] - lo;
+    if (!shared) {
+      grad_w[i] = torch::empty_like(params.weights[i]);
+      grad_b[i] = torch::empty_like(params.biases[i]);
+    }
+    auto gw = shared ? grad_w[0].narrow(0, lo, n) : grad_w[i];
+    auto gb = shared ? grad_b[0].narrow(0, lo, n) : grad_b[i];
+    BinState& s = bins[i];
+    if (!s.logits.defined()) {
+      gw.zero_();
+      gb.zero_();
+      if (proj_edge[i] >= 0) {
+        out[proj_edge[i]] = torch::zeros_like(params.projs[i]);
+      }
+      return;
+    }
+    // Cast again rather than kept from the forward: a bf16 copy of a shared table would
+    // outlive the step's peak.
+    const auto w =
+        (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i])
+            .to(dtype);
+    const auto grad_bias = logits_to_grad(
+        s, (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1));
+    gb.copy_(grad_bias.narrow(0, 0, n));
+    const auto& grad_logits = s.logits;
+    const auto gl = grad_logits.narrow(1, 0, n);
+    mm_into(gw, gl.t(), s.h);
+    auto grad_h = torch::mm(gl, w);
+    if (i == 0 && params.cluster_weight.defined()) {
+      const int64_t clusters = grad_logits.size(1) - n;
+      const auto gc = grad_logits.narrow(1, n, clusters);
+      out[cluster_edge] = torch::mm(gc.t(), s.h).to(torch::kFloat);
+      out[cluster_edge + 1] = grad_bias.narrow(0, n, clusters);
+      grad_h.addmm_(gc, params.cluster_weight.to(dtype));
+    }
+    s.logits = torch::Tensor();
+    torch::Tensor grad_x = grad_h;
+    if (proj_edge[i] >= 0) {
+      out[proj_edge[i]] = torch::mm(s.x.t(), grad_h).to(torch::kFloat);
+      grad_x = torch::mm(grad_h, params.projs[i].to(dtype).t());
+    }
+    grad_x = grad_x.to(torch::kFloat);
+    if (i == 0) {
+      grad_hidden = grad_x;
+    } else {
+      grad_hidden.index_add_(0, s.rows, grad_x);
+    }
+  }
 };
 
-} // namespace
+// A bin's table, bias and projection as the forward pass multiplies them (a slice of the shared
+// table when there is one).
+struct BinTables {
+  const AdaptiveLossParams& params;
+  torch::ScalarType dtype;
 
-torch::Tensor adaptive_log_prob(
+  torch::Tensor weight(size_t i) const {
+    const auto& bounds = params.bounds;
+    return params.weights.size() == 1
+        ? params.weights[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
+        : params.weights[i];
+  }
+  torch::Tensor bias(size_t i) const {
+    const auto& bounds = params.bounds;
+    return params.biases.size() == 1
+        ? params.biases[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
+        : params.biases[i];
+  }
+  torch::Tensor project(size_t i, const torch::Tensor& x) const {
+    return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype))
+                                     : x;
+  }
+};
+
+void check_inputs(
     const AdaptiveLossParams& params,
     const torch::Tensor& hidden,
     const torch::Tensor& target,
     torch::ScalarType dtype) {
-  const auto& bounds = params.bounds;
-  const size_t n_bins = bounds.size() - 1;
+  const size_t n_bins = params.bounds.size() - 1;
   const size_t tables = params.weights.size();
   TORCH_CHECK(
       hidden.dim() == 2 && hidden.size(0) > 0 &&
@@ -217,75 +254,69 @@ torch::Tensor adaptive_log_prob(
       dtype == torch::kFloat || dtype == torch::kBFloat16,
       "adaptive_log_prob multiplies in float32 or bf16, got ",
       dtype);
-  auto node = std::shared_ptr<AdaptiveLossBackward>(
-      new AdaptiveLossBackward(), torch::autograd::deleteNode);
-  node->params = params;
-  node->bins.resize(n_bins);
-  node->dtype = dtype;
-  torch::Tensor out;
-  {
-    const torch::NoGradGuard no_grad;
-    // The casts below are autocast's, made once per bin and undone for the loss.
-    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
-        c10::autocast_dispatch_keyset);
-    const auto weight = [&](size_t i) {
-      return tables == 1
-          ? params.weights[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
-          : params.weights[i];
-    };
-    const auto bias = [&](size_t i) {
-      return tables == 1
-          ? params.biases[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
-          : params.biases[i];
-    };
-    const auto project = [&](size_t i, const torch::Tensor& x) {
-      return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype))
-                                       : x;
-    };
-    // Logits are kept in the products' dtype; the softmax reads them in float32 (as autocast's
-    // linear and log_softmax give them).
-    const auto log_prob_at = [](const BinState& s) {
-      return s.logits.gather(1, s.cols).squeeze(1).to(torch::kFloat) - s.lse;
-    };
-    const auto hidden_lowp = hidden.to(dtype);
-    const auto cutoffs = torch::tensor(
-        std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1),
-        target.options());
-    const auto bin =
-        torch::bucketize(target, cutoffs, /*out_int32=*/false, /*right=*/true);
+}
 
-    // The head scores the shortlist and one logit per cluster.
-    BinState& head = node->bins[0];
-    head.x = hidden_lowp;
-    head.h = project(0, hidden_lowp);
-    auto w = weight(0).to(dtype);
-    auto b = bias(0).to(dtype);
-    if (n_bins > 1) {
-      w = torch::cat({w, params.cluster_weight.to(dtype)}, 0);
-      b = torch::cat({b, params.cluster_bias.to(dtype)}, 0);
-    }
-    head.logits = torch::addmm(b, head.h, w.t());
-    head.lse = row_logsumexp(head.logits);
-    head.cols =
-        torch::where(bin == 0, target, bin + (bounds[1] - 1)).unsqueeze(1);
-    out = log_prob_at(head);
+// Logits are kept in the products' dtype; the softmax reads them in float32 (as autocast's
+// linear and log_softmax give them).
+torch::Tensor log_prob_at(const BinState& s) {
+  return s.logits.gather(1, s.cols).squeeze(1).to(torch::kFloat) - s.lse;
+}
 
-    for (size_t i = 1; i < n_bins; ++i) {
-      const auto rows = (bin == static_cast<int64_t>(i)).nonzero().squeeze(1);
-      if (rows.numel() == 0) {
-        continue;
-      }
-      BinState& s = node->bins[i];
-      s.rows = rows;
-      s.x = hidden_lowp.index_select(0, rows);
-      s.h = project(i, s.x);
-      s.logits = torch::addmm(bias(i).to(dtype), s.h, weight(i).to(dtype).t());
-      s.lse = row_logsumexp(s.logits);
-      s.cols = (target.index_select(0, rows) - bounds[i]).unsqueeze(1);
-      out.index_add_(0, rows, log_prob_at(s));
-    }
+// The head scores the shortlist and one logit per cluster, for every row: log p of the
+// shortlist word, or of the target's cluster. hidden_lowp [N, d], bin [N] each target's bin.
+torch::Tensor score_head(
+    BinState& head,
+    const BinTables& t,
+    const torch::Tensor& hidden_lowp,
+    const torch::Tensor& target,
+    const torch::Tensor& bin) {
+  const auto& params = t.params;
+  head.x = hidden_lowp;
+  head.h = t.project(0, hidden_lowp);
+  auto w = t.weight(0).to(t.dtype);
+  auto b = t.bias(0).to(t.dtype);
+  if (params.bounds.size() > 2) {
+    w = torch::cat({w, params.cluster_weight.to(t.dtype)}, 0);
+    b = torch::cat({b, params.cluster_bias.to(t.dtype)}, 0);
   }
+  head.logits = torch::addmm(b, head.h, w.t());
+  head.lse = row_logsumexp(head.logits);
+  head.cols =
+      torch::where(bin == 0, target, bin + (params.bounds[1] - 1)).unsqueeze(1);
+  return log_prob_at(head);
+}
 
+// Tail bin `i` scores its rows only, adding log p(word | cluster) to `out`.
+void score_tail(
+    BinState& s,
+    size_t i,
+    const BinTables& t,
+    const torch::Tensor& hidden_lowp,
+    const torch::Tensor& target,
+    const torch::Tensor& bin,
+    torch::Tensor& out) {
+  const auto rows = (bin == static_cast<int64_t>(i)).nonzero().squeeze(1);
+  if (rows.numel() == 0) {
+    return;
+  }
+  s.rows = rows;
+  s.x = hidden_lowp.index_select(0, rows);
+  s.h = t.project(i, s.x);
+  s.logits =
+      torch::addmm(t.bias(i).to(t.dtype), s.h, t.weight(i).to(t.dtype).t());
+  s.lse = row_logsumexp(s.logits);
+  s.cols = (target.index_select(0, rows) - t.params.bounds[i]).unsqueeze(1);
+  out.index_add_(0, rows, log_prob_at(s));
+}
+
+// Connects `out` to the inputs' gradients through `node` when any input needs one. Edges:
+// hidden, the tables, their biases, each defined projection, the cluster weight and bias.
+void connect(
+    const std::shared_ptr<AdaptiveLossBackward>& node,
+    const torch::Tensor& hidden,
+    torch::Tensor& out) {
+  const AdaptiveLossParams& params = node->params;
+  const size_t n_bins = params.bounds.size() - 1;
   variable_list inputs{hidden};
   inputs.insert(inputs.end(), params.weights.begin(), params.weights.end());
   inputs.insert(inputs.end(), params.biases.begin(), params.biases.end());
@@ -305,6 +336,42 @@ torch::Tensor adaptive_log_prob(
     node->set_next_edges(torch::autograd::collect_next_edges(inputs));
     torch::autograd::set_history(out, node);
   }
+}
+
+} // namespace
+
+torch::Tensor adaptive_log_prob(
+    const AdaptiveLossParams& params,
+    const torch::Tensor& hidden,
+    const torch::Tensor& target,
+    torch::ScalarType dtype) {
+  check_inputs(params, hidden, target, dtype);
+  const auto& bounds = params.bounds;
+  const size_t n_bins = bounds.size() - 1;
+  auto node = std::shared_ptr<AdaptiveLossBackward>(
+      new AdaptiveLossBackward(), torch::autograd::deleteNode);
+  node->params = params;
+  node->bins.resize(n_bins);
+  node->dtype = dtype;
+  torch::Tensor out;
+  {
+    const torch::NoGradGuard no_grad;
+    // The casts below are autocast's, made once per bin and undone for the loss.
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+        c10::autocast_dispatch_keyset);
+    const BinTables tables{node->params, dtype};
+    const auto hidden_lowp = hidden.to(dtype);
+    const auto cutoffs = torch::tensor(
+        std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1),
+        target.options());
+    const auto bin =
+        torch::bucketize(target, cutoffs, /*out_int32=*/false, /*right=*/true);
+    out = score_head(node->bins[0], tables, hidden_lowp, target, bin);
+    for (size_t i = 1; i < n_bins; ++i) {
+      score_tail(node->bins[i], i, tables, hidden_lowp, target, bin, out);
+    }
+  }
+  connect(node, hidden, out);
   return out;
 }
 

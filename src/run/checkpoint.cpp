@@ -151,7 +151,7 @@ std::map<std::string, std::string> flatten_config(const std::string& yaml) {
   config::Config defaults;
   const auto type = out.find("model.type");
   if (type != out.end()) {
-    config::parse_choice(type->second, defaults.model.type);
+    defaults.model.type = type->second;
   }
   std::map<std::string, std::string> all;
   flatten(YAML::Load(config::dump(defaults)), "", all);

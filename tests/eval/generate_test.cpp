@@ -5,8 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
-#include "xl/models/char_transformer.h"
-#include "xl/models/transformer_xl.h"
+#include "xl/models/char_transformer/model.h"
+#include "xl/models/transformer_xl/model.h"
 
 namespace xl::eval {
 namespace {

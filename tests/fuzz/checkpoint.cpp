@@ -36,6 +36,11 @@ const std::string kVocabulary = "word 50 0123456789abcdef";
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  // LibTorch reports a malformed archive through its enforce macro, which logs a fatal error
+  // and aborts instead of throwing when this flag is set. The apps read it as false; this
+  // sanitized build starts with a nonzero byte there (UBSan: "load of value 26 ... for type
+  // bool"), so it is cleared for the archive errors to throw as they do in the apps.
+  FLAGS_caffe2_use_fatal_for_enforce = false;
   torch::manual_seed(0);
   if (const auto dir = seeds_dir()) {
     const auto model = xl::models::build_model(config(), kVocab);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "xl/config/schema.h"
-#include "xl/models/transformer_xl.h"
+#include "xl/models/transformer_xl/model.h"
 #include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/step.h"

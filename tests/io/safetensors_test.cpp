@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "xl/models/hf_import.h"
+#include "xl/models/transformer_xl/hf.h"
 #include "xl/util/error.h"
 
 namespace xl::io {

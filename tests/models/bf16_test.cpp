@@ -32,7 +32,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
         {"train.threads=1"});
     const int64_t n_token = 3000;
     torch::manual_seed(3);
-    const auto dataset = data::random_dataset(c, n_token, 4000);
+    const auto dataset = models::random_dataset(c, n_token, 4000);
     auto source = dataset->train_source();
     const auto batch = data::next_cycling(*source);
     torch::manual_seed(5);
@@ -40,7 +40,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
     model->eval();
     torch::NoGradGuard no_grad;
     ForwardArgs args;
-    args.log_probs = c.model.type != config::ModelType::kXLNet;
+    args.log_probs = c.model.type != "xlnet";
     const auto fp32 = model->forward(batch, {}, args);
     ModelOutput bf16;
     {

@@ -153,7 +153,7 @@ TEST(ActivationCheckpointing, EveryFamilyTrainsAsWithoutIt) {
         std::string(test::kSourceDir) + "/configs/" + name + ".yaml", sets);
     const int64_t n_token = 3000;
     torch::manual_seed(2);
-    const auto dataset = data::random_dataset(c, n_token, 4000);
+    const auto dataset = models::random_dataset(c, n_token, 4000);
     auto source = dataset->train_source();
     const std::vector<data::Batch> batches{
         data::next_cycling(*source), data::next_cycling(*source)};

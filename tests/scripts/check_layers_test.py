@@ -39,6 +39,11 @@ FILES = {
     "src/nn/b.cpp": '#include "xl/nn/b.h"\n#include "xl/util/a.h"\n',
     "include/xl/nn/b.h": "#pragma once\n",
     "src/models/c.cpp": '#include "xl/nn/b.h"\n#include "xl/util/a.h"\n',
+    # A family folder, seen by its own files and the registry only.
+    "include/xl/models/cat/model.h": "#pragma once\n",
+    "src/models/cat/model.cpp": '#include "xl/models/cat/model.h"\n'
+                                'bool mine = model.type == "cat";\n',
+    "src/models/registry.cpp": '#include "xl/models/cat/model.h"\n',
 }
 
 
@@ -95,6 +100,20 @@ class CheckLayers(unittest.TestCase):
         code, err = self.check(self.tree(doc=doc))
         self.assertEqual(code, 1)
         self.assertIn("util uses nn, which is not on an earlier line", err)
+
+    def test_a_family_folder_seen_from_outside_fails(self):
+        code, err = self.check(self.tree(files={
+            "src/models/c.cpp": '#include "xl/nn/b.h"\n#include "xl/models/cat/model.h"\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("src/models/c.cpp:2: includes the family folder models/cat/; only that "
+                      "folder and src/models/registry.cpp see a family", err)
+
+    def test_a_family_named_outside_its_folder_fails(self):
+        code, err = self.check(self.tree(files={
+            "src/nn/b.cpp": '#include "xl/nn/b.h"\nif (c.model.type != "cat") {}\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn('src/nn/b.cpp:2: names a family (type != "cat") outside config/ and the '
+                      "family folders", err)
 
 
 if __name__ == "__main__":

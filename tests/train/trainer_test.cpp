@@ -108,15 +108,7 @@ struct DigitsCorpus {
   test::TempDir dir;
   config::Config config;
   DigitsCorpus() {
-    std::string text;
-    for (int line = 0; line < 200; ++line) {
-      text += "0 1 2 3 4 5 6 7 8 9\n";
-    }
-    data::PrepOptions options;
-    options.splits["train"] = test::write_file(dir / "train.txt", text);
-    options.splits["valid"] = test::write_file(dir / "valid.txt", text);
-    options.out = dir / "data";
-    data::prepare_corpus(options);
+    test::prepare_digits_corpus(dir.path());
     config = config::load(
         std::string(test::kSourceDir) + "/configs/txl/tiny.yaml",
         {"data.dir=" + (dir / "data").string(),
@@ -285,7 +277,7 @@ TEST(Trainer, LogsEveryTermUnderItsName) {
   DigitsCorpus corpus;
   auto& c = corpus.config;
   c.train.max_step = 10;
-  const auto dataset = data::open_dataset(c);
+  const auto dataset = models::open_dataset(c);
   auto model = fake_model(dataset->vocab_size(), 0.5);
   Trainer trainer(
       c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
@@ -321,7 +313,7 @@ std::map<int64_t, nlohmann::json> expect_exact_resume(
     c.train.sampling = s;
     c.train.batch_chunk = 2;
     c.train.bf16 = bf16;
-    const auto dataset = data::open_dataset(c);
+    const auto dataset = models::open_dataset(c);
     auto model = fake_model(dataset->vocab_size(), 0.5, resume ? 99 : 1);
     Trainer trainer(
         c, run::prepare_run_directory(c, resume), *dataset, model, torch::kCPU);
@@ -362,7 +354,7 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   auto& c = corpus.config;
   c.train.max_step = 12;
   c.train.max_bad_steps = 3;
-  const auto dataset = data::open_dataset(c);
+  const auto dataset = models::open_dataset(c);
   {
     torch::manual_seed(1);
     auto model = std::make_shared<FakeModel>(

@@ -17,7 +17,7 @@ struct ExportRequest {
   bool force = false;
 };
 
-/// Writes a checkpoint of a run in Hugging Face's format (models/hf_export.h): out/config.json,
+/// Writes a checkpoint of a run in Hugging Face's format (models/hf.h): out/config.json,
 /// out/model.safetensors, and the run's vocabulary file. Returns the process exit status.
 int run_export(const config::Config& config, const ExportRequest& request);
 

@@ -1,6 +1,6 @@
 // Speed and memory of a config's model: training steps, memory-mode evaluation
 // segments and vanilla (sliding-window) evaluation, on random data of the family's
-// shapes (data::random_dataset) so that no prepared data is needed. A mode the config
+// shapes (models::random_dataset) so that no prepared data is needed. A mode the config
 // cannot run (XLNet has no vanilla evaluation) is skipped with the reason.
 #pragma once
 

@@ -17,7 +17,6 @@
 
 namespace xl::config {
 
-enum class ModelType { kTransformerXL, kXLNet, kCharTransformer };
 enum class AttnType { kRelative, kAbsolute, kLearned };
 enum class Activation { kRelu, kGelu, kGeluTanh };
 enum class Init { kNormal, kUniform };
@@ -32,9 +31,6 @@ enum class LayerReduce { kSum, kMean };
 enum class SequenceSummary { kLast, kMean };
 
 // clang-format off
-template <> struct Choices<ModelType> {
-  static constexpr std::array<Choice<ModelType>, 3> all{{{ModelType::kTransformerXL, "transformer_xl"}, {ModelType::kXLNet, "xlnet"}, {ModelType::kCharTransformer, "char_transformer"}}};
-};
 template <> struct Choices<AttnType> {
   static constexpr std::array<Choice<AttnType>, 3> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}, {AttnType::kLearned, "learned"}}};
 };
@@ -172,8 +168,38 @@ struct CharTransformerConfig {
   }
 };
 
+/// model.type: a model family's name. Read and written as the enums' choices are (unquoted, one
+/// of model_types()), but open: a program may accept more names (accept_model_type).
+struct ModelType {
+  ModelType() = default;
+  // Implicit: a family's name reads as the type ("c.model.type = \"xlnet\"").
+  ModelType(std::string name_) : name(std::move(name_)) {}
+  ModelType(const char* name_) : name(name_) {}
+  std::string name;
+};
+inline bool operator==(const ModelType& a, const std::string& b) {
+  return a.name == b;
+}
+inline bool operator!=(const ModelType& a, const std::string& b) {
+  return a.name != b;
+}
+template <>
+struct TypeName<ModelType> {
+  static std::string get() {
+    return "string";
+  }
+};
+
+/// The names model.type accepts: the families with a section below, then those a program
+/// accepted since (accept_model_type), in that order.
+std::vector<std::string> model_types();
+
+/// Accepts `name` as model.type from now on: a family whose keys are the common ones of `model`
+/// (models::register_model_family calls it). A name already accepted is a UserError.
+void accept_model_type(const std::string& name);
+
 struct ModelConfig {
-  ModelType type = ModelType::kTransformerXL;
+  ModelType type = "transformer_xl";
   int64_t n_layer = 12;
   int64_t n_head = 10;
   int64_t d_model = 500;
@@ -193,7 +219,7 @@ struct ModelConfig {
   template <class Self, class V>
   static void fields(Self& s, V& v) {
     // clang-format off
-    v("type", s.type, "model family (its keys: model.<type>)");
+    v("type", s.type, "model family (its keys: model.<type>)", one_of(model_types()));
     v("n_layer", s.n_layer, "number of layers", at_least(1));
     v("n_head", s.n_head, "attention heads", at_least(1));
     v("d_model", s.d_model, "hidden size", at_least(1));
@@ -206,9 +232,9 @@ struct ModelConfig {
     v("init_range", s.init_range, "uniform init range", greater_than(0));
     v("init_std", s.init_std, "normal init std (and of LayerNorm gains around 1)", greater_than(0));
     v("layer_norm_eps", s.layer_norm_eps, "LayerNorm epsilon", greater_than(0));
-    v.family("transformer_xl", s.transformer_xl, ModelType::kTransformerXL, s.type);
-    v.family("xlnet", s.xlnet, ModelType::kXLNet, s.type);
-    v.family("char_transformer", s.char_transformer, ModelType::kCharTransformer, s.type);
+    v.family("transformer_xl", s.transformer_xl, s.type.name);
+    v.family("xlnet", s.xlnet, s.type.name);
+    v.family("char_transformer", s.char_transformer, s.type.name);
     // clang-format on
   }
 };

@@ -2,9 +2,9 @@
 // Writer dumps YAML, Describer prints the reference table, KeyLister lists the keys. A schema
 // struct calls, for each field,
 //   v(key, member, help[, limits])                   a scalar, list, optional or enum field
-//   v.family(key, member, owner, current)            a family's sub-section, e.g.
+//   v.family(key, member, current)                   a family's sub-section, e.g.
 //                                                    model.transformer_xl, which only
-//                                                    `<section>.type == owner` may set
+//                                                    `<section>.type == key` may set
 #pragma once
 
 #include <fmt/format.h>
@@ -37,6 +37,7 @@ bool parse_scalar(const YAML::Node& node, int64_t& out);
 bool parse_scalar(const YAML::Node& node, double& out);
 bool parse_scalar(const YAML::Node& node, bool& out);
 bool parse_scalar(const YAML::Node& node, std::string& out);
+bool parse_scalar(const YAML::Node& node, ModelType& out);
 template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
 bool parse_scalar(const YAML::Node& node, E& out) {
   return node.IsScalar() && parse_choice(node.Scalar(), out);
@@ -56,6 +57,8 @@ std::string format_value(const T& value) {
     return format_double(value);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return value;
+  } else if constexpr (std::is_same_v<T, ModelType>) {
+    return value.name;
   } else {
     return std::to_string(value);
   }
@@ -77,6 +80,8 @@ bool within(const T& value, const Limits& limits) {
     return limits.admits(static_cast<double>(value));
   } else if constexpr (std::is_same_v<T, std::string>) {
     return limits.admits(value);
+  } else if constexpr (std::is_same_v<T, ModelType>) {
+    return limits.admits(value.name);
   } else {
     return true;
   }
@@ -100,8 +105,8 @@ class KeyLister {
   void operator()(const char* key, const T&, const char*, const Limits& = {}) {
     keys.emplace_back(key);
   }
-  template <class Section, class Family>
-  void family(const char* key, const Section&, Family, const Family&) {
+  template <class Section>
+  void family(const char* key, const Section&, const std::string&) {
     keys.emplace_back(key);
   }
   std::vector<std::string> keys;
@@ -144,15 +149,11 @@ class Reader {
     read(*node, path, member, effective_limits<T>(limits));
   }
 
-  template <class Section, class Family>
-  void family(
-      const char* key,
-      Section& member,
-      Family owner,
-      const Family& current) {
+  template <class Section>
+  void family(const char* key, Section& member, const std::string& current) {
     known_.emplace_back(key);
     family_keys_[key] = keys_of<Section>();
-    if (owner == current) {
+    if (key == current) {
       current_family_ = key;
     }
     const Tree* node = section_.find(key);
@@ -160,15 +161,15 @@ class Reader {
       return;
     }
     const std::string path = prefix_ + "." + key;
-    if (owner != current) {
+    if (key != current) {
       throw ConfigError(fmt::format(
           "{}: {}: these keys are for {}.type {}, but {}.type is {}",
           node->source.str(),
           path,
           prefix_,
-          choice_name(owner),
+          key,
           prefix_,
-          choice_name(current)));
+          current));
     }
     if (!node->is_map) {
       fail(*node, path, "expected a mapping of keys", show(node->leaf));
@@ -315,13 +316,12 @@ class Writer {
   }
 
   /// Only the active family's sub-section is written.
-  template <class Section, class Family>
+  template <class Section>
   void family(
       const char* key,
       const Section& member,
-      Family owner,
-      const Family& current) {
-    if (owner != current) {
+      const std::string& current) {
+    if (key != current) {
       return;
     }
     out_ += indent_ + key + ":\n";
@@ -387,12 +387,11 @@ class Describer {
         help);
   }
 
-  template <class Section, class Family>
+  template <class Section>
   void family(
       const char* key,
       const Section& member,
-      Family /*owner*/,
-      const Family& /*current*/) {
+      const std::string& /*current*/) {
     Describer describer(out_, prefix_ + "." + key);
     Section::fields(member, describer);
   }

@@ -1,12 +1,15 @@
 // What a run reads, whichever the model family: the vocabulary size, how token losses read, and
 // the batch sources of the training and evaluation splits. The trainer, the evaluation commands
-// and the benchmark go through this interface; open_dataset() is the one place that names the
-// kinds of prepared data:
+// and the benchmark go through this interface; each model family opens its own data
+// (models::open_dataset asks the family's descriptor):
 //
 //   model family            data.dir holds (xl-prep --format ...)       batches
 //   transformer_xl          vocab.txt, <split>.bin (word, byte)          ordered segments, windows
+//   char_transformer        vocab.txt, <split>.bin (byte)                windows
 //   xlnet, n_class 0        spiece.model, <split>.pieces (xlnet)         permutation records
 //   xlnet, n_class > 0      spiece.model, <split>.tsv (nsmc)             labelled texts
+//
+// Token corpora (one long stream per split) live here; XLNet's data in models/xlnet/data.h.
 #pragma once
 
 #include <filesystem>
@@ -85,16 +88,27 @@ EvalBatches token_eval_batches(
     const Tokens& tokens,
     bool validation);
 
-/// The prepared data `config` asks for (data.dir, written by xl-prep for the model family).
-/// Missing or mismatched files, and batch options the data cannot serve, are UserErrors.
-std::unique_ptr<Dataset> open_dataset(const config::Config& config);
+/// The file of data.<split> ("train", "valid", "test").
+const std::string& split_file(
+    const config::DataConfig& data,
+    const std::string& split);
 
-/// Random data in the shapes `config`'s family reads (benchmarks: no prepared data needed):
-/// `size` uniform ids below `n_token` that every split shares; for XLNet, ordinary pieces cut
-/// into sentences, and reviews of random classes.
-std::unique_ptr<Dataset> random_dataset(
+/// A UserError unless data.dir is a folder, saying how relative paths are read.
+void check_data_dir(const config::Config& config);
+
+/// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split;
+/// `bytes_only` names the family when it reads bytes only (a word vocabulary is then a
+/// UserError), null when either will do.
+std::unique_ptr<Dataset> open_token_dataset(
+    const config::Config& config,
+    const char* bytes_only);
+
+/// `size` uniform ids below `n_token` that every split shares, read as `unit`s (benchmarks: no
+/// prepared data needed).
+std::unique_ptr<Dataset> random_token_dataset(
     const config::Config& config,
     int64_t n_token,
-    int64_t size);
+    int64_t size,
+    VocabKind unit);
 
 } // namespace xl::data

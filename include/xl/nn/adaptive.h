@@ -11,7 +11,7 @@
 // p_tail_i(token). Cluster order: the logit of cluster i is head column c0 + i
 // - 1 (cluster_weight row i - 1), the order of Hugging Face's forward pass and
 // the TF code. kimiyoung's and NVIDIA's PyTorch code use row nc - i instead;
-// import those weights with reversed cluster rows (see models/hf_import.h).
+// import those weights with reversed cluster rows (see models/<family>/hf.h).
 #pragma once
 
 #include <torch/torch.h>

@@ -1,0 +1,103 @@
+// The deep character transformer of Al-Rfou et al. 2018 (T12, T64; Transformer-XL's "vanilla
+// model"): byte embeddings, a causal stack of standard attention layers, a learned position table
+// added to every layer's input (or once, at the input), and the auxiliary losses of its training
+// (docs/char-transformer.md gives the decisions the paper leaves open).
+//
+// Batch fields: tokens [L, B] and targets [T, B], the next byte of the last T positions (windows
+// of data::RandomWindows for training, data::SlidingWindows for the paper's evaluation). Nothing
+// is carried between batches.
+//
+// Loss terms, training: "lm", the last layer's t+1 loss (the headline), then "l<l>/t+<k>" for
+// every other (layer, target) head in layer order, each weighted by its layer's schedule
+// (aux_schedule.h) times the target's weight. A layer whose schedule has ended contributes a
+// term of count 0 and runs no head, so the list of terms never changes during a run. With
+// multiple positions, t+k scores every position whose target lies in the window; without, the
+// last such position. Evaluation: "lm" only, the last layer's t+1 head on the T target positions.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "xl/models/char_transformer/aux_schedule.h"
+#include "xl/models/char_transformer/heads.h"
+#include "xl/models/language_model.h"
+#include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/init.h"
+#include "xl/nn/learned_positions.h"
+
+namespace xl::models {
+
+/// The auxiliary losses; schedule.n_layer must be the model's.
+struct CharLosses {
+  /// every position of the window scored in training (else the last only)
+  bool multiple_positions = true;
+  LayerSchedule schedule;
+  /// weights of the targets t+1, t+2, ... in each layer's loss; one head each
+  std::vector<double> target_weights{1.0, 0.5};
+};
+
+struct CharTransformerOptions {
+  CharTransformerOptions(
+      int64_t n_token,
+      int64_t n_layer,
+      nn::DecoderLayerOptions layer)
+      : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
+  TORCH_ARG(int64_t, n_token);
+  TORCH_ARG(int64_t, n_layer);
+  /// every layer: attention (heads, dropouts, pre- or post-norm), feed-forward size and dropout
+  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  /// rows of the position tables: the longest window
+  TORCH_ARG(int64_t, n_ctx) = 512;
+  /// a table per layer (the paper), or one at the input
+  TORCH_ARG(bool, per_layer_positions) = true;
+  TORCH_ARG(CharLosses, losses) = {};
+  TORCH_ARG(nn::InitOptions, init) = {};
+  /// recompute each layer's activations in the backward pass instead of keeping them
+  TORCH_ARG(bool, checkpoint_layers) = false;
+};
+
+class CharTransformerImpl : public LanguageModelImpl {
+ public:
+  explicit CharTransformerImpl(const CharTransformerOptions& options);
+  void reset();
+  void reset_parameters() override;
+
+  /// tokens [L, B] (L <= n_ctx), targets [T, B] (T <= L); no memory.
+  ModelOutput forward(
+      const data::Batch& batch,
+      const nn::Memory& mems,
+      const ForwardArgs& args = {}) override;
+
+  /// Parameters inference uses: all but the training heads.
+  int64_t inference_parameters() const;
+
+  CharTransformerOptions options;
+  torch::nn::Embedding word_embedding{nullptr};
+  /// a table per layer, or one at the input
+  nn::LearnedPositions positions{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  /// nn::VanillaDecoderLayer each
+  torch::nn::ModuleList layers{nullptr};
+  /// pre-norm only: the LayerNorm every head reads through
+  torch::nn::LayerNorm final_norm{nullptr};
+  /// the last layer's t+1 classifier: the model's output
+  torch::nn::Linear out{nullptr};
+  /// the other classifiers (null when the losses need none)
+  CharHeads heads{nullptr};
+
+ private:
+  /// The t+1+`offset` term of layer `layer`'s output `h` [L, B, D], scored as the class comment
+  /// says: -sum log p over the scored positions and their count (count 0, no head run, at weight
+  /// 0 or with nothing to score); `keep`: where to put the log-probs [rows, B] too.
+  LossTerm head_term(
+      const data::Batch& batch,
+      int64_t layer,
+      int64_t offset,
+      const torch::Tensor& h,
+      int64_t scored,
+      double weight,
+      torch::Tensor* keep);
+};
+
+} // namespace xl::models

@@ -1,0 +1,42 @@
+// Hugging Face interop for whichever family a model is: its tensors under HF's names, importing
+// them from safetensors (converted pretrained checkpoints, the parity check's weights) and the
+// config.json that lets from_pretrained() load an exported run. Each family lists its own names
+// and config (models/<family>/hf.h); a family HF has no model for says so in its descriptor.
+#pragma once
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "xl/config/schema.h"
+#include "xl/data/dataset.h"
+#include "xl/io/safetensors.h"
+#include "xl/models/hf_tensor.h"
+#include "xl/models/language_model.h"
+
+namespace xl::models {
+
+/// The tensors of `model` under HF's names; a UserError for a family without them.
+std::vector<HFTensor> hf_tensors(LanguageModelImpl& model);
+
+/// Copies every parameter of `model` from `weights` (see models/<family>/hf.h for the names);
+/// what does not fit is a UserError listing every problem.
+void import_hf(
+    LanguageModelImpl& model,
+    const io::SafeTensors& weights,
+    const HFImportOptions& options = {});
+
+/// config.json of the HF model class that matches `config`'s model over `dataset`'s vocabulary;
+/// what HF cannot express is a UserError.
+nlohmann::json hf_config(
+    const config::Config& config,
+    const data::Dataset& dataset);
+
+/// Every tensor of `model` under its HF name (tied and shared copies too, so that every name HF
+/// looks for is there), contiguous on the CPU, ready for safetensors.
+std::map<std::string, torch::Tensor> hf_state(LanguageModelImpl& model);
+
+} // namespace xl::models

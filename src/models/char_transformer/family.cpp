@@ -1,0 +1,107 @@
+#include "xl/models/char_transformer/family.h"
+
+#include "xl/models/factory.h"
+
+namespace xl::models {
+
+CharTransformerOptions char_transformer_options(
+    const config::Config& c,
+    int64_t n_token) {
+  const config::ModelConfig& m = c.model;
+  const config::CharTransformerConfig& x = m.char_transformer;
+  CharLosses losses;
+  losses.multiple_positions = x.multiple_positions;
+  losses.schedule.n_layer = m.n_layer;
+  losses.schedule.max_step = c.train.max_step;
+  losses.schedule.intermediate = x.intermediate_layers;
+  losses.schedule.decay = x.layer_decay == config::LayerDecay::kStep
+      ? LayerDecay::kStep
+      : LayerDecay::kLinear;
+  losses.schedule.mean = x.layer_reduce == config::LayerReduce::kMean;
+  losses.target_weights = x.target_weights;
+  return CharTransformerOptions(
+             n_token,
+             m.n_layer,
+             nn::DecoderLayerOptions(attention_options(m), m.d_inner)
+                 .inner_dropout(x.relu_dropout))
+      .n_ctx(x.n_ctx)
+      .per_layer_positions(x.positions == config::PositionTables::kPerLayer)
+      .losses(losses)
+      .init(init_options(m));
+}
+
+namespace {
+
+LanguageModel build(const config::Config& config, int64_t n_token) {
+  return std::make_shared<CharTransformerImpl>(
+      char_transformer_options(config, n_token)
+          .checkpoint_layers(config.train.activation_checkpointing));
+}
+
+// Nothing is carried between windows.
+Span eval_span(const config::Config& /*config*/, bool /*validation*/) {
+  Span span;
+  span.mem_len = 0;
+  return span;
+}
+
+std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
+  return data::open_token_dataset(config, "character transformer");
+}
+
+std::unique_ptr<data::Dataset> random_dataset(
+    const config::Config& config,
+    int64_t n_token,
+    int64_t size) {
+  return data::random_token_dataset(
+      config, n_token, size, data::VocabKind::kByte);
+}
+
+// The character transformer: per-layer (or one) position tables, the output head and the
+// training heads, all alive at the first step: n x targets heads with intermediate layers.
+MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
+  const CharTransformerOptions o = char_transformer_options(c, n_token);
+  MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
+  const LayerShape& l = f.layer;
+  const auto v = static_cast<double>(o.n_token());
+  const double heads = (o.losses().schedule.intermediate ? f.n_layer : 1) *
+      static_cast<double>(o.losses().target_weights.size());
+  const double positions = (o.per_layer_positions() ? f.n_layer : 1) *
+      static_cast<double>(o.n_ctx()) * l.d;
+  f.parameters = v * l.d + positions + f.n_layer * l.parameters() +
+      (o.layer().attention().pre_lnorm() ? 2 * l.d : 0) + heads * (l.d * v + v);
+  f.largest = std::max({v * l.d, positions, l.largest()});
+  f.classes = v;
+  f.training_rows = heads *
+      (o.losses().multiple_positions ? static_cast<double>(c.train.tgt_len)
+                                     : 1);
+  return f;
+}
+
+std::optional<int64_t> position_limit(const config::Config& config) {
+  return config.model.char_transformer.n_ctx;
+}
+
+// Inside this namespace, its functions hide the models:: ones of the same names.
+ModelFamily describe() {
+  ModelFamily f;
+  f.name = "char_transformer";
+  f.build = build;
+  f.eval_span = eval_span;
+  f.open_dataset = open_dataset;
+  f.random_dataset = random_dataset;
+  f.memory_shape = memory_shape;
+  f.no_hf_model =
+      "Hugging Face has no model for the character transformer (Al-Rfou et al.); export "
+      "Transformer-XL or XLNet runs";
+  f.position_limit = position_limit;
+  return f;
+}
+
+} // namespace
+
+ModelFamily char_transformer_family() {
+  return describe();
+}
+
+} // namespace xl::models

@@ -1,0 +1,205 @@
+#include "xl/models/char_transformer/model.h"
+
+#include <fmt/format.h>
+
+#include "xl/nn/fp32_islands.h"
+#include "xl/nn/learned_positions.h"
+#include "xl/nn/masks.h"
+#include "xl/nn/recompute.h"
+#include "xl/nn/vanilla_decoder_layer.h"
+
+namespace xl::models {
+
+CharTransformerImpl::CharTransformerImpl(const CharTransformerOptions& options_)
+    : options(options_) {
+  reset();
+}
+
+void CharTransformerImpl::reset() {
+  const auto& o = options;
+  const auto& attention = o.layer().attention();
+  const auto& losses = o.losses();
+  TORCH_CHECK(
+      o.n_token() >= 1 && o.n_layer() >= 1 && o.n_ctx() >= 1 &&
+          !losses.target_weights.empty() &&
+          losses.schedule.n_layer == o.n_layer(),
+      "char transformer: need a vocabulary, layers, positions and a t+1 weight, and a schedule "
+      "over the model's layers; got ",
+      o.n_token(),
+      " tokens, ",
+      o.n_layer(),
+      " layers, n_ctx ",
+      o.n_ctx(),
+      ", ",
+      losses.target_weights.size(),
+      " target weights, a schedule over ",
+      losses.schedule.n_layer,
+      " layers");
+  const int64_t d_model = attention.d_model();
+  word_embedding = register_module(
+      "word_embedding", torch::nn::Embedding(o.n_token(), d_model));
+  positions = register_module(
+      "positions",
+      nn::LearnedPositions(nn::LearnedPositionsOptions(
+          o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
+  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < o.n_layer(); ++i) {
+    layers->push_back(nn::VanillaDecoderLayer(o.layer()));
+  }
+  if (attention.pre_lnorm()) {
+    final_norm = register_module(
+        "final_norm",
+        torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(
+            attention.layer_norm_eps())));
+  }
+  out = register_module("out", torch::nn::Linear(d_model, o.n_token()));
+  const auto n_target = static_cast<int64_t>(losses.target_weights.size());
+  const bool intermediate = losses.schedule.intermediate && o.n_layer() > 1;
+  if (n_target > 1 || intermediate) {
+    heads = register_module(
+        "heads",
+        CharHeads(CharHeadsOptions(d_model, o.n_token(), o.n_layer())
+                      .n_target(n_target)
+                      .intermediate(intermediate)));
+  }
+  reset_parameters();
+}
+
+void CharTransformerImpl::reset_parameters() {
+  const nn::InitOptions& init = options.init();
+  torch::NoGradGuard no_grad;
+  init.weight(word_embedding->weight);
+  positions->reset_parameters(init);
+  for (const auto& layer : *layers) {
+    layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
+  }
+  if (final_norm) {
+    init.layer_norm(final_norm);
+  }
+  init.linear(out);
+  if (heads) {
+    heads->reset_parameters(init);
+  }
+}
+
+int64_t CharTransformerImpl::inference_parameters() const {
+  return count_parameters(*this) - (heads ? count_parameters(*heads) : 0);
+}
+
+LossTerm CharTransformerImpl::head_term(
+    const data::Batch& batch,
+    int64_t layer,
+    int64_t offset,
+    const torch::Tensor& h,
+    int64_t scored,
+    double weight,
+    torch::Tensor* keep) {
+  const int64_t len = h.size(0);
+  const int64_t n_targets = batch.targets.size(0);
+  // Target rows j whose t+1+offset target targets[j + offset] is in the window: the last
+  // `scored` of them; row j is input position j + len - n_targets.
+  const int64_t first = std::max<int64_t>(0, n_targets - scored - offset);
+  const int64_t rows = std::max<int64_t>(0, n_targets - offset - first);
+  const auto name = layer == options.n_layer() - 1 && offset == 0
+      ? std::string("lm")
+      : fmt::format("l{}/t+{}", layer + 1, offset + 1);
+  if (rows == 0 ||
+      weight == 0.0) { // nothing to score, or a stopped layer: no head runs
+    return {name, torch::zeros({}, h.options().dtype(torch::kFloat)), 0, 0.0};
+  }
+  auto x = h.narrow(0, first + len - n_targets, rows);
+  if (final_norm) {
+    x = nn::layer_norm_fp32(final_norm, x);
+  }
+  const auto logits = name == "lm" ? out(x) : heads(layer, offset, x);
+  const auto log_probs =
+      torch::log_softmax(logits.to(torch::kFloat), -1)
+          .gather(2, batch.targets.narrow(0, first + offset, rows).unsqueeze(2))
+          .squeeze(2);
+  if (keep != nullptr) {
+    *keep = log_probs;
+  }
+  return {name, -log_probs.sum(), log_probs.numel(), weight};
+}
+
+ModelOutput CharTransformerImpl::forward(
+    const data::Batch& batch,
+    const nn::Memory& /*mems*/,
+    const ForwardArgs& args) {
+  const auto& tokens = batch.tokens;
+  const auto& targets = batch.targets;
+  check_lm_batch(batch, args, "the char transformer");
+  const int64_t len = tokens.size(0); // positions 0..len-1 must fit the tables
+  const auto& losses = options.losses();
+  const int64_t n_layer = options.n_layer();
+  const bool training = is_training();
+  // Evaluation runs the last layer's t+1 head only, on every target.
+  std::vector<double> weights(static_cast<size_t>(n_layer), 0.0);
+  weights.back() = 1.0;
+  if (training) {
+    weights = layer_weights(losses.schedule, std::max<int64_t>(args.step, 1));
+  }
+  const int64_t scored = training && !losses.multiple_positions ? 1
+      : targets.defined() ? targets.size(0)
+                          : 0;
+  // Generation without targets runs no head but the next token's.
+  const auto n_target = targets.defined()
+      ? static_cast<int64_t>(losses.target_weights.size())
+      : 0;
+
+  ModelOutput output;
+  std::vector<LossTerm> aux;
+  const auto mask = nn::causal_mask(len, 0, false, 0, tokens.device());
+  auto h = drop(word_embedding(tokens)); // [L, B, D]
+  for (int64_t l = 0; l < n_layer; ++l) {
+    // Captures by value: a replay runs after forward has returned.
+    const auto layer =
+        [this, l, len, mask](const std::vector<torch::Tensor>& in) {
+          auto x = in[0];
+          if (options.per_layer_positions() || l == 0) {
+            x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
+          }
+          return std::vector<torch::Tensor>{
+              layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+                  ->forward(x, mask, torch::Tensor())};
+        };
+    h =
+        (options.checkpoint_layers() ? nn::recompute(layer, {h})
+                                     : layer({h}))[0];
+    const double w = weights[static_cast<size_t>(l)];
+    for (int64_t k = 0; k < n_target; ++k) {
+      const bool own = l == n_layer - 1 && k == 0;
+      if (!own && (!training || !heads || !heads->has(l, k))) {
+        continue;
+      }
+      const double weight = w * losses.target_weights[static_cast<size_t>(k)];
+      auto term = head_term(
+          batch,
+          l,
+          k,
+          h,
+          scored,
+          weight,
+          own && args.log_probs ? &output.log_probs : nullptr);
+      if (own) {
+        output.terms.push_back(std::move(term));
+      } else {
+        aux.push_back(std::move(term));
+      }
+    }
+  }
+  for (auto& term : aux) {
+    output.terms.push_back(std::move(term));
+  }
+  if (args.next_token) {
+    auto last = h[len - 1]; // [B, D]
+    if (final_norm) {
+      last = nn::layer_norm_fp32(final_norm, last);
+    }
+    output.next_log_probs = torch::log_softmax(out(last).to(torch::kFloat), -1);
+  }
+  return output;
+}
+
+} // namespace xl::models

@@ -1,0 +1,231 @@
+#include "xl/models/transformer_xl/model.h"
+
+#include "xl/nn/masks.h"
+#include "xl/nn/recompute.h"
+#include "xl/nn/rel_decoder_layer.h"
+#include "xl/nn/vanilla_decoder_layer.h"
+
+namespace xl::models {
+
+TransformerXLLengths TransformerXLLengths::with(const Span& span) const {
+  TransformerXLLengths out = *this;
+  out.mem_len = span.mem_len.value_or(mem_len);
+  out.ext_len = span.ext_len.value_or(ext_len);
+  out.clamp_len = span.clamp_len.value_or(clamp_len);
+  out.same_length = span.same_length.value_or(same_length);
+  return out;
+}
+
+TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& options_)
+    : options(options_) {
+  reset();
+}
+
+void TransformerXLImpl::reset() {
+  const auto& o = options;
+  const auto& attention = o.layer().attention();
+  const auto& adaptive = o.output().adaptive();
+  TORCH_CHECK(
+      o.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1,
+      "Transformer-XL needs at least one layer and head, got ",
+      o.n_layer(),
+      " layers of ",
+      attention.n_head(),
+      " heads of ",
+      attention.d_head());
+  TORCH_CHECK(
+      adaptive.d_proj() == attention.d_model(),
+      "the adaptive input and softmax must project to d_model ",
+      attention.d_model(),
+      ", got ",
+      adaptive.d_proj());
+  // One shared table always gets the softmax's dense gradient (its head reads it), so the
+  // lookup's rows can be added into that.
+  word_emb = register_module(
+      "word_emb",
+      nn::AdaptiveEmbedding(nn::AdaptiveOptions(adaptive).sparse_grad(
+          o.output().tie_weight() && adaptive.div_val() == 1)));
+  pos_emb = register_module(
+      "pos_emb",
+      nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));
+  TORCH_CHECK(
+      !o.learned_positions() || (!o.relative() && o.n_ctx() >= 1),
+      "learned positions need vanilla attention and n_ctx >= 1, got relative ",
+      o.relative(),
+      ", n_ctx ",
+      o.n_ctx());
+  if (o.learned_positions()) {
+    positions = register_module(
+        "positions",
+        nn::LearnedPositions(nn::LearnedPositionsOptions(
+            o.n_layer(), o.n_ctx(), attention.d_model())));
+  }
+  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
+  if (o.relative()) {
+    r_w_bias = register_parameter(
+        "r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+    r_r_bias = register_parameter(
+        "r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+  }
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < o.n_layer(); ++i) {
+    if (o.relative()) {
+      layers->push_back(nn::RelDecoderLayer(o.layer()));
+    } else {
+      layers->push_back(nn::VanillaDecoderLayer(o.layer()));
+    }
+  }
+  crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
+  crit->tie_to(*word_emb);
+  reset_parameters();
+}
+
+void TransformerXLImpl::reset_parameters() {
+  // Module by module in registration order, parameters first (as named_parameters() lists them),
+  // so that a seed gives the weights kimiyoung's name-based rules give.
+  const nn::InitOptions& init = options.init();
+  if (r_w_bias.defined()) {
+    init.weight(r_w_bias);
+    init.weight(r_r_bias);
+  }
+  if (positions) {
+    positions->reset_parameters(init);
+  }
+  word_emb->reset_parameters(init);
+  for (const auto& layer : *layers) {
+    if (auto* rel = layer->as<nn::RelDecoderLayerImpl>()) {
+      rel->reset_parameters(init);
+    } else {
+      layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
+    }
+  }
+  crit->reset_parameters(init);
+}
+
+torch::Tensor TransformerXLImpl::u(int64_t layer) const {
+  return nn::layer_bias(r_w_bias, layer);
+}
+
+torch::Tensor TransformerXLImpl::v(int64_t layer) const {
+  return nn::layer_bias(r_r_bias, layer);
+}
+
+std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
+    const torch::Tensor& tokens,
+    int64_t mlen,
+    const TransformerXLLengths& lengths) {
+  const int64_t qlen = tokens.size(0);
+  const auto embedded = word_emb(tokens); // [L, B, D]
+  const auto float_options =
+      torch::dtype(torch::kFloat).device(tokens.device());
+  if (options.relative()) {
+    const auto distances =
+        nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
+    // Positions first: the reference draws their dropout mask before the words'.
+    auto r = drop(pos_emb(distances));
+    return {drop(embedded), std::move(r)};
+  }
+  if (options.learned_positions()) { // added at every layer
+    return {drop(embedded), torch::Tensor()};
+  }
+  const auto steps = torch::arange(qlen, float_options);
+  return {drop(embedded + pos_emb(steps).unsqueeze(1)), torch::Tensor()};
+}
+
+torch::Tensor TransformerXLImpl::run_layers(
+    torch::Tensor core,
+    const torch::Tensor& r,
+    const torch::Tensor& mask,
+    const nn::Memory& mems,
+    std::vector<torch::Tensor>& hiddens,
+    ProjectionCache* cache) {
+  hiddens.reserve(static_cast<size_t>(options.n_layer()));
+  if (cache != nullptr) {
+    cache->layers.resize(static_cast<size_t>(options.n_layer()));
+  }
+  for (int64_t i = 0; i < options.n_layer(); ++i) {
+    const auto index = static_cast<size_t>(i);
+    hiddens.push_back(core);
+    // The memory is detached and r a sinusoid: only core carries gradient into a layer.
+    // Captures by value: a replay runs after forward has returned.
+    const auto mem = mems.empty() ? torch::Tensor() : mems[index];
+    auto* layer_cache = cache != nullptr ? &cache->layers[index] : nullptr;
+    const auto layer = [this, i, index, r, mask, mem, layer_cache](
+                           const std::vector<torch::Tensor>& in) {
+      if (options.relative()) {
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
+                in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
+      }
+      if (!options.learned_positions()) {
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+                in[0], mask, mem)};
+      }
+      // The last rows of the table for [memory | segment]: the segment always reads the
+      // same rows. The memory keeps no positions; they are added where it is read.
+      const int64_t mlen = mem.defined() ? mem.size(0) : 0;
+      const int64_t qlen = in[0].size(0);
+      const int64_t first = options.n_ctx() - mlen - qlen;
+      return std::vector<torch::Tensor>{
+          layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+              in[0] + positions(i, first + mlen, qlen),
+              mask,
+              mlen > 0 ? mem + positions(i, first, mlen) : mem)};
+    };
+    core =
+        (options.checkpoint_layers() ? nn::recompute(layer, {core})
+                                     : layer({core}))[0];
+  }
+  return drop(core);
+}
+
+torch::Tensor TransformerXLImpl::score(
+    const torch::Tensor& core,
+    const torch::Tensor& targets) {
+  const int64_t tgt_len = targets.size(0);
+  const auto pred = core.narrow(0, core.size(0) - tgt_len, tgt_len)
+                        .reshape({-1, core.size(2)});
+  return crit(pred, targets.reshape({-1})).view({tgt_len, targets.size(1)});
+}
+
+ModelOutput TransformerXLImpl::forward(
+    const data::Batch& batch,
+    const nn::Memory& mems,
+    const ForwardArgs& args) {
+  const auto& tokens = batch.tokens;
+  const auto& targets = batch.targets;
+  check_lm_batch(batch, args, "Transformer-XL");
+  TORCH_CHECK(
+      mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
+      "expected ",
+      options.n_layer(),
+      " memory tensors, got ",
+      mems.size());
+  const auto lengths = options.lengths().with(args.span);
+  const int64_t qlen = tokens.size(0);
+  const int64_t mlen = mems.empty() ? 0 : mems[0].size(0);
+  const auto mask = nn::causal_mask(
+      qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
+  auto [core, r] = embed(tokens, mlen, lengths);
+  std::vector<torch::Tensor> hiddens;
+  core = run_layers(core, r, mask, mems, hiddens, args.cache);
+
+  ModelOutput out;
+  out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
+  if (args.cache !=
+      nullptr) { // the next memory ends ext_len rows before the last
+    for (auto& layer : args.cache->layers) {
+      layer.tail = lengths.ext_len;
+    }
+  }
+  if (targets.defined()) {
+    add_lm_term(out, batch, score(core, targets), args); // log p [T, B]
+  }
+  if (args.next_token) {
+    out.next_log_probs = crit->log_probs(core[qlen - 1]); // [B, V]
+  }
+  return out;
+}
+
+} // namespace xl::models

@@ -1,0 +1,231 @@
+#include "xl/models/xlnet/data.h"
+
+#include <fmt/format.h>
+
+#include "xl/data/labelled_texts.h"
+#include "xl/data/permutation_records.h"
+#include "xl/data/sentence_tokens.h"
+#include "xl/data/sentencepiece.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::models {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A SentencePiece model and either encoded raw text or labelled texts; or random pieces,
+// sentences and reviews of the same shapes.
+class XLNetDataset : public data::Dataset {
+ public:
+  explicit XLNetDataset(const config::Config& c)
+      : c_(c),
+        dir_(c.data.dir),
+        pieces_(std::make_unique<data::SentencePiece>(dir_ / c.data.vocab)),
+        n_token_(pieces_->size()),
+        word_starts_(pieces_->word_starts()) {}
+  XLNetDataset(const config::Config& c, int64_t n_token, int64_t size)
+      : c_(c), n_token_(n_token), word_starts_(n_token, true) {
+    if (n_token <= data::kEopId + 1) {
+      throw UserError(fmt::format(
+          "random XLNet data needs more than XLNet's {} special pieces, got a "
+          "vocabulary of {}",
+          data::kEopId + 1,
+          n_token));
+    }
+    // Ordinary pieces in sentences of 8 to 31, reviews of 1 to 2 * train.tgt_len pieces.
+    auto ids = torch::randint(data::kEopId + 1, n_token, {size}, torch::kLong);
+    random_pieces_.name = "random pieces";
+    random_pieces_.ids.assign(
+        ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + size);
+    random_pieces_.sent_ids.resize(static_cast<size_t>(size));
+    uint8_t sentence = 0;
+    for (int64_t i = 0, next = 0; i < size; ++i) {
+      if (i == next) {
+        sentence = static_cast<uint8_t>(1 - sentence);
+        next += torch::randint(8, 32, {1}).item<int64_t>();
+      }
+      random_pieces_.sent_ids[static_cast<size_t>(i)] = sentence;
+    }
+    const int64_t classes = std::max<int64_t>(c.model.xlnet.n_class, 1);
+    for (int64_t used = 0; used < size;) {
+      const auto length =
+          torch::randint(1, 2 * c.train.tgt_len + 1, {1}).item<int64_t>();
+      const auto piece = random_pieces_.ids.begin() + used;
+      random_reviews_.push_back(
+          {torch::randint(classes, {1}).item<int64_t>(),
+           {piece, piece + std::min(length, size - used)}});
+      used += length;
+    }
+  }
+
+  int64_t vocab_size() const override {
+    return n_token_;
+  }
+  data::VocabKind unit() const override {
+    return data::VocabKind::kWord;
+  }
+  std::string vocabulary_fingerprint() const override {
+    if (!pieces_) {
+      return "";
+    }
+    const std::string model = read_file(pieces_->path(), "SentencePiece model");
+    return fmt::format(
+        "SentencePiece vocabulary of {}, checksum {:016x}",
+        n_token_,
+        hash64(model.data(), model.size()));
+  }
+  fs::path vocabulary_file() const override {
+    return pieces_ ? pieces_->path() : fs::path();
+  }
+  const data::UnigramBaseline* unigram_baseline() override {
+    if (!pieces_ || classification()) {
+      return nullptr;
+    }
+    if (!unigram_) {
+      const auto train =
+          data::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
+      unigram_ = data::piece_unigram_baseline(train, *pieces_);
+    }
+    return &*unigram_;
+  }
+  std::string describe() override {
+    return fmt::format(
+        "SentencePiece vocabulary of {} ({}), {} from {}",
+        vocab_size(),
+        pieces_ ? pieces_->path().string() : "random",
+        classification() ? "labelled texts" : "permutation LM records",
+        pieces_ ? (dir_ / c_.data.train).string() : "random pieces");
+  }
+  std::unique_ptr<data::BatchSource> build_train_source() override {
+    return split_source("train", c_.train.batch_size, true);
+  }
+  data::EvalBatches eval_batches(const std::string& split, bool /*validation*/)
+      override {
+    return described(split_source(split, c_.eval.batch_size, false));
+  }
+  data::EvalBatches file_batches(const fs::path& file) override {
+    if (!pieces_) {
+      throw UserError(fmt::format(
+          "{}: random data has no SentencePiece model to encode files with",
+          file.string()));
+    }
+    if (classification()) {
+      return described(std::make_unique<data::LabelledTexts>(
+          file, *pieces_, labelled_options(c_.eval.batch_size, false)));
+    }
+    return described(records(
+        data::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
+  }
+
+ private:
+  bool classification() const {
+    return c_.model.xlnet.n_class > 0;
+  }
+
+  static data::EvalBatches described(
+      std::unique_ptr<data::BatchSource> source) {
+    auto setting = source->describe();
+    return {std::move(source), std::move(setting)};
+  }
+
+  std::unique_ptr<data::BatchSource> split_source(
+      const std::string& split,
+      int64_t batch_size,
+      bool training) {
+    const fs::path path = dir_ / data::split_file(c_.data, split);
+    if (classification()) {
+      auto o = labelled_options(batch_size, training);
+      if (training) {
+        o.max_examples = c_.data.train_examples;
+      }
+      try {
+        return pieces_
+            ? std::make_unique<data::LabelledTexts>(path, *pieces_, o)
+            : std::make_unique<data::LabelledTexts>(
+                  random_reviews_, "random reviews", o);
+      } catch (const UserError& e) {
+        if (!o.max_examples) {
+          throw;
+        }
+        throw ConfigError(fmt::format(
+            "{}: data.train_examples: {}; ask for at most that many, or null for all",
+            c_.where("data.train_examples"),
+            e.what()));
+      }
+    }
+    return records(
+        pieces_ ? data::read_sentence_tokens(path, *pieces_) : random_pieces_,
+        batch_size,
+        training);
+  }
+
+  // Labelled texts, shuffled for training.
+  data::LabelledOptions labelled_options(int64_t batch_size, bool training)
+      const {
+    data::LabelledOptions o;
+    o.batch_size = batch_size;
+    o.seq_len = c_.train.tgt_len;
+    o.shuffle = training;
+    o.seed = static_cast<uint64_t>(c_.train.seed);
+    // Evaluation sums over its batches, so reading by length changes no score.
+    o.group_by_length = training ? c_.train.group_by_length : true;
+    o.n_class = c_.model.xlnet.n_class;
+    return o;
+  }
+
+  // Permutation records; evaluation draws them from the same seed every time, so every
+  // validation reads the same batches.
+  std::unique_ptr<data::BatchSource> records(
+      const data::SentenceTokens& tokens,
+      int64_t batch_size,
+      bool training) {
+    const config::XLNetConfig& x = c_.model.xlnet;
+    data::PermutationOptions o;
+    o.batch_size = batch_size;
+    o.seq_len = c_.train.tgt_len;
+    o.reuse_len = x.reuse_len;
+    o.perm_size = x.perm_size.value_or(x.reuse_len);
+    o.num_predict = x.num_predict;
+    o.mask_alpha = x.mask_alpha;
+    o.mask_beta = x.mask_beta;
+    o.bi_data = x.bi_data;
+    o.seed = static_cast<uint64_t>(c_.train.seed);
+    try {
+      return std::make_unique<data::PermutationRecords>(
+          tokens, word_starts_, o);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format(
+          "{} (batch_size: {}.batch_size, seq_len: train.tgt_len, the others: "
+          "model.xlnet.*)",
+          e.what(),
+          training ? "train" : "eval"));
+    }
+  }
+
+  config::Config c_;
+  fs::path dir_;
+  std::unique_ptr<data::SentencePiece> pieces_; // null: random data
+  int64_t n_token_;
+  std::vector<bool> word_starts_;
+  data::SentenceTokens random_pieces_;
+  std::vector<data::EncodedExample> random_reviews_;
+  std::optional<data::UnigramBaseline> unigram_;
+};
+
+} // namespace
+
+std::unique_ptr<data::Dataset> open_xlnet_dataset(
+    const config::Config& config) {
+  return std::make_unique<XLNetDataset>(config);
+}
+
+std::unique_ptr<data::Dataset> random_xlnet_dataset(
+    const config::Config& config,
+    int64_t n_token,
+    int64_t size) {
+  return std::make_unique<XLNetDataset>(config, n_token, size);
+}
+
+} // namespace xl::models

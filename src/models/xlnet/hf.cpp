@@ -1,0 +1,155 @@
+#include "xl/models/xlnet/hf.h"
+
+#include <fmt/format.h>
+
+#include "xl/data/sentencepiece.h"
+#include "xl/nn/two_stream_layer.h"
+#include "xl/util/error.h"
+
+namespace xl::models {
+
+std::vector<HFTensor> hf_tensors(XLNetImpl& model) {
+  const auto& o = model.options;
+  const auto& attention = o.layer().attention();
+  const int64_t d_model = attention.d_model();
+  const int64_t n_head = attention.n_head();
+  const int64_t d_head = attention.d_head();
+  const int64_t inner = n_head * d_head;
+  std::vector<HFTensor> out;
+  const auto add = [&](std::string name,
+                       torch::Tensor p,
+                       std::function<torch::Tensor(const torch::Tensor&)> view,
+                       bool tied) {
+    out.push_back({std::move(name), std::move(p), std::move(view), tied});
+  };
+  // HF's [D, H, Dh] kernel as a view of a [H * Dh, D] Linear weight (rows from `first`).
+  const auto kernel = [=](int64_t first) {
+    return [=](const torch::Tensor& w) {
+      return w.narrow(0, first, inner).t().view({d_model, n_head, d_head});
+    };
+  };
+  add("transformer.mask_emb", model.mask_emb, {}, false);
+  add("transformer.word_embedding.weight",
+      model.word_embedding->weight,
+      {},
+      false);
+  for (int64_t l = 0; l < o.n_layer(); ++l) {
+    const auto layer =
+        model.layers->ptr<nn::TwoStreamLayerImpl>(static_cast<size_t>(l));
+    const std::string hf = fmt::format("transformer.layer.{}.", l);
+    auto& attn = *layer->rel_attn;
+    add(hf + "rel_attn.q", attn.qkv_net->weight, kernel(0), false);
+    add(hf + "rel_attn.k", attn.qkv_net->weight, kernel(inner), false);
+    add(hf + "rel_attn.v", attn.qkv_net->weight, kernel(2 * inner), false);
+    add(
+        hf + "rel_attn.o",
+        attn.o_net->weight,
+        [=](const torch::Tensor& w) {
+          return w.view({d_model, n_head, d_head});
+        },
+        false);
+    add(hf + "rel_attn.r", attn.r_net->weight, kernel(0), false);
+    for (const auto& [name, bias] :
+         {std::pair<const char*, torch::Tensor>{"r_r_bias", model.r_r_bias},
+          {"r_s_bias", model.r_s_bias},
+          {"r_w_bias", model.r_w_bias}}) {
+      if (o.untie_r()) {
+        add(hf + "rel_attn." + name, bias, hf_row(l), false);
+      } else { // HF keeps a copy in every layer; layer 0's stands for the shared one
+        add(hf + "rel_attn." + name, bias, {}, l > 0);
+      }
+    }
+    add(hf + "rel_attn.seg_embed", attn.seg_embed, {}, false);
+    add(hf + "rel_attn.layer_norm.weight", attn.layer_norm->weight, {}, false);
+    add(hf + "rel_attn.layer_norm.bias", attn.layer_norm->bias, {}, false);
+    auto& ff = *layer->ff;
+    add(hf + "ff.layer_norm.weight", ff.layer_norm->weight, {}, false);
+    add(hf + "ff.layer_norm.bias", ff.layer_norm->bias, {}, false);
+    add(hf + "ff.layer_1.weight", ff.fc1->weight, {}, false);
+    add(hf + "ff.layer_1.bias", ff.fc1->bias, {}, false);
+    add(hf + "ff.layer_2.weight", ff.fc2->weight, {}, false);
+    add(hf + "ff.layer_2.bias", ff.fc2->bias, {}, false);
+  }
+  if (model.summary) {
+    add("sequence_summary.summary.weight", model.summary->weight, {}, false);
+    add("sequence_summary.summary.bias", model.summary->bias, {}, false);
+    add("logits_proj.weight", model.logits_proj->weight, {}, false);
+    add("logits_proj.bias", model.logits_proj->bias, {}, false);
+  } else {
+    add("lm_loss.weight", model.word_embedding->weight, {}, true);
+    add("lm_loss.bias", model.lm_bias, {}, false);
+  }
+  return out;
+}
+
+void import_hf_xlnet(XLNetImpl& model, const io::SafeTensors& weights) {
+  torch::NoGradGuard no_grad;
+  HFImporter in(weights, "XLNet");
+  in.take(hf_tensors(model));
+  in.finish();
+}
+
+nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
+  const auto& m = config.model;
+  const auto& x = m.xlnet;
+  if (m.d_head * m.n_head != m.d_model) {
+    throw UserError(fmt::format(
+        "Hugging Face's XLNet needs d_head * n_head = d_model; this run has {} * {} != {}",
+        m.d_head,
+        m.n_head,
+        m.d_model));
+  }
+  if (x.n_class > 0 && x.summary != config::SequenceSummary::kLast) {
+    // HF's "mean" summary averages the padding too, so it would score other numbers.
+    throw UserError(
+        "this run's classifier reads the mean of the real positions "
+        "(model.xlnet.summary mean); Hugging Face's XLNetForSequenceClassification reads the "
+        "last position or a mean that counts the padding, so it has no model for it");
+  }
+  const std::string activation = config::choice_name(x.ff_activation);
+  nlohmann::json out = {
+      {"architectures",
+       {x.n_class > 0 ? "XLNetForSequenceClassification" : "XLNetLMHeadModel"}},
+      {"model_type", "xlnet"},
+      {"vocab_size", n_token},
+      {"d_model", m.d_model},
+      {"n_layer", m.n_layer},
+      {"n_head", m.n_head},
+      {"d_inner", m.d_inner},
+      {"ff_activation",
+       activation == "gelu_tanh" ? std::string("gelu_new") : activation},
+      {"untie_r",
+       true}, // HF keeps biases per layer; shared ones are exported to each
+      {"attn_type", "bi"},
+      {"layer_norm_eps", m.layer_norm_eps},
+      {"dropout", m.dropout},
+      {"mem_len", x.mem_len > 0 ? nlohmann::json(x.mem_len) : nlohmann::json()},
+      {"reuse_len",
+       x.reuse_len > 0 ? nlohmann::json(x.reuse_len) : nlohmann::json()},
+      {"bi_data",
+       x.bi_data}, // as trained; HF reverses half the rows' positions with it
+      {"clamp_len", x.clamp_len},
+      {"same_length", false},
+      {"summary_type", "last"},
+      {"summary_use_proj", true},
+      {"summary_activation", "tanh"},
+      {"summary_last_dropout", m.dropout},
+      {"initializer_range", m.init_std},
+      {"pad_token_id", data::kPadId},
+      {"bos_token_id", data::kBosId},
+      {"eos_token_id", data::kEosId},
+  };
+  if (x.n_class > 0) {
+    nlohmann::json id2label;
+    nlohmann::json label2id;
+    for (int64_t c = 0; c < x.n_class; ++c) {
+      id2label[std::to_string(c)] = fmt::format("LABEL_{}", c);
+      label2id[fmt::format("LABEL_{}", c)] = c;
+    }
+    out["id2label"] = id2label;
+    out["label2id"] = label2id;
+  }
+  return out;
+}
+
+} // namespace xl::models

@@ -1,0 +1,217 @@
+// xl-import and xl-export with Hugging Face: a TransfoXL save_pretrained folder -> scripts/convert
+// -> xl-import -> xl-eval, with the evaluation checked against HF's own loss.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A random HF model over 1000 tokens, saved like a published checkpoint.
+constexpr const char* kMakeModel = R"PY(
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from transformers import TransfoXLConfig, TransfoXLLMHeadModel
+torch.manual_seed(3)
+cfg = TransfoXLConfig(vocab_size=1000, cutoffs=[100, 500], d_model=32, d_embed=32, n_head=4,
+                      d_head=8, d_inner=64, n_layer=2, div_val=2, mem_len=24, clamp_len=20,
+                      same_length=True, proj_share_all_but_first=True)
+model = TransfoXLLMHeadModel(cfg)
+with torch.no_grad():
+    for p in model.parameters():
+        p.add_(0.05 * torch.randn_like(p))
+model.save_pretrained(sys.argv[1])
+)PY";
+
+// HF's mean NLL under xl-eval's procedure: 10 contiguous streams of the test
+// tokens, segments of 128 with the model's memory (starting empty), the first
+// `segments` segments.
+constexpr const char* kReferenceLoss = R"PY(
+import sys, warnings
+warnings.filterwarnings("ignore")
+import numpy as np, torch
+from transformers import TransfoXLLMHeadModel
+model = TransfoXLLMHeadModel.from_pretrained(sys.argv[1]).eval()
+segments, batch, tgt = int(sys.argv[3]), 10, 128
+ids = torch.from_numpy(np.fromfile(sys.argv[2], dtype=np.uint16, offset=64).astype(np.int64))
+n_step = ids.numel() // batch
+streams = ids[: n_step * batch].view(batch, n_step)
+mems = [torch.zeros(0, batch, model.config.d_model) for _ in range(model.config.n_layer)]
+nll, count = 0.0, 0
+with torch.no_grad():
+    for s in range(segments):
+        i = s * tgt
+        length = min(tgt, n_step - 1 - i)
+        out = model(input_ids=streams[:, i:i + length], mems=mems)
+        target = streams[:, i + 1:i + 1 + length]
+        nll -= out.prediction_scores.gather(2, target.unsqueeze(2)).sum().item()
+        count += target.numel()
+        mems = out.mems
+print(f"{nll / count:.6f}")
+)PY";
+
+TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
+  TempDir dir;
+  write_file(dir / "make_model.py", kMakeModel);
+  auto r = run_command(std::string(kPython) + " make_model.py hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  // A corpus whose vocabulary has the model's 1000 entries: <eos> and w0 ..
+  // w998.
+  std::string text;
+  for (int line = 0; line < 40; ++line) {
+    for (int w = 0; w < 999; w += 1 + line % 7) {
+      text += "w" + std::to_string((w * 37 + line) % 999) + " ";
+    }
+    text += "\n";
+  }
+  for (int w = 0; w < 999; ++w) {
+    text += "w" + std::to_string(w) + (w % 50 == 49 ? "\n" : " ");
+  }
+  write_file(dir / "corpus.txt", text);
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-prep --train corpus.txt --valid corpus.txt --test " +
+          "corpus.txt --out data",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_THAT(r.output, HasSubstr("vocabulary: 1000 word tokens"));
+
+  r = run_command(
+      std::string(kPython) + " " + kSourceDir +
+          "/scripts/convert/hf_transfo_xl.py --model hf --out converted --data-dir data",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-import --config converted/config.yaml --weights " +
+          "converted/weights.safetensors --set run.dir=runs/imported",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("imported converted/weights.safetensors"));
+  r = run_command(
+      std::string(kBinDir) + "/xl-eval --run runs/imported --max-steps 4",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(
+      r.output,
+      HasSubstr(
+          "tgt_len 128, batch 10, mem_len 24, clamp_len 20, same_length true"));
+  const auto at = r.output.find("test | loss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double xl_loss = std::stod(r.output.substr(at + 12));
+  write_file(dir / "reference.py", kReferenceLoss);
+  const auto hf = run_command(
+      std::string(kPython) + " reference.py hf data/test.bin 4", dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  const double hf_loss = std::stod(
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  EXPECT_NEAR(xl_loss, hf_loss, 1e-4); // xl-eval prints 4 decimals
+
+  // Back to Hugging Face: the export loads with from_pretrained and scores as the original.
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run runs/imported --out exported",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("TransfoXLLMHeadModel.from_pretrained(\"exported\")"));
+  EXPECT_TRUE(fs::exists(dir / "exported/vocab.txt"));
+  const auto config =
+      nlohmann::json::parse(read_text(dir / "exported/config.json"));
+  EXPECT_EQ(config["mem_len"], 24);
+  EXPECT_EQ(config["clamp_len"], 20);
+  EXPECT_EQ(config["same_length"], true);
+  EXPECT_EQ(config["tie_projs"], nlohmann::json({false, true, true}));
+  const auto back = run_command(
+      std::string(kPython) + " reference.py exported data/test.bin 4",
+      dir.path());
+  ASSERT_EQ(back.status, 0) << back.output;
+  EXPECT_EQ(
+      back.output.substr(
+          back.output.find_last_of('\n', back.output.size() - 2) + 1),
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+
+  // A vocabulary of another size is refused, naming the tensors that do not
+  // fit.
+  write_file(dir / "small.txt", "a b c\n");
+  ASSERT_EQ(
+      run_command(
+          std::string(kBinDir) + "/xl-prep --train small.txt --out small",
+          dir.path())
+          .status,
+      0);
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-import --config converted/config.yaml --weights " +
+          "converted/weights.safetensors --set data.dir=small --set model.transformer_xl.cutoffs=[1,2] " +
+          "--set run.dir=runs/bad",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(
+      r.output, HasSubstr("cannot import converted/weights.safetensors"));
+}
+
+// A run trained by xl, exported: Hugging Face gives xl-eval's loss on the same segments.
+TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
+  TempDir dir;
+  std::string text;
+  for (int line = 0; line < 300; ++line) {
+    for (int w = 0; w < 40; ++w) {
+      text += "w" + std::to_string((w * 37 + line * 11) % 600) + " ";
+    }
+    text += "\n";
+  }
+  write_file(dir / "corpus.txt", text);
+  auto r = run_command(
+      std::string(kBinDir) +
+          "/xl-prep --train corpus.txt --valid corpus.txt --test corpus.txt --out data",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) + "/xl-train --config " + kSourceDir +
+          "/configs/txl/tiny.yaml --set data.dir=data run.dir=run train.max_step=10 "
+          "'model.transformer_xl.cutoffs=[100,300]' model.transformer_xl.clamp_len=12 "
+          "eval.same_length=true eval.batch_size=10 eval.tgt_len=128",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) + "/xl-eval --run run --max-steps 3", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto at = r.output.find("test | loss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double xl_loss = std::stod(r.output.substr(at + 12));
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run run --out hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  write_file(dir / "reference.py", kReferenceLoss);
+  const auto hf = run_command(
+      std::string(kPython) + " reference.py hf data/test.bin 3", dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  const double hf_loss = std::stod(
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  EXPECT_NEAR(xl_loss, hf_loss, 1e-4);
+
+  // What Hugging Face cannot hold is refused before anything is written.
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-export --run run --out vanilla --set model.transformer_xl.attn_type=absolute",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("relative attention only"));
+  EXPECT_FALSE(fs::exists(dir / "vanilla"));
+  write_file(dir / "a_file", "");
+  r = run_command(
+      std::string(kBinDir) + "/xl-export --run run --out a_file", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--out a_file is a file"));
+}
+
+} // namespace
+} // namespace xl::test
