@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     xl::run::check_config_belongs(flags.path, config);
     if (auto_resume) {
       resume = std::filesystem::exists(
-          xl::run::run_paths(xl::run::run_directory(config)).last_checkpoint());
+          xl::run::paths_of(xl::run::directory_of(config)).last_checkpoint());
     }
     return xl::app::run_training(
         config, resume, stop_at, !flags.skip_memory_check);

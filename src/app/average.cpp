@@ -98,7 +98,7 @@ std::vector<fs::path> snapshots(
 
 int run_average(const AverageRequest& request) {
   run::setup_logging("info");
-  const run::RunPaths paths = run::run_paths(request.run_dir);
+  const run::RunPaths paths = run::paths_of(request.run_dir);
   const auto out = average_file(request, paths);
   const auto inputs = request.checkpoints.empty()
       ? snapshots(request, paths)

@@ -89,7 +89,7 @@ nlohmann::json record_fields(
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   // 1. The outputs are checked before anything is read.
   run::setup_logging(config.run.log_level);
-  const run::RunPaths paths = run::run_paths(request.run_dir);
+  const run::RunPaths paths = run::paths_of(request.run_dir);
   if (request.dump_batches) {
     run::check_output_file(
         "--dump-batches", *request.dump_batches, request.force);

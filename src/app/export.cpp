@@ -27,7 +27,7 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   hf["xl_version"] = version_line();
   const auto [model, checkpoint, step] = load_trained_model(
       config,
-      run::run_paths(request.run_dir),
+      run::paths_of(request.run_dir),
       request.checkpoint,
       *dataset,
       torch::kCPU,

@@ -28,7 +28,7 @@ int run_import(const config::Config& config, const ImportRequest& request) {
   models::HFImportOptions options;
   options.reverse_clusters = request.reverse_clusters;
   models::import_hf(*model, weights, options);
-  const run::RunPaths paths = run::prepare_run_directory(config, false);
+  const run::RunPaths paths = run::prepare_directory(config, false);
   run::save_checkpoint(
       paths.best_checkpoint(),
       run::CheckpointInfo{

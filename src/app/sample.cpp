@@ -170,7 +170,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   //    the prompt: words are UTF-8 text, bytes (enwik8) may be anything.
   run::setup_logging(config.run.log_level);
   check_request(config, request);
-  const run::RunPaths paths = run::run_paths(request.run_dir);
+  const run::RunPaths paths = run::paths_of(request.run_dir);
   runtime::setup_runtime(config.train);
   const auto dataset = models::open_dataset(config);
   const data::Vocab& vocab = dataset->text_vocab();

@@ -145,7 +145,7 @@ int run_sweep(const SweepRequest& request) {
   std::vector<std::string> failed;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const auto dir = run::run_directory(r.config);
+    const auto dir = run::directory_of(r.config);
     const auto state = lab::run_state(r);
     const std::string where =
         fmt::format("[{}/{}] {}", i + 1, runs.size(), r.name);
@@ -194,7 +194,7 @@ int run_sweep(const SweepRequest& request) {
   }
   std::vector<lab::RunSummary> summaries;
   for (const auto& r : runs) {
-    const auto dir = run::run_directory(r.config);
+    const auto dir = run::directory_of(r.config);
     if (fs::exists(dir / "metrics.jsonl")) {
       summaries.push_back(lab::summarize_run(dir));
     }

@@ -38,7 +38,7 @@ std::string load_initial_weights(
     models::LanguageModelImpl& model) {
   std::filesystem::path path = *config.train.init_from;
   if (std::filesystem::is_directory(path)) {
-    path = run::run_paths(path).best_checkpoint();
+    path = run::paths_of(path).best_checkpoint();
   }
   const auto excluded = train::parameters_named(
       config, model, config.train.init_exclude, "train.init_exclude");
@@ -169,7 +169,7 @@ run::RunPaths open_run_directory(
     const std::optional<runtime::DistributedEnv>& env,
     runtime::Group* group) {
   if (!env) {
-    auto paths = run::prepare_run_directory(config, resume);
+    auto paths = run::prepare_directory(config, resume);
     run::setup_logging(config.run.log_level, paths.log);
     return paths;
   }
@@ -177,7 +177,7 @@ run::RunPaths open_run_directory(
   std::string failure;
   if (env->rank == 0) {
     try {
-      paths = run::prepare_run_directory(config, resume);
+      paths = run::prepare_directory(config, resume);
     } catch (const UserError& e) {
       failure = e.what();
     }
@@ -192,7 +192,7 @@ run::RunPaths open_run_directory(
                   env->rank));
   }
   if (env->rank != 0) {
-    paths = run::run_paths(run::run_directory(config));
+    paths = run::paths_of(run::directory_of(config));
   }
   run::setup_logging(
       env->rank == 0 ? config.run.log_level : "warn",

@@ -189,7 +189,7 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
 
 RunState run_state(const SweepRun& run) {
   const auto checkpoint =
-      run::run_paths(run::run_directory(run.config)).last_checkpoint();
+      run::paths_of(run::directory_of(run.config)).last_checkpoint();
   if (!std::filesystem::exists(checkpoint)) {
     return RunState::kNew;
   }

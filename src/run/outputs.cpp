@@ -72,7 +72,7 @@ std::optional<fs::path> enclosing_run(const fs::path& path) {
   return std::nullopt;
 }
 
-std::string run_file_role(const fs::path& run, const fs::path& path) {
+std::string file_role(const fs::path& run, const fs::path& path) {
   const auto relative = resolved(path).lexically_relative(resolved(run));
   if (relative.empty() || *relative.begin() == "..") {
     return "";
@@ -122,7 +122,7 @@ fs::path check_output_file(
   }
   if (const auto run =
           enclosing_run(file)) { // through links: judged by where it leads
-    if (const auto role = run_file_role(*run, file); !role.empty()) {
+    if (const auto role = file_role(*run, file); !role.empty()) {
       throw UserError(fmt::format(
           "{} {} is a file of the run in {} ({}); tools never write over a run's files: "
           "name another file",

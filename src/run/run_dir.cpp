@@ -119,12 +119,12 @@ bool written_by_trainer(const std::string& name) {
   return name == "best" || name == "last" || snapshot_step(name).has_value();
 }
 
-std::filesystem::path run_directory(const config::Config& config) {
+std::filesystem::path directory_of(const config::Config& config) {
   return config.run.dir ? std::filesystem::path(*config.run.dir)
                         : std::filesystem::path("runs") / config.run.name;
 }
 
-RunPaths run_paths(const std::filesystem::path& dir) {
+RunPaths paths_of(const std::filesystem::path& dir) {
   return RunPaths{
       dir,
       dir / "config.yaml",
@@ -141,7 +141,7 @@ void check_config_belongs(
       ? config_file.parent_path()
       : std::filesystem::path(".");
   const auto run = enclosing_run(folder);
-  const auto dir = run_directory(config);
+  const auto dir = directory_of(config);
   if (!run || config_file.filename() != "config.yaml" ||
       std::filesystem::weakly_canonical(std::filesystem::absolute(folder)) !=
           *run ||
@@ -159,8 +159,8 @@ void check_config_belongs(
       dir.string()));
 }
 
-RunPaths prepare_run_directory(const config::Config& config, bool resume) {
-  RunPaths paths = run_paths(run_directory(config));
+RunPaths prepare_directory(const config::Config& config, bool resume) {
+  RunPaths paths = paths_of(directory_of(config));
   std::error_code ec;
   if (resume && !std::filesystem::exists(paths.last_checkpoint(), ec)) {
     throw UserError(

@@ -43,7 +43,7 @@ TEST(Snapshots, TheNewestAreKeptAndAveragedIntoAnEvaluableCheckpoint) {
       train_command(run, "--set train.keep_snapshots=3"), dir.path());
   ASSERT_EQ(trained.status, 0) << trained.output;
   std::vector<std::string> kept;
-  for (const auto& path : run::run_paths(run).snapshots()) {
+  for (const auto& path : run::paths_of(run).snapshots()) {
     kept.push_back(path.filename().string());
   }
   EXPECT_EQ(

@@ -79,7 +79,7 @@ TEST(SweepSpec, VariantsTimesTheGridLastAxisFastestEachConfigResolved) {
   EXPECT_EQ(
       last.model.transformer_xl.cutoffs, (std::vector<int64_t>{100, 1000}));
   EXPECT_EQ(
-      run::run_directory(last),
+      run::directory_of(last),
       std::filesystem::path("sweeps/a/short,lr=0.001,cutoffs=100-1000"));
   EXPECT_EQ(runs[0].config.model.transformer_xl.mem_len, 16);
 }

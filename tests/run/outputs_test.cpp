@@ -72,11 +72,10 @@ TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
       run / "compare.csv");
   EXPECT_NO_THROW(
       check_output_file("--csv", (dir / "elsewhere/t.csv").string(), false));
-  EXPECT_EQ(
-      run_file_role(run, run / "checkpoints/averaged.pt"), "its checkpoints");
-  EXPECT_EQ(run_file_role(run, run / ".lock"), "its lock");
-  EXPECT_EQ(run_file_role(run, run / "notes/metrics.jsonl"), "");
-  EXPECT_EQ(run_file_role(run, dir / "elsewhere/metrics.jsonl"), "");
+  EXPECT_EQ(file_role(run, run / "checkpoints/averaged.pt"), "its checkpoints");
+  EXPECT_EQ(file_role(run, run / ".lock"), "its lock");
+  EXPECT_EQ(file_role(run, run / "notes/metrics.jsonl"), "");
+  EXPECT_EQ(file_role(run, dir / "elsewhere/metrics.jsonl"), "");
 }
 
 TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {

@@ -280,7 +280,7 @@ TEST(Trainer, LogsEveryTermUnderItsName) {
   const auto dataset = models::open_dataset(c);
   auto model = fake_model(dataset->vocab_size(), 0.5);
   Trainer trainer(
-      c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
+      c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
   trainer.run(false);
   const auto train = records(corpus.dir / "run", "train");
   ASSERT_EQ(train.size(), 10u);
@@ -316,7 +316,7 @@ std::map<int64_t, nlohmann::json> expect_exact_resume(
     const auto dataset = models::open_dataset(c);
     auto model = fake_model(dataset->vocab_size(), 0.5, resume ? 99 : 1);
     Trainer trainer(
-        c, run::prepare_run_directory(c, resume), *dataset, model, torch::kCPU);
+        c, run::prepare_directory(c, resume), *dataset, model, torch::kCPU);
     trainer.run(resume, stop);
   };
   train(full_corpus, sampling, false, std::nullopt);
@@ -360,7 +360,7 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
     auto model = std::make_shared<FakeModel>(
         dataset->vocab_size(), 0.5, std::set<int>{3, 4});
     Trainer trainer(
-        c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
+        c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
     const auto result = trainer.run(false);
     EXPECT_EQ(result.step, 12);
     for (const auto& p : model->parameters()) {
@@ -380,7 +380,7 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   auto model = std::make_shared<FakeModel>(
       dataset->vocab_size(), 0.5, std::set<int>{11, 12, 13});
   Trainer trainer(
-      c, run::prepare_run_directory(c, false), *dataset, model, torch::kCPU);
+      c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
   try {
     trainer.run(false);
     FAIL() << "expected the run to stop";

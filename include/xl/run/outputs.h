@@ -17,7 +17,7 @@ std::optional<std::filesystem::path> enclosing_run(
 /// What `path` is to the run `run` that encloses it: "its config", "its metrics", "its log",
 /// "its lock", "its TensorBoard events", "its checkpoints" (anything under checkpoints/), or
 /// empty for a file the run does not own.
-std::string run_file_role(
+std::string file_role(
     const std::filesystem::path& run,
     const std::filesystem::path& path);
 

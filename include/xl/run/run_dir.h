@@ -32,7 +32,7 @@ struct RunPaths {
   std::filesystem::path log;         // train.log
   std::filesystem::path metrics;     // metrics.jsonl
   std::filesystem::path checkpoints; // checkpoints/
-  /// held by a run being trained (prepare_run_directory); null for readers
+  /// held by a run being trained (prepare_directory); null for readers
   std::shared_ptr<const RunLock> lock;
   std::filesystem::path last_checkpoint() const;
   std::filesystem::path best_checkpoint() const;
@@ -52,10 +52,10 @@ std::optional<int64_t> snapshot_step(const std::string& name);
 bool written_by_trainer(const std::string& name);
 
 /// The directory of a run: run.dir, or runs/<run.name>.
-std::filesystem::path run_directory(const config::Config& config);
+std::filesystem::path directory_of(const config::Config& config);
 
 /// Paths inside the run directory `dir`.
-RunPaths run_paths(const std::filesystem::path& dir);
+RunPaths paths_of(const std::filesystem::path& dir);
 
 /// Refuses a config file that is a run's config.yaml (a run directory's, also a copied one's)
 /// whose run.dir names another run directory: training it would continue the other run.
@@ -70,6 +70,6 @@ void check_config_belongs(
 /// already exist is refused, so that a finished run is never overwritten by
 /// accident, as is one in a folder holding other files; resuming a directory without a
 /// checkpoint is refused too.
-RunPaths prepare_run_directory(const config::Config& config, bool resume);
+RunPaths prepare_directory(const config::Config& config, bool resume);
 
 } // namespace xl::run
