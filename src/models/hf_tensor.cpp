@@ -15,6 +15,15 @@ torch::Tensor HFTensor::grad() const {
   return view && g.defined() ? view(g) : g;
 }
 
+void add_hf_tensor(
+    std::vector<HFTensor>& out,
+    std::string name,
+    torch::Tensor parameter,
+    std::function<torch::Tensor(const torch::Tensor&)> view,
+    bool tied) {
+  out.push_back({std::move(name), std::move(parameter), std::move(view), tied});
+}
+
 std::function<torch::Tensor(const torch::Tensor&)> hf_row(int64_t i) {
   return [i](const torch::Tensor& t) { return t[i]; };
 }

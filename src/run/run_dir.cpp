@@ -159,6 +159,35 @@ void check_config_belongs(
       dir.string()));
 }
 
+namespace {
+
+// A run writes config.yaml, train.log and metrics.jsonl: only into a folder that is new,
+// empty, or a run's (its .lock tells; one killed before its first checkpoint starts again).
+void refuse_foreign_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) ||
+      std::filesystem::is_empty(dir, ec) ||
+      std::filesystem::exists(dir / ".lock", ec)) {
+    return;
+  }
+  std::vector<std::string> held;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    held.push_back(entry.path().filename().string());
+  }
+  std::sort(held.begin(), held.end());
+  if (held.size() > 3) {
+    held.resize(3);
+    held.emplace_back("...");
+  }
+  throw UserError(fmt::format(
+      "run directory {} holds files that are not a run's ({}); a run writes its "
+      "config.yaml, logs and checkpoints there: choose another run.name or run.dir",
+      dir.string(),
+      fmt::join(held, ", ")));
+}
+
+} // namespace
+
 RunPaths prepare_directory(const config::Config& config, bool resume) {
   RunPaths paths = paths_of(directory_of(config));
   std::error_code ec;
@@ -167,26 +196,8 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
         "--resume: no checkpoint to resume from in " + paths.dir.string() +
         " (expected " + paths.last_checkpoint().string() + ")");
   }
-  // A run writes config.yaml, train.log and metrics.jsonl: only into a folder that is new,
-  // empty, or a run's (its .lock tells; one killed before its first checkpoint starts again).
-  if (!resume && std::filesystem::is_directory(paths.dir, ec) &&
-      !std::filesystem::is_empty(paths.dir, ec) &&
-      !std::filesystem::exists(paths.dir / ".lock", ec)) {
-    std::vector<std::string> held;
-    for (const auto& entry :
-         std::filesystem::directory_iterator(paths.dir, ec)) {
-      held.push_back(entry.path().filename().string());
-    }
-    std::sort(held.begin(), held.end());
-    if (held.size() > 3) {
-      held.resize(3);
-      held.emplace_back("...");
-    }
-    throw UserError(fmt::format(
-        "run directory {} holds files that are not a run's ({}); a run writes its "
-        "config.yaml, logs and checkpoints there: choose another run.name or run.dir",
-        paths.dir.string(),
-        fmt::join(held, ", ")));
+  if (!resume) {
+    refuse_foreign_folder(paths.dir);
   }
   std::filesystem::create_directories(paths.dir, ec);
   if (ec) {

@@ -39,6 +39,15 @@ struct HFTensor {
   torch::Tensor grad() const;
 };
 
+/// Appends `parameter` under HF's `name`, seen through `view` (empty: as it is); `tied`: an alias
+/// of a tensor listed elsewhere.
+void add_hf_tensor(
+    std::vector<HFTensor>& out,
+    std::string name,
+    torch::Tensor parameter,
+    std::function<torch::Tensor(const torch::Tensor&)> view = {},
+    bool tied = false);
+
 /// The HF tensor that is row `i` of a per-layer parameter (untied biases).
 std::function<torch::Tensor(const torch::Tensor&)> hf_row(int64_t i);
 

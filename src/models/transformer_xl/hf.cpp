@@ -9,85 +9,103 @@
 
 namespace xl::models {
 
+namespace {
+
+// `p` under HF's `name` as it is; `tied`: an alias of a tensor listed elsewhere.
+void add(
+    std::vector<HFTensor>& out,
+    std::string name,
+    torch::Tensor p,
+    bool tied = false) {
+  add_hf_tensor(out, std::move(name), std::move(p), {}, tied);
+}
+
+// The adaptive input's tables and projections, and the shared u/v biases.
+void add_embedding(std::vector<HFTensor>& out, TransformerXLImpl& model) {
+  const std::string emb = "transformer.word_emb.";
+  auto& word_emb = *model.word_emb;
+  for (size_t i = 0; i < word_emb.emb_layers->size(); ++i) {
+    add(out, fmt::format("{}emb_layers.{}.weight", emb, i), word_emb.weight(i));
+  }
+  for (size_t i = 0; i < word_emb.emb_projs->size(); ++i) {
+    add(out, fmt::format("{}emb_projs.{}", emb, i), word_emb.proj(i));
+  }
+  if (!model.options.untie_r()) {
+    add(out, "transformer.r_w_bias", model.r_w_bias);
+    add(out, "transformer.r_r_bias", model.r_r_bias);
+  }
+}
+
+// Layer `l`: its u/v biases (its rows, or HF's copies of the shared pair), attention and
+// feed-forward.
+void add_layer(
+    std::vector<HFTensor>& out,
+    TransformerXLImpl& model,
+    int64_t l) {
+  const auto layer =
+      model.layers->ptr<nn::RelDecoderLayerImpl>(static_cast<size_t>(l));
+  const std::string hf = fmt::format("transformer.layers.{}.", l);
+  if (model.options.untie_r()) {
+    add_hf_tensor(out, hf + "dec_attn.r_w_bias", model.r_w_bias, hf_row(l));
+    add_hf_tensor(out, hf + "dec_attn.r_r_bias", model.r_r_bias, hf_row(l));
+  } else { // HF registers the shared pair in every layer too
+    add(out, hf + "dec_attn.r_w_bias", model.r_w_bias, true);
+    add(out, hf + "dec_attn.r_r_bias", model.r_r_bias, true);
+  }
+  auto& attn = *layer->rel_attn;
+  add(out, hf + "dec_attn.qkv_net.weight", attn.qkv_net->weight);
+  add(out, hf + "dec_attn.r_net.weight", attn.r_net->weight);
+  add(out, hf + "dec_attn.o_net.weight", attn.o_net->weight);
+  add(out, hf + "dec_attn.layer_norm.weight", attn.layer_norm->weight);
+  add(out, hf + "dec_attn.layer_norm.bias", attn.layer_norm->bias);
+  auto& ff = *layer->pos_ff;
+  add(out, hf + "pos_ff.CoreNet.0.weight", ff.fc1->weight);
+  add(out, hf + "pos_ff.CoreNet.0.bias", ff.fc1->bias);
+  add(out, hf + "pos_ff.CoreNet.3.weight", ff.fc2->weight);
+  add(out, hf + "pos_ff.CoreNet.3.bias", ff.fc2->bias);
+  add(out, hf + "pos_ff.layer_norm.weight", ff.layer_norm->weight);
+  add(out, hf + "pos_ff.layer_norm.bias", ff.layer_norm->bias);
+}
+
+// The adaptive softmax: each bin's weight (tied to the input table or not), bias and projection
+// (tied or not), and the tail clusters.
+void add_softmax(std::vector<HFTensor>& out, TransformerXLImpl& model) {
+  auto& crit = *model.crit;
+  const bool tie_weight = crit.options.tie_weight();
+  for (size_t i = 0; i < crit.out_biases.size(); ++i) {
+    add(out,
+        fmt::format("crit.out_layers.{}.weight", i),
+        crit.out_weights[i],
+        tie_weight);
+    add(out, fmt::format("crit.out_layers.{}.bias", i), crit.out_biases[i]);
+  }
+  const auto& tie_projs = crit.options.tie_projs();
+  for (size_t i = 0; i < crit.out_projs.size(); ++i) {
+    if (crit.out_projs[i].defined()) {
+      add(out,
+          fmt::format("crit.out_projs.{}", i),
+          crit.out_projs[i],
+          i < tie_projs.size() && tie_projs[i]);
+    }
+  }
+  if (crit.cluster_weight.defined()) {
+    add(out, "crit.cluster_weight", crit.cluster_weight);
+    add(out, "crit.cluster_bias", crit.cluster_bias);
+  }
+}
+
+} // namespace
+
 std::vector<HFTensor> hf_tensors(TransformerXLImpl& model) {
   TORCH_CHECK(
       model.options.relative(),
       "Hugging Face TransfoXL has relative attention only");
-  const auto& o = model.options;
   std::vector<HFTensor> out;
-  const auto own = [&](std::string name, torch::Tensor p) {
-    out.push_back({std::move(name), std::move(p), {}, false});
-  };
-  const auto tied = [&](std::string name, torch::Tensor p) {
-    out.push_back({std::move(name), std::move(p), {}, true});
-  };
-  const std::string emb = "transformer.word_emb.";
-  auto& word_emb = *model.word_emb;
-  for (size_t i = 0; i < word_emb.emb_layers->size(); ++i) {
-    own(fmt::format("{}emb_layers.{}.weight", emb, i), word_emb.weight(i));
+  add_embedding(out, model);
+  for (int64_t l = 0; l < model.options.n_layer(); ++l) {
+    add_layer(out, model, l);
   }
-  for (size_t i = 0; i < word_emb.emb_projs->size(); ++i) {
-    own(fmt::format("{}emb_projs.{}", emb, i), word_emb.proj(i));
-  }
-  if (!o.untie_r()) {
-    own("transformer.r_w_bias", model.r_w_bias);
-    own("transformer.r_r_bias", model.r_r_bias);
-  }
-  for (int64_t l = 0; l < o.n_layer(); ++l) {
-    const auto layer =
-        model.layers->ptr<nn::RelDecoderLayerImpl>(static_cast<size_t>(l));
-    const std::string hf = fmt::format("transformer.layers.{}.", l);
-    if (o.untie_r()) {
-      out.push_back(
-          {hf + "dec_attn.r_w_bias", model.r_w_bias, hf_row(l), false});
-      out.push_back(
-          {hf + "dec_attn.r_r_bias", model.r_r_bias, hf_row(l), false});
-    } else { // HF registers the shared pair in every layer too
-      tied(hf + "dec_attn.r_w_bias", model.r_w_bias);
-      tied(hf + "dec_attn.r_r_bias", model.r_r_bias);
-    }
-    auto& attn = *layer->rel_attn;
-    own(hf + "dec_attn.qkv_net.weight", attn.qkv_net->weight);
-    own(hf + "dec_attn.r_net.weight", attn.r_net->weight);
-    own(hf + "dec_attn.o_net.weight", attn.o_net->weight);
-    own(hf + "dec_attn.layer_norm.weight", attn.layer_norm->weight);
-    own(hf + "dec_attn.layer_norm.bias", attn.layer_norm->bias);
-    auto& ff = *layer->pos_ff;
-    own(hf + "pos_ff.CoreNet.0.weight", ff.fc1->weight);
-    own(hf + "pos_ff.CoreNet.0.bias", ff.fc1->bias);
-    own(hf + "pos_ff.CoreNet.3.weight", ff.fc2->weight);
-    own(hf + "pos_ff.CoreNet.3.bias", ff.fc2->bias);
-    own(hf + "pos_ff.layer_norm.weight", ff.layer_norm->weight);
-    own(hf + "pos_ff.layer_norm.bias", ff.layer_norm->bias);
-  }
-  auto& crit = *model.crit;
-  const bool tie_weight = crit.options.tie_weight();
-  for (size_t i = 0; i < crit.out_biases.size(); ++i) {
-    const std::string name = fmt::format("crit.out_layers.{}.weight", i);
-    if (tie_weight) {
-      tied(name, crit.out_weights[i]);
-    } else {
-      own(name, crit.out_weights[i]);
-    }
-    own(fmt::format("crit.out_layers.{}.bias", i), crit.out_biases[i]);
-  }
-  const auto& tie_projs = crit.options.tie_projs();
-  for (size_t i = 0; i < crit.out_projs.size(); ++i) {
-    const auto& proj = crit.out_projs[i];
-    if (!proj.defined()) {
-      continue;
-    }
-    const std::string name = fmt::format("crit.out_projs.{}", i);
-    if (i < tie_projs.size() && tie_projs[i]) {
-      tied(name, proj);
-    } else {
-      own(name, proj);
-    }
-  }
-  if (crit.cluster_weight.defined()) {
-    own("crit.cluster_weight", crit.cluster_weight);
-    own("crit.cluster_bias", crit.cluster_bias);
-  }
+  add_softmax(out, model);
   return out;
 }
 

@@ -8,76 +8,81 @@
 
 namespace xl::models {
 
-std::vector<HFTensor> hf_tensors(XLNetImpl& model) {
-  const auto& o = model.options;
-  const auto& attention = o.layer().attention();
+namespace {
+
+using View = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// Layer `l`: HF's [D, H, Dh] q/k/v/o/r kernels as views of xl's fused Linear weights, the
+// r_w/r_r/r_s biases (rows of the untied ones, or HF's per-layer copies of the shared ones), the
+// segment embedding, LayerNorms and the feed-forward.
+void add_layer(std::vector<HFTensor>& out, XLNetImpl& model, int64_t l) {
+  const auto& attention = model.options.layer().attention();
   const int64_t d_model = attention.d_model();
   const int64_t n_head = attention.n_head();
   const int64_t d_head = attention.d_head();
   const int64_t inner = n_head * d_head;
-  std::vector<HFTensor> out;
-  const auto add = [&](std::string name,
-                       torch::Tensor p,
-                       std::function<torch::Tensor(const torch::Tensor&)> view,
-                       bool tied) {
-    out.push_back({std::move(name), std::move(p), std::move(view), tied});
-  };
   // HF's [D, H, Dh] kernel as a view of a [H * Dh, D] Linear weight (rows from `first`).
-  const auto kernel = [=](int64_t first) {
+  const auto kernel = [=](int64_t first) -> View {
     return [=](const torch::Tensor& w) {
       return w.narrow(0, first, inner).t().view({d_model, n_head, d_head});
     };
   };
-  add("transformer.mask_emb", model.mask_emb, {}, false);
-  add("transformer.word_embedding.weight",
-      model.word_embedding->weight,
-      {},
-      false);
-  for (int64_t l = 0; l < o.n_layer(); ++l) {
-    const auto layer =
-        model.layers->ptr<nn::TwoStreamLayerImpl>(static_cast<size_t>(l));
-    const std::string hf = fmt::format("transformer.layer.{}.", l);
-    auto& attn = *layer->rel_attn;
-    add(hf + "rel_attn.q", attn.qkv_net->weight, kernel(0), false);
-    add(hf + "rel_attn.k", attn.qkv_net->weight, kernel(inner), false);
-    add(hf + "rel_attn.v", attn.qkv_net->weight, kernel(2 * inner), false);
-    add(
-        hf + "rel_attn.o",
-        attn.o_net->weight,
-        [=](const torch::Tensor& w) {
-          return w.view({d_model, n_head, d_head});
-        },
-        false);
-    add(hf + "rel_attn.r", attn.r_net->weight, kernel(0), false);
-    for (const auto& [name, bias] :
-         {std::pair<const char*, torch::Tensor>{"r_r_bias", model.r_r_bias},
-          {"r_s_bias", model.r_s_bias},
-          {"r_w_bias", model.r_w_bias}}) {
-      if (o.untie_r()) {
-        add(hf + "rel_attn." + name, bias, hf_row(l), false);
-      } else { // HF keeps a copy in every layer; layer 0's stands for the shared one
-        add(hf + "rel_attn." + name, bias, {}, l > 0);
-      }
+  const auto layer =
+      model.layers->ptr<nn::TwoStreamLayerImpl>(static_cast<size_t>(l));
+  const std::string hf = fmt::format("transformer.layer.{}.", l);
+  auto& attn = *layer->rel_attn;
+  add_hf_tensor(out, hf + "rel_attn.q", attn.qkv_net->weight, kernel(0));
+  add_hf_tensor(out, hf + "rel_attn.k", attn.qkv_net->weight, kernel(inner));
+  add_hf_tensor(
+      out, hf + "rel_attn.v", attn.qkv_net->weight, kernel(2 * inner));
+  add_hf_tensor(
+      out, hf + "rel_attn.o", attn.o_net->weight, [=](const torch::Tensor& w) {
+        return w.view({d_model, n_head, d_head});
+      });
+  add_hf_tensor(out, hf + "rel_attn.r", attn.r_net->weight, kernel(0));
+  for (const auto& [name, bias] :
+       {std::pair<const char*, torch::Tensor>{"r_r_bias", model.r_r_bias},
+        {"r_s_bias", model.r_s_bias},
+        {"r_w_bias", model.r_w_bias}}) {
+    if (model.options.untie_r()) {
+      add_hf_tensor(out, hf + "rel_attn." + name, bias, hf_row(l));
+    } else { // HF keeps a copy in every layer; layer 0's stands for the shared one
+      add_hf_tensor(out, hf + "rel_attn." + name, bias, {}, l > 0);
     }
-    add(hf + "rel_attn.seg_embed", attn.seg_embed, {}, false);
-    add(hf + "rel_attn.layer_norm.weight", attn.layer_norm->weight, {}, false);
-    add(hf + "rel_attn.layer_norm.bias", attn.layer_norm->bias, {}, false);
-    auto& ff = *layer->ff;
-    add(hf + "ff.layer_norm.weight", ff.layer_norm->weight, {}, false);
-    add(hf + "ff.layer_norm.bias", ff.layer_norm->bias, {}, false);
-    add(hf + "ff.layer_1.weight", ff.fc1->weight, {}, false);
-    add(hf + "ff.layer_1.bias", ff.fc1->bias, {}, false);
-    add(hf + "ff.layer_2.weight", ff.fc2->weight, {}, false);
-    add(hf + "ff.layer_2.bias", ff.fc2->bias, {}, false);
+  }
+  add_hf_tensor(out, hf + "rel_attn.seg_embed", attn.seg_embed);
+  add_hf_tensor(
+      out, hf + "rel_attn.layer_norm.weight", attn.layer_norm->weight);
+  add_hf_tensor(out, hf + "rel_attn.layer_norm.bias", attn.layer_norm->bias);
+  auto& ff = *layer->ff;
+  add_hf_tensor(out, hf + "ff.layer_norm.weight", ff.layer_norm->weight);
+  add_hf_tensor(out, hf + "ff.layer_norm.bias", ff.layer_norm->bias);
+  add_hf_tensor(out, hf + "ff.layer_1.weight", ff.fc1->weight);
+  add_hf_tensor(out, hf + "ff.layer_1.bias", ff.fc1->bias);
+  add_hf_tensor(out, hf + "ff.layer_2.weight", ff.fc2->weight);
+  add_hf_tensor(out, hf + "ff.layer_2.bias", ff.fc2->bias);
+}
+
+} // namespace
+
+std::vector<HFTensor> hf_tensors(XLNetImpl& model) {
+  std::vector<HFTensor> out;
+  add_hf_tensor(out, "transformer.mask_emb", model.mask_emb);
+  add_hf_tensor(
+      out, "transformer.word_embedding.weight", model.word_embedding->weight);
+  for (int64_t l = 0; l < model.options.n_layer(); ++l) {
+    add_layer(out, model, l);
   }
   if (model.summary) {
-    add("sequence_summary.summary.weight", model.summary->weight, {}, false);
-    add("sequence_summary.summary.bias", model.summary->bias, {}, false);
-    add("logits_proj.weight", model.logits_proj->weight, {}, false);
-    add("logits_proj.bias", model.logits_proj->bias, {}, false);
+    add_hf_tensor(
+        out, "sequence_summary.summary.weight", model.summary->weight);
+    add_hf_tensor(out, "sequence_summary.summary.bias", model.summary->bias);
+    add_hf_tensor(out, "logits_proj.weight", model.logits_proj->weight);
+    add_hf_tensor(out, "logits_proj.bias", model.logits_proj->bias);
   } else {
-    add("lm_loss.weight", model.word_embedding->weight, {}, true);
-    add("lm_loss.bias", model.lm_bias, {}, false);
+    add_hf_tensor(
+        out, "lm_loss.weight", model.word_embedding->weight, {}, true);
+    add_hf_tensor(out, "lm_loss.bias", model.lm_bias);
   }
   return out;
 }
@@ -89,8 +94,10 @@ void import_hf_xlnet(XLNetImpl& model, const io::SafeTensors& weights) {
   in.finish();
 }
 
-nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
-  const auto& m = config.model;
+namespace {
+
+// What HF's XLNet cannot express is a UserError.
+void check_hf_expressible(const config::ModelConfig& m) {
   const auto& x = m.xlnet;
   if (m.d_head * m.n_head != m.d_model) {
     throw UserError(fmt::format(
@@ -106,6 +113,14 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
         "(model.xlnet.summary mean); Hugging Face's XLNetForSequenceClassification reads the "
         "last position or a mean that counts the padding, so it has no model for it");
   }
+}
+
+} // namespace
+
+nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
+  const auto& m = config.model;
+  const auto& x = m.xlnet;
+  check_hf_expressible(m);
   const std::string activation = config::choice_name(x.ff_activation);
   nlohmann::json out = {
       {"architectures",
