@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <mutex>
+#include <stdexcept>
+#include <typeinfo>
 
 #include "xl/config/visitors.h"
 #include "xl/util/error.h"
@@ -14,19 +17,25 @@ namespace xl::config {
 
 namespace {
 
+// Who reads labelled examples, for messages: "model.type xlnet with model.xlnet.n_class > 0".
+std::string labelled_readers() {
+  std::vector<std::string> readers;
+  for (const FamilySchema* schema : family_schemas()) {
+    if (schema->labelled != nullptr) {
+      readers.push_back(fmt::format(
+          "model.type {} with {}", schema->name, schema->labelled_when));
+    }
+  }
+  return readers.empty() ? "no model family"
+                         : fmt::format("{}", fmt::join(readers, " or "));
+}
+
 std::vector<std::string> section_names() {
   std::vector<std::string> names;
   Config config;
   Config::sections(
       config, [&](const char* name, auto&) { names.emplace_back(name); });
   return names;
-}
-
-[[noreturn]] void fail_rule(
-    const Config& c,
-    const std::string& key,
-    const std::string& what) {
-  throw ConfigError(c.where(key) + ": " + key + ": " + what);
 }
 
 void validate_data(const Config& c) {
@@ -36,260 +45,32 @@ void validate_data(const Config& c) {
         "data.dir",
         "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
   }
-  const bool labelled = c.model.type == "xlnet" && c.model.xlnet.n_class > 0;
+  const FamilySchema* family = family_schema(c.model.type.name);
+  const bool labelled =
+      family != nullptr && family->labelled != nullptr && family->labelled(c);
+  const std::string readers = labelled_readers();
   if (c.data.train_examples && !labelled) {
     fail_rule(
         c,
         "data.train_examples",
-        "limits labelled examples, which only XLNet classification reads "
-        "(model.xlnet.n_class > 0): set null");
+        fmt::format(
+            "limits labelled examples, which only {} reads: set null",
+            readers));
   }
   if (c.train.group_by_length && !labelled) {
     fail_rule(
         c,
         "train.group_by_length",
-        "groups labelled examples, which only XLNet classification reads "
-        "(model.xlnet.n_class > 0): set false");
-  }
-}
-
-void validate_adaptive(const Config& c) {
-  const ModelConfig& m = c.model;
-  const TransformerXLConfig& x = m.transformer_xl;
-  for (size_t i = 1; i < x.cutoffs.size(); ++i) {
-    if (x.cutoffs[i] <= x.cutoffs[i - 1]) {
-      fail_rule(
-          c,
-          "model.transformer_xl.cutoffs",
-          fmt::format(
-              "expected strictly increasing values, found {} after {}",
-              x.cutoffs[i],
-              x.cutoffs[i - 1]));
-    }
-  }
-  if (!x.tie_projs.empty() && x.tie_projs.size() != x.cutoffs.size() + 1) {
-    fail_rule(
-        c,
-        "model.transformer_xl.tie_projs",
         fmt::format(
-            "expected {} entries (one per adaptive cluster: len(cutoffs) + 1), found {}",
-            x.cutoffs.size() + 1,
-            x.tie_projs.size()));
-  }
-  if (x.div_val > 1 && x.cutoffs.empty()) {
-    fail_rule(
-        c,
-        "model.transformer_xl.div_val",
-        fmt::format(
-            "div_val {} needs adaptive clusters, but model.transformer_xl.cutoffs is empty",
-            x.div_val));
-  }
-  const int64_t d_embed = x.d_embed.value_or(m.d_model);
-  int64_t smallest = d_embed;
-  for (size_t i = 0; i < x.cutoffs.size(); ++i) {
-    smallest /= x.div_val;
-  }
-  if (smallest < 1) {
-    fail_rule(
-        c,
-        "model.transformer_xl.div_val",
-        fmt::format(
-            "the last cluster's embedding size d_embed / div_val^{} = {} / {}^{} rounds to 0",
-            x.cutoffs.size(),
-            d_embed,
-            x.div_val,
-            x.cutoffs.size()));
-  }
-}
-
-// Every query must keep a key: same_length hides all of them when there is no memory.
-void validate_memory_spans(const Config& c) {
-  const TransformerXLConfig& x = c.model.transformer_xl;
-  const EvalConfig& e = c.eval;
-  if (x.same_length && x.mem_len == 0) {
-    fail_rule(
-        c,
-        "model.transformer_xl.same_length",
-        "needs model.transformer_xl.mem_len > 0 (without memory no query would see any key); "
-        "set same_length to false");
-  }
-  const int64_t eval_tgt_len = e.tgt_len.value_or(c.train.tgt_len);
-  const int64_t kept_span = x.mem_len + c.train.tgt_len - eval_tgt_len;
-  if (!e.mem_len && kept_span < 0) {
-    fail_rule(
-        c,
-        "eval.tgt_len",
-        fmt::format(
-            "with eval.mem_len null the evaluation memory is model.transformer_xl.mem_len + "
-            "train.tgt_len - eval.tgt_len = {} + {} - {} < 0; set eval.mem_len",
-            x.mem_len,
-            c.train.tgt_len,
-            eval_tgt_len));
-  }
-  if (x.same_length && kept_span == 0) {
-    fail_rule(
-        c,
-        "eval.tgt_len",
-        fmt::format(
-            "validation during training keeps the training attention span, "
-            "model.transformer_xl.mem_len + train.tgt_len - eval.tgt_len = 0, and same_length "
-            "with no memory would hide every key; lower eval.tgt_len below {}",
-            eval_tgt_len));
-  }
-  const bool same_length = e.same_length.value_or(x.same_length);
-  if (e.mode == EvalMode::kMemory && same_length &&
-      e.mem_len.value_or(kept_span) == 0) {
-    fail_rule(
-        c,
-        e.same_length ? "eval.same_length" : "eval.mem_len",
-        "the evaluation memory is 0 and same_length is on, so no query would see any key; "
-        "set eval.same_length=false or give eval.mem_len > 0");
-  }
-}
-
-// Learned positions cover [memory | segment] up to n_ctx keys, in training and evaluation.
-void validate_learned_positions(const Config& c) {
-  const TransformerXLConfig& x = c.model.transformer_xl;
-  if (x.attn_type != AttnType::kLearned) {
-    if (x.n_ctx) {
-      fail_rule(
-          c,
-          "model.transformer_xl.n_ctx",
-          "sizes the learned position tables, which only attn_type learned has; set null");
-    }
-    return;
-  }
-  const int64_t span = x.mem_len + c.train.tgt_len;
-  const int64_t n_ctx = x.n_ctx.value_or(span);
-  if (span > n_ctx) {
-    fail_rule(
-        c,
-        "model.transformer_xl.n_ctx",
-        fmt::format(
-            "the position tables have {} rows, but training reads mem_len + train.tgt_len = "
-            "{} + {} = {} positions",
-            n_ctx,
-            x.mem_len,
-            c.train.tgt_len,
-            span));
-  }
-  const EvalConfig& e = c.eval;
-  const int64_t eval_tgt_len = e.tgt_len.value_or(c.train.tgt_len);
-  const int64_t eval_span =
-      e.mem_len.value_or(span - eval_tgt_len) + eval_tgt_len;
-  if (e.mode == EvalMode::kMemory && eval_span > n_ctx) {
-    fail_rule(
-        c,
-        "eval.mem_len",
-        fmt::format(
-            "the evaluation reads eval.mem_len + eval.tgt_len = {} positions, more than the {} "
-            "rows of the learned position tables (model.transformer_xl.n_ctx)",
-            eval_span,
-            n_ctx));
-  }
-}
-
-void validate_transformer_xl(const Config& c) {
-  validate_adaptive(c);
-  validate_learned_positions(c);
-  if (c.model.d_model % 2 != 0) { // both attention types use sinusoid positions
-    fail_rule(
-        c,
-        "model.d_model",
-        fmt::format(
-            "the sinusoidal position embedding needs an even d_model, found {}",
-            c.model.d_model));
-  }
-  validate_memory_spans(c);
-}
-
-void validate_xlnet(const Config& c) {
-  const ModelConfig& m = c.model;
-  if (m.d_model % 2 != 0) {
-    fail_rule(
-        c,
-        "model.d_model",
-        fmt::format(
-            "the sinusoidal position embedding needs an even d_model, found {}",
-            m.d_model));
-  }
-  if (m.pre_lnorm) {
-    fail_rule(
-        c,
-        "model.pre_lnorm",
-        "XLNet normalises after each sub-layer: set false");
-  }
-  if (c.eval.tgt_len && *c.eval.tgt_len != c.train.tgt_len) {
-    fail_rule(
-        c,
-        "eval.tgt_len",
-        fmt::format(
-            "XLNet evaluates records (or reviews) of train.tgt_len = {} positions, the length "
-            "it was trained on: set null, found {}",
-            c.train.tgt_len,
-            *c.eval.tgt_len));
-  }
-  if (m.xlnet.n_class == 1) {
-    fail_rule(
-        c,
-        "model.xlnet.n_class",
-        "a classifier needs 2 classes or more (0: pretraining, no classification head), "
-        "found 1");
-  }
-  if (c.eval.mode != EvalMode::kMemory) {
-    fail_rule(
-        c,
-        "eval.mode",
-        "XLNet is evaluated on its own batches (permutation LM or classification): set memory");
-  }
-}
-
-void validate_char_transformer(const Config& c) {
-  const CharTransformerConfig& x = c.model.char_transformer;
-  if (c.train.tgt_len > x.n_ctx) {
-    fail_rule(
-        c,
-        "train.tgt_len",
-        fmt::format(
-            "windows must fit the learned position tables: at most "
-            "model.char_transformer.n_ctx = {}, found {}",
-            x.n_ctx,
-            c.train.tgt_len));
-  }
-  if (x.target_weights.empty()) {
-    fail_rule(
-        c,
-        "model.char_transformer.target_weights",
-        "needs the t+1 weight at least, found []");
-  }
-  if (static_cast<int64_t>(x.target_weights.size()) > c.train.tgt_len) {
-    fail_rule(
-        c,
-        "model.char_transformer.target_weights",
-        fmt::format(
-            "{} weights, but a window of train.tgt_len = {} has targets up to t+{}: the "
-            "heads beyond it would never see a target",
-            x.target_weights.size(),
-            c.train.tgt_len,
-            c.train.tgt_len));
-  }
-  if (c.eval.mode != EvalMode::kVanilla) {
-    fail_rule(
-        c,
-        "eval.mode",
-        "the character transformer has no memory: set vanilla (eval.stride S scores the last S "
-        "positions of each window, reported as @stride=S)");
+            "groups labelled examples, which only {} reads: set false",
+            readers));
   }
 }
 
 void validate_model(const Config& c) {
-  // A family accepted at run time (accept_model_type) has no section of its own to check.
-  if (c.model.type == "transformer_xl") {
-    validate_transformer_xl(c);
-  } else if (c.model.type == "xlnet") {
-    validate_xlnet(c);
-  } else if (c.model.type == "char_transformer") {
-    validate_char_transformer(c);
+  const FamilySchema* family = family_schema(c.model.type.name);
+  if (family != nullptr && family->validate != nullptr) {
+    family->validate(c);
   }
 }
 
@@ -362,35 +143,124 @@ void validate_run(const Config& c) {
   }
 }
 
-// The names of the families with a section of their own in ModelConfig, then those accepted
-// since. Read and extended under one lock: a test may accept a family while another thread
-// loads a config.
-std::vector<std::string>& accepted_model_types() {
-  // ModelConfig::fields' family sections, in order (a test checks they agree).
-  static std::vector<std::string> types{
-      "transformer_xl", "xlnet", "char_transformer"};
-  return types;
+// The registered families in order (a deque: references stay valid as it grows). Read and
+// extended under one lock: a test may register a family while another thread loads a config.
+std::deque<FamilySchema>& schemas() {
+  static std::deque<FamilySchema> all;
+  return all;
 }
 
-std::mutex& model_types_lock() {
+std::mutex& schemas_lock() {
   static std::mutex lock;
   return lock;
 }
 
 } // namespace
 
-std::vector<std::string> model_types() {
-  const std::lock_guard<std::mutex> guard(model_types_lock());
-  return accepted_model_types();
+void fail_rule(
+    const Config& config,
+    const std::string& key,
+    const std::string& what) {
+  throw ConfigError(config.where(key) + ": " + key + ": " + what);
 }
 
-void accept_model_type(const std::string& name) {
-  const std::lock_guard<std::mutex> guard(model_types_lock());
-  auto& types = accepted_model_types();
-  if (std::find(types.begin(), types.end(), name) != types.end()) {
-    throw UserError(fmt::format("model.type {} is taken", name));
+void register_family_schema(FamilySchema family) {
+  const std::lock_guard<std::mutex> guard(schemas_lock());
+  for (const FamilySchema& known : schemas()) {
+    if (known.name == family.name) {
+      throw UserError(fmt::format("model.type {} is taken", family.name));
+    }
   }
-  types.push_back(name);
+  schemas().push_back(std::move(family));
+}
+
+std::vector<std::string> model_types() {
+  std::vector<std::string> names;
+  for (const FamilySchema* schema : family_schemas()) {
+    names.push_back(schema->name);
+  }
+  return names;
+}
+
+const FamilySchema* family_schema(const std::string& name) {
+  const std::lock_guard<std::mutex> guard(schemas_lock());
+  for (const FamilySchema& schema : schemas()) {
+    if (schema.name == name) {
+      return &schema;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<const FamilySchema*> family_schemas() {
+  const std::lock_guard<std::mutex> guard(schemas_lock());
+  std::vector<const FamilySchema*> all;
+  for (const FamilySchema& schema : schemas()) {
+    all.push_back(&schema);
+  }
+  return all;
+}
+
+// ============================================================================
+// FamilySectionSlot
+// ============================================================================
+
+FamilySectionSlot::FamilySectionSlot(const FamilySectionSlot& other)
+    : section_(other.section_ ? other.section_->clone() : nullptr) {}
+
+FamilySectionSlot& FamilySectionSlot::operator=(
+    const FamilySectionSlot& other) {
+  if (this != &other) {
+    section_ = other.section_ ? other.section_->clone() : nullptr;
+  }
+  return *this;
+}
+
+const FamilySection* FamilySectionSlot::of(const std::string& type) const {
+  const FamilySchema* schema = family_schema(type);
+  if (schema == nullptr || !schema->section) {
+    return nullptr;
+  }
+  if (section_ && section_->type() == schema->section->type()) {
+    return section_.get();
+  }
+  return schema->section.get();
+}
+
+FamilySection* FamilySectionSlot::reset(const std::string& type) {
+  const FamilySchema* schema = family_schema(type);
+  section_ =
+      schema != nullptr && schema->section ? schema->section->clone() : nullptr;
+  return section_.get();
+}
+
+namespace {
+
+// The registered defaults of the section struct of type `type`.
+const FamilySection& registered_section(const std::type_info& type) {
+  for (const FamilySchema* schema : family_schemas()) {
+    if (schema->section && schema->section->type() == type) {
+      return *schema->section;
+    }
+  }
+  throw std::logic_error(fmt::format(
+      "no model family registered a config section of type {}", type.name()));
+}
+
+} // namespace
+
+const void* FamilySectionSlot::find(const std::type_info& type) const {
+  if (section_ && section_->type() == type) {
+    return section_->data();
+  }
+  return registered_section(type).data();
+}
+
+void* FamilySectionSlot::find(const std::type_info& type) {
+  if (!section_ || section_->type() != type) {
+    section_ = registered_section(type).clone();
+  }
+  return section_->data();
 }
 
 // ============================================================================
@@ -441,10 +311,6 @@ bool Limits::admits(const std::string& value) const {
 std::string Config::where(const std::string& key) const {
   const auto it = sources.find(key);
   return it == sources.end() ? "default" : it->second.str();
-}
-
-int64_t ext_len(const ModelConfig& model) {
-  return model.type == "transformer_xl" ? model.transformer_xl.ext_len : 0;
 }
 
 std::string closest_key(

@@ -20,11 +20,12 @@ namespace fs = std::filesystem;
 // from a prepared corpus or random.
 class TokenDataset : public Dataset {
  public:
-  TokenDataset(const config::Config& c, const char* bytes_only)
+  TokenDataset(const config::Config& c, const char* bytes_only, int64_t ext_len)
       : c_(c),
         corpus_(std::make_unique<Corpus>(c.data)),
         n_token_(corpus_->vocab().size()),
-        unit_(corpus_->vocab().kind()) {
+        unit_(corpus_->vocab().kind()),
+        ext_len_(ext_len) {
     if (bytes_only != nullptr && unit_ != VocabKind::kByte) {
       throw UserError(fmt::format(
           "{}: the {} reads bytes, but this is a {}-level vocabulary of {}; prepare the "
@@ -39,13 +40,15 @@ class TokenDataset : public Dataset {
       const config::Config& c,
       int64_t n_token,
       int64_t size,
-      VocabKind unit)
+      VocabKind unit,
+      int64_t ext_len)
       : c_(c),
         random_(std::make_unique<TokenTensor>(
             torch::randint(n_token, {size}, torch::kLong),
             "random tokens")),
         n_token_(n_token),
-        unit_(unit) {}
+        unit_(unit),
+        ext_len_(ext_len) {}
 
   int64_t vocab_size() const override {
     return n_token_;
@@ -79,10 +82,10 @@ class TokenDataset : public Dataset {
     return corpus_->vocab();
   }
   std::unique_ptr<BatchSource> build_train_source() override {
-    return make_train_source(c_.train, split("train"), ext_len());
+    return make_train_source(c_.train, split("train"), ext_len_);
   }
   EvalBatches eval_batches(const std::string& name, bool validation) override {
-    return token_eval_batches(c_, split(name), validation);
+    return token_eval_batches(c_, split(name), validation, ext_len_);
   }
   EvalBatches file_batches(const fs::path& file) override {
     throw UserError(fmt::format(
@@ -94,10 +97,6 @@ class TokenDataset : public Dataset {
   }
 
  private:
-  int64_t ext_len() const {
-    return config::ext_len(c_.model);
-  }
-
   const Tokens& split(const std::string& name) {
     if (corpus_) {
       return corpus_->split(name);
@@ -110,6 +109,7 @@ class TokenDataset : public Dataset {
   std::unique_ptr<TokenTensor> random_; // every split, without a corpus
   int64_t n_token_;
   VocabKind unit_;
+  int64_t ext_len_;
 };
 
 } // namespace
@@ -123,12 +123,13 @@ const Vocab& Dataset::text_vocab() const {
 EvalBatches token_eval_batches(
     const config::Config& c,
     const Tokens& tokens,
-    bool validation) {
+    bool validation,
+    int64_t ext_len) {
   if (validation || c.eval.mode == config::EvalMode::kMemory) {
     const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
     return {
         std::make_unique<OrderedSegments>(
-            tokens, c.eval.batch_size, tgt_len, config::ext_len(c.model)),
+            tokens, c.eval.batch_size, tgt_len, ext_len),
         fmt::format("tgt_len {}, batch {}", tgt_len, c.eval.batch_size)};
   }
   const int64_t window = c.train.tgt_len;
@@ -173,16 +174,18 @@ void check_data_dir(const config::Config& config) {
 
 std::unique_ptr<Dataset> open_token_dataset(
     const config::Config& config,
-    const char* bytes_only) {
-  return std::make_unique<TokenDataset>(config, bytes_only);
+    const char* bytes_only,
+    int64_t ext_len) {
+  return std::make_unique<TokenDataset>(config, bytes_only, ext_len);
 }
 
 std::unique_ptr<Dataset> random_token_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size,
-    VocabKind unit) {
-  return std::make_unique<TokenDataset>(config, n_token, size, unit);
+    VocabKind unit,
+    int64_t ext_len) {
+  return std::make_unique<TokenDataset>(config, n_token, size, unit, ext_len);
 }
 
 } // namespace xl::data

@@ -1,5 +1,8 @@
 #include "xl/models/factory.h"
 
+#include <fmt/format.h>
+
+#include "xl/config/config.h"
 #include "xl/models/registry.h"
 
 namespace xl::models {
@@ -10,6 +13,17 @@ nn::AttentionOptions attention_options(const config::ModelConfig& m) {
       .dropatt(m.dropatt)
       .pre_lnorm(m.pre_lnorm)
       .layer_norm_eps(m.layer_norm_eps);
+}
+
+void require_even_d_model(const config::Config& c) {
+  if (c.model.d_model % 2 != 0) {
+    config::fail_rule(
+        c,
+        "model.d_model",
+        fmt::format(
+            "the sinusoidal position embedding needs an even d_model, found {}",
+            c.model.d_model));
+  }
 }
 
 nn::InitOptions init_options(const config::ModelConfig& m) {

@@ -13,10 +13,22 @@ namespace xl::models {
 
 namespace {
 
+// Hands the family's config section and rules to the config layer, under the family's name.
+void register_schema(ModelFamily& family) {
+  family.config.name = family.name;
+  config::register_family_schema(family.config);
+}
+
 // A deque: registering appends without moving the families callers hold references to.
 std::deque<ModelFamily>& families() {
-  static std::deque<ModelFamily> all{
-      transformer_xl_family(), xlnet_family(), char_transformer_family()};
+  static std::deque<ModelFamily> all = [] {
+    std::deque<ModelFamily> builtin{
+        transformer_xl_family(), xlnet_family(), char_transformer_family()};
+    for (ModelFamily& family : builtin) {
+      register_schema(family);
+    }
+    return builtin;
+  }();
   return all;
 }
 
@@ -46,7 +58,7 @@ void register_model_family(ModelFamily family) {
         fmt::format("Hugging Face has no model for the {} family", family.name);
   }
   const std::lock_guard<std::mutex> guard(registry_lock());
-  config::accept_model_type(family.name);
+  register_schema(family);
   families().push_back(std::move(family));
 }
 

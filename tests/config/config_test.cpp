@@ -7,55 +7,19 @@
 
 #include "test_util.h"
 #include "xl/config/visitors.h"
+#include "xl/models/char_transformer/config.h"
+#include "xl/models/transformer_xl/config.h"
+#include "xl/models/xlnet/config.h"
 #include "xl/util/error.h"
 
 namespace xl::config {
 
-// A schema with two families of its own, to test the family sections apart from the model's.
-
 namespace {
-
-struct CatConfig {
-  int64_t whiskers = 8;
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    v("whiskers", s.whiskers, "whiskers", at_least(0));
-  }
-};
-
-struct DogConfig {
-  int64_t barks = 1;
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    v("barks", s.barks, "barks per minute", at_least(0));
-  }
-};
-
-struct PetConfig {
-  std::string type = "cat";
-  CatConfig cat;
-  DogConfig dog;
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    v("type", s.type, "which pet", one_of({"cat", "dog"}));
-    v.family("cat", s.cat, s.type);
-    v.family("dog", s.dog, s.type);
-  }
-};
-
-PetConfig read_pet(const std::string& yaml) {
-  const Tree tree = tree_from_yaml(YAML::Load(yaml), Source{"pets.yaml", 0});
-  std::map<std::string, Source> sources;
-  PetConfig pet;
-  Reader reader(tree, "pet", sources);
-  PetConfig::fields(pet, reader);
-  reader.reject_unknown();
-  return pet;
-}
 
 using test::TempDir;
 using test::write_file;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string files(const std::string& name) {
   return std::string(test::kSourceDir) + "/tests/config/files/" + name;
@@ -85,7 +49,9 @@ TEST(ConfigInheritance, MergesBaseChainWithNearestFileWinning) {
   EXPECT_DOUBLE_EQ(c.train.lr, 0.002); // middle
   EXPECT_EQ(c.train.max_step, 100);    // base
   EXPECT_EQ(c.data.dir, "data/base");  // base
-  EXPECT_EQ(c.model.transformer_xl.cutoffs, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(
+      c.model.section<models::TransformerXLConfig>().cutoffs,
+      (std::vector<int64_t>{10, 20}));
   EXPECT_EQ(c.run.name, "child"); // the loaded file's stem
   EXPECT_THAT(c.where("model.n_head"), HasSubstr("base.yaml:4"));
   EXPECT_THAT(c.where("model.d_model"), HasSubstr("child.yaml:3"));
@@ -132,9 +98,12 @@ TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
        "run.name=ablation"});
   EXPECT_EQ(c.model.n_layer, 11);
   EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
-  EXPECT_EQ(c.model.transformer_xl.cutoffs, (std::vector<int64_t>{5, 50, 500}));
-  EXPECT_TRUE(c.model.transformer_xl.same_length);
-  EXPECT_FALSE(c.model.transformer_xl.d_embed.has_value());
+  EXPECT_EQ(
+      c.model.section<models::TransformerXLConfig>().cutoffs,
+      (std::vector<int64_t>{5, 50, 500}));
+  EXPECT_TRUE(c.model.section<models::TransformerXLConfig>().same_length);
+  EXPECT_FALSE(
+      c.model.section<models::TransformerXLConfig>().d_embed.has_value());
   EXPECT_EQ(c.run.name, "ablation");
   EXPECT_EQ(c.where("model.n_layer"), "--set model.n_layer=11");
 }
@@ -315,7 +284,7 @@ TEST(ConfigDump, ReloadsIdentically) {
   const auto path = write_file(dir / "dumped.yaml", text);
   const Config reloaded = load(path.string());
   EXPECT_EQ(dump(reloaded), text);
-  EXPECT_EQ(reloaded.model.transformer_xl.d_embed, 96);
+  EXPECT_EQ(reloaded.model.section<models::TransformerXLConfig>().d_embed, 96);
   EXPECT_EQ(reloaded.eval.same_length, false);
   EXPECT_DOUBLE_EQ(reloaded.train.lr, 0.000123456789);
   EXPECT_EQ(reloaded.run.dir, "/tmp/x y");
@@ -490,23 +459,68 @@ TEST(FamilySections, AFamilysKeyAtTheTopLevelPointsToItsSection) {
 }
 
 TEST(FamilySections, OnlyTheActiveFamilyMaySetItsSection) {
-  EXPECT_EQ(read_pet("type: dog\ndog:\n  barks: 3\n").dog.barks, 3);
-  EXPECT_EQ(read_pet("type: cat\ncat:\n  whiskers: 12\n").cat.whiskers, 12);
-  try {
-    read_pet("type: cat\ndog:\n  barks: 3\n");
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_THAT(
-        e.what(),
-        HasSubstr(
-            "pets.yaml: pet.dog: these keys are for pet.type dog, but pet.type is cat"));
-  }
-  // The dump holds the active family's section only.
-  const PetConfig dog = read_pet("type: dog\n");
-  std::string out;
-  Writer writer(out, "  ");
-  PetConfig::fields(dog, writer);
-  EXPECT_EQ(out, "  type: \"dog\"\n  dog:\n    barks: 1\n");
+  TempDir dir;
+  const Config xlnet = load(
+      write_config(dir, "model:\n  type: xlnet\n  xlnet:\n    n_class: 3\n"));
+  EXPECT_EQ(xlnet.model.section<models::XLNetConfig>().n_class, 3);
+  EXPECT_THAT(
+      error_of(write_config(
+          dir, "model:\n  type: transformer_xl\n  xlnet:\n    n_class: 3\n")),
+      HasSubstr(
+          "config.yaml:5: model.xlnet: these keys are for model.type xlnet, but "
+          "model.type is transformer_xl"));
+  // The dump holds the active family's section only, after the common keys.
+  const std::string text = dump(xlnet);
+  EXPECT_THAT(
+      text,
+      HasSubstr("  layer_norm_eps: 1.0e-05\n  xlnet:\n    untie_r: false\n"));
+  EXPECT_THAT(text, Not(HasSubstr("transformer_xl:")));
+  EXPECT_THAT(text, Not(HasSubstr("char_transformer:")));
+  EXPECT_EQ(
+      load(write_file(dir / "dumped.yaml", text))
+          .model.section<models::XLNetConfig>()
+          .n_class,
+      3);
+}
+
+// A section's struct read for another family is that family's defaults; set, it becomes the
+// config's section.
+TEST(FamilySections, SectionsReadAsTheirDefaultsUntilSet) {
+  Config c;
+  c.model.type = "char_transformer";
+  EXPECT_EQ(c.model.section<models::CharTransformerConfig>().n_ctx, 512);
+  c.model.section<models::CharTransformerConfig>().n_ctx = 64;
+  EXPECT_EQ(c.model.section<models::CharTransformerConfig>().n_ctx, 64);
+  EXPECT_THAT(dump(c), HasSubstr("  char_transformer:\n    n_ctx: 64\n"));
+  const Config copy = c;
+  c.model.section<models::CharTransformerConfig>().n_ctx = 32;
+  EXPECT_EQ(copy.model.section<models::CharTransformerConfig>().n_ctx, 64);
+  // Setting another family's section replaces this one.
+  c.model.section<models::XLNetConfig>().n_class = 2;
+  EXPECT_EQ(c.model.section<models::CharTransformerConfig>().n_ctx, 512);
+}
+
+// Labelled examples are read by XLNet classification only: elsewhere their keys are errors that
+// say who reads them.
+TEST(FamilySections, LabelledKeysNeedAFamilyThatReadsLabels) {
+  TempDir dir;
+  const std::string path = write_config(dir, "");
+  EXPECT_THAT(
+      error_of(path, {"data.train_examples=5"}),
+      HasSubstr(
+          "data.train_examples: limits labelled examples, which only model.type xlnet "
+          "with model.xlnet.n_class > 0 reads: set null"));
+  EXPECT_THAT(
+      error_of(path, {"model.type=xlnet", "train.group_by_length=true"}),
+      HasSubstr("train.group_by_length: groups labelled examples"));
+  EXPECT_EQ(
+      error_of(
+          path,
+          {"model.type=xlnet",
+           "model.xlnet.n_class=2",
+           "data.train_examples=5",
+           "train.group_by_length=true"}),
+      "");
 }
 
 TEST(ConfigChoices, ParseIntoEnumsAndDumpByName) {

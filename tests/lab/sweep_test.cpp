@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "xl/config/config.h"
+#include "xl/models/transformer_xl/config.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/files.h"
 
@@ -75,13 +76,15 @@ TEST(SweepSpec, VariantsTimesTheGridLastAxisFastestEachConfigResolved) {
   const auto& last = runs.back().config;
   EXPECT_EQ(last.train.max_step, 12);
   EXPECT_DOUBLE_EQ(last.train.lr, 0.001);
-  EXPECT_EQ(last.model.transformer_xl.mem_len, 4);
+  EXPECT_EQ(last.model.section<models::TransformerXLConfig>().mem_len, 4);
   EXPECT_EQ(
-      last.model.transformer_xl.cutoffs, (std::vector<int64_t>{100, 1000}));
+      last.model.section<models::TransformerXLConfig>().cutoffs,
+      (std::vector<int64_t>{100, 1000}));
   EXPECT_EQ(
       run::directory_of(last),
       std::filesystem::path("sweeps/a/short,lr=0.001,cutoffs=100-1000"));
-  EXPECT_EQ(runs[0].config.model.transformer_xl.mem_len, 16);
+  EXPECT_EQ(
+      runs[0].config.model.section<models::TransformerXLConfig>().mem_len, 16);
 }
 
 TEST(SweepSpec, BadSweepsFailBeforeAnyRun) {

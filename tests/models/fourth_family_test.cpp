@@ -1,7 +1,8 @@
 // A fourth model family that exists only in this file: a bigram language model (an embedding
-// and a softmax over the next token). Registered at run time, it is trained, resumed, evaluated
-// and benchmarked by the same library calls as the built-in families, without a line of their
-// code knowing it: what a new family needs is its model and its descriptor (models/family.h).
+// and a softmax over the next token). Registered at run time, with a config section of its own
+// (model.bigram) and a rule of its own, it is trained, resumed, evaluated and benchmarked by the
+// same library calls as the built-in families, without a line of their code knowing it: what a
+// new family needs is its model and its descriptor (models/family.h).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "xl/app/train.h"
 #include "xl/bench/benchmark.h"
 #include "xl/config/config.h"
+#include "xl/config/visitors.h"
 #include "xl/models/factory.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/models/registry.h"
@@ -21,14 +23,34 @@
 namespace xl::models {
 namespace {
 
+// model.bigram: the family's own keys.
+struct BigramConfig {
+  bool bias = true;
+
+  template <class Self, class V>
+  static void fields(Self& s, V& v) {
+    v("bias", s.bias, "a bias on the output projection");
+  }
+};
+
+// The bigram has no dropout to apply: a config that asks for some is refused.
+void validate_bigram(const config::Config& c) {
+  if (c.model.dropout != 0.0) {
+    config::fail_rule(c, "model.dropout", "the bigram has no dropout: set 0");
+  }
+}
+
 // log p(next | current) from a table of d_model-wide rows and one output projection.
 class BigramImpl : public LanguageModelImpl {
  public:
-  BigramImpl(int64_t n_token, int64_t d_model)
+  BigramImpl(int64_t n_token, int64_t d_model, bool bias)
       : embedding(register_module(
             "embedding",
             torch::nn::Embedding(n_token, d_model))),
-        out(register_module("out", torch::nn::Linear(d_model, n_token))) {}
+        out(register_module(
+            "out",
+            torch::nn::Linear(
+                torch::nn::LinearOptions(d_model, n_token).bias(bias)))) {}
 
   // tokens [L, B], targets [T <= L, B] -> the "lm" term over the last T positions.
   ModelOutput forward(
@@ -57,7 +79,9 @@ class BigramImpl : public LanguageModelImpl {
     torch::NoGradGuard no_grad;
     embedding->weight.normal_(0.0, 0.02);
     out->weight.normal_(0.0, 0.02);
-    out->bias.zero_();
+    if (out->bias.defined()) {
+      out->bias.zero_();
+    }
   }
 
   torch::nn::Embedding embedding;
@@ -67,8 +91,11 @@ class BigramImpl : public LanguageModelImpl {
 ModelFamily bigram_family() {
   ModelFamily f;
   f.name = "bigram";
+  f.config.section = config::section_of<BigramConfig>();
+  f.config.validate = validate_bigram;
   f.build = [](const config::Config& c, int64_t n_token) -> LanguageModel {
-    auto model = std::make_shared<BigramImpl>(n_token, c.model.d_model);
+    auto model = std::make_shared<BigramImpl>(
+        n_token, c.model.d_model, c.model.section<BigramConfig>().bias);
     model->reset_parameters();
     return model;
   };
@@ -78,13 +105,13 @@ ModelFamily bigram_family() {
     return span;
   };
   f.open_dataset = [](const config::Config& c) {
-    return data::open_token_dataset(c, nullptr);
+    return data::open_token_dataset(c, nullptr, 0);
   };
-  f.random_dataset = [](const config::Config& c,
-                        int64_t n_token,
-                        int64_t size) {
-    return data::random_token_dataset(c, n_token, size, data::VocabKind::kWord);
-  };
+  f.random_dataset =
+      [](const config::Config& c, int64_t n_token, int64_t size) {
+        return data::random_token_dataset(
+            c, n_token, size, data::VocabKind::kWord, 0);
+      };
   f.memory_shape = [](const config::Config& c, int64_t n_token) {
     const auto& m = c.model;
     MemoryShape shape(
@@ -131,7 +158,7 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
   const std::string config_file =
       test::write_file(
           dir / "bigram.yaml",
-          "model: {type: bigram, d_model: 16}\n"
+          "model: {type: bigram, d_model: 16, bigram: {bias: false}}\n"
           "data: {dir: " +
               (dir / "data").string() +
               "}\n"
@@ -144,13 +171,43 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
           .string();
   const auto config = config::load(config_file, {});
   EXPECT_EQ(config.model.type.name, "bigram");
-  // A family section of another type is still refused.
-  EXPECT_THROW(
-      config::load(config_file, {"model.xlnet.n_class=2"}), ConfigError);
+  EXPECT_FALSE(config.model.section<BigramConfig>().bias);
+  EXPECT_EQ(build_model(config, 12)->named_parameters().size(), 2u);
+  // Its section is as strict as the built-in ones, its rule holds, and a family section of
+  // another type is still refused.
+  const auto error_of = [&](const std::string& override) {
+    try {
+      config::load(config_file, {override});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(
+      error_of("model.bigram.biass=true")
+          .find("unknown key 'model.bigram.biass'"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of("model.dropout=0.1")
+          .find("model.dropout: the bigram has no dropout"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of("model.xlnet.n_class=2")
+          .find("these keys are for model.type xlnet"),
+      std::string::npos);
+  EXPECT_NE(
+      config::schema_reference().find(
+          "| `model.bigram.bias` | boolean | `true` |"),
+      std::string::npos);
 
   // Stopped at step 30 and resumed, as xl-train --resume does.
   ASSERT_EQ(app::run_training(config, false, 30), 0);
   ASSERT_EQ(app::run_training(config, true), 0);
+  // The run's resolved config holds the section, and reloads with it.
+  const auto resolved = dir / "run" / "config.yaml";
+  ASSERT_TRUE(std::filesystem::exists(resolved));
+  EXPECT_FALSE(
+      config::load(resolved.string()).model.section<BigramConfig>().bias);
   const auto metrics = records(dir / "run" / "metrics.jsonl");
   double first = 0;
   double last = 0;

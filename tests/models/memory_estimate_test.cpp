@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/factory.h"
+#include "xl/models/transformer_xl/config.h"
 #include "xl/util/error.h"
 
 namespace xl::models {
@@ -74,7 +75,7 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
 
   // Attention scores grow with queries x keys: doubling the segment (no memory) more than
   // doubles the activations; halving the batch through batch_chunk halves them.
-  c.model.transformer_xl.mem_len = 0;
+  c.model.section<models::TransformerXLConfig>().mem_len = 0;
   const double base = estimate_training_memory(c, 5000).activations;
   c.train.tgt_len *= 2;
   EXPECT_GT(estimate_training_memory(c, 5000).activations, 2 * base);
@@ -87,7 +88,7 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   c.train.activation_checkpointing = false;
 
   // The memory: (n_layer + 1) tensors of [mem_len, batch, d_model], old and new.
-  c.model.transformer_xl.mem_len = 8;
+  c.model.section<models::TransformerXLConfig>().mem_len = 8;
   EXPECT_EQ(
       estimate_training_memory(c, 5000).memories,
       2.0 * 4 * static_cast<double>(c.model.n_layer + 1) *

@@ -6,22 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "xl/config/config.h"
+#include "xl/models/char_transformer/config.h"
+
 namespace xl::models {
 namespace {
 
-// A schema visitor that lists the family sections only.
-struct SectionLister {
-  template <class... Args>
-  void operator()(const char* /*key*/, Args&&... /*field*/) {}
-  template <class Section>
-  void family(const char* key, const Section& /*section*/, const std::string&) {
-    keys.emplace_back(key);
-  }
-  std::vector<std::string> keys;
-};
-
-// Every model.type the config accepts has exactly one family, under the same name, and each
-// family with a section of its own is the section of that name.
+// Every model.type the config accepts has exactly one family, under the same name, and the
+// config layer knows each family's section and rules as that family hands them over.
 TEST(Registry, EveryModelTypeHasOneFamilyOfItsName) {
   std::set<std::string> names;
   for (const auto& type : config::model_types()) {
@@ -29,17 +21,29 @@ TEST(Registry, EveryModelTypeHasOneFamilyOfItsName) {
     names.insert(type);
   }
   EXPECT_EQ(names.size(), model_families().size());
-  // The schema's family sections, in order, are the first names model.type accepts.
-  SectionLister sections;
-  config::ModelConfig model;
-  config::ModelConfig::fields(model, sections);
-  const auto types = config::model_types();
-  ASSERT_GE(types.size(), sections.keys.size());
-  EXPECT_EQ(
-      std::vector<std::string>(
-          types.begin(),
-          types.begin() + static_cast<std::ptrdiff_t>(sections.keys.size())),
-      sections.keys);
+  for (const ModelFamily& f : model_families()) {
+    SCOPED_TRACE(f.name);
+    const config::FamilySchema* schema = config::family_schema(f.name);
+    ASSERT_NE(schema, nullptr);
+    EXPECT_EQ(schema->name, f.name);
+    EXPECT_EQ(schema->section, f.config.section);
+    EXPECT_EQ(schema->validate, f.config.validate);
+    EXPECT_EQ(schema->labelled, f.config.labelled);
+  }
+}
+
+// The built-in families have sections of their own, each in a full config's YAML under its name.
+TEST(Registry, BuiltInSectionsAreInTheDumpedConfig) {
+  for (const char* name : {"transformer_xl", "xlnet", "char_transformer"}) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(config::family_schema(name), nullptr);
+    ASSERT_NE(config::family_schema(name)->section, nullptr);
+    config::Config c;
+    c.model.type = name;
+    EXPECT_NE(
+        config::dump(c).find(std::string("\n  ") + name + ":\n"),
+        std::string::npos);
+  }
 }
 
 // What every caller relies on is there; what may be missing says why in words.
@@ -69,7 +73,7 @@ TEST(Registry, HuggingFaceNamesClaimOnlyTheirOwnModels) {
     c.model.n_head = 2;
     c.model.d_head = 4;
     c.model.d_inner = 16;
-    c.model.char_transformer.n_ctx = c.train.tgt_len;
+    c.model.section<models::CharTransformerConfig>().n_ctx = c.train.tgt_len;
     const auto model = f.build(c, 40);
     for (const ModelFamily& other : model_families()) {
       if (other.hf_tensors == nullptr) {

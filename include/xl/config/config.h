@@ -35,9 +35,12 @@ std::string dump(const Config& config);
 /// rows).
 std::string schema_reference();
 
-/// Tokens of context a training segment reads past its targets: model.transformer_xl.ext_len,
-/// 0 for the families without one.
-int64_t ext_len(const ModelConfig& model);
+/// Fails with a ConfigError naming where `key` was set, the key and `what` is wrong: a rule
+/// between fields is broken.
+[[noreturn]] void fail_rule(
+    const Config& config,
+    const std::string& key,
+    const std::string& what);
 
 /// The key of `candidates` closest to `key` by edit distance, or "" if none is
 /// close.

@@ -1,7 +1,8 @@
 // The configuration schema: one struct per section. Each struct lists its fields exactly once in
 // `fields()`, which the loader, the validator, the dumper and `--print-schema` all walk; string
 // choices are enums, parsed once. Keys every model family has live in `model`; a family's own keys
-// live in its sub-section (`model.transformer_xl`), which only that `model.type` may set.
+// live in its sub-section (`model.transformer_xl`), which only that `model.type` may set and which
+// the family's folder defines (models/<family>/config.h, seen here through family_section.h).
 // Defaults follow kimiyoung/transformer-xl's train.py unless noted. Modules never see these
 // structs; src/models maps them onto module Options.
 #pragma once
@@ -12,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "xl/config/family_section.h"
 #include "xl/config/field.h"
 #include "xl/config/source.h"
 
 namespace xl::config {
 
-enum class AttnType { kRelative, kAbsolute, kLearned };
 enum class Activation { kRelu, kGelu, kGeluTanh };
 enum class Init { kNormal, kUniform };
 enum class Device { kAuto, kCpu, kCuda };
@@ -25,15 +26,8 @@ enum class Sampling { kOrdered, kRandomWindows };
 enum class Optim { kAdam, kAdamW, kSgd, kLamb };
 enum class Scheduler { kCosine, kPoly, kInvSqrt, kConstant, kPlateau };
 enum class EvalMode { kMemory, kVanilla };
-enum class PositionTables { kPerLayer, kInput };
-enum class LayerDecay { kStep, kLinear };
-enum class LayerReduce { kSum, kMean };
-enum class SequenceSummary { kLast, kMean };
 
 // clang-format off
-template <> struct Choices<AttnType> {
-  static constexpr std::array<Choice<AttnType>, 3> all{{{AttnType::kRelative, "relative"}, {AttnType::kAbsolute, "absolute"}, {AttnType::kLearned, "learned"}}};
-};
 template <> struct Choices<Activation> {
   static constexpr std::array<Choice<Activation>, 3> all{{{Activation::kRelu, "relu"}, {Activation::kGelu, "gelu"}, {Activation::kGeluTanh, "gelu_tanh"}}};
 };
@@ -55,118 +49,7 @@ template <> struct Choices<Scheduler> {
 template <> struct Choices<EvalMode> {
   static constexpr std::array<Choice<EvalMode>, 2> all{{{EvalMode::kMemory, "memory"}, {EvalMode::kVanilla, "vanilla"}}};
 };
-template <> struct Choices<PositionTables> {
-  static constexpr std::array<Choice<PositionTables>, 2> all{{{PositionTables::kPerLayer, "per_layer"}, {PositionTables::kInput, "input"}}};
-};
-template <> struct Choices<LayerDecay> {
-  static constexpr std::array<Choice<LayerDecay>, 2> all{{{LayerDecay::kStep, "step"}, {LayerDecay::kLinear, "linear"}}};
-};
-template <> struct Choices<LayerReduce> {
-  static constexpr std::array<Choice<LayerReduce>, 2> all{{{LayerReduce::kSum, "sum"}, {LayerReduce::kMean, "mean"}}};
-};
-template <> struct Choices<SequenceSummary> {
-  static constexpr std::array<Choice<SequenceSummary>, 2> all{{{SequenceSummary::kLast, "last"}, {SequenceSummary::kMean, "mean"}}};
-};
 // clang-format on
-
-/// model.transformer_xl: memory, attention type and the adaptive input/softmax of Transformer-XL.
-struct TransformerXLConfig {
-  AttnType attn_type = AttnType::kRelative;
-  bool untie_r = false;
-  int64_t mem_len = 0;
-  int64_t ext_len = 0;
-  bool same_length = false;
-  int64_t clamp_len = -1;
-  std::optional<int64_t> n_ctx;   // null: mem_len + train.tgt_len
-  std::optional<int64_t> d_embed; // null: model.d_model
-  std::vector<int64_t> cutoffs;
-  int64_t div_val = 1;
-  bool tie_weight = true;
-  std::vector<bool>
-      tie_projs; // empty: [false, true, true, ...] (kimiyoung's wt103 setting)
-  double proj_init_std = 0.01;
-
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    // clang-format off
-    v("attn_type", s.attn_type, "relative (Transformer-XL), absolute (vanilla attention, sinusoid positions added to the embeddings) or learned (vanilla attention, a learned position table added to every layer's input: Al-Rfou et al., kimiyoung's attn_type 3)");
-    v("untie_r", s.untie_r, "per-layer u/v attention biases instead of shared ones");
-    v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
-    v("ext_len", s.ext_len, "extended context without gradient or memory", at_least(0));
-    v("same_length", s.same_length, "every query attends to the same number of keys (needs mem_len > 0)");
-    v("clamp_len", s.clamp_len, "clamp relative distances above this (-1: no clamping)", at_least(-1));
-    v("n_ctx", s.n_ctx, "attn_type learned: rows of each position table, the longest memory + segment (null: mem_len + train.tgt_len)", at_least(1));
-    v("d_embed", s.d_embed, "embedding size before projection (null: model.d_model)", at_least(1));
-    v("cutoffs", s.cutoffs, "adaptive softmax/input cluster boundaries (empty: full softmax)", at_least(1));
-    v("div_val", s.div_val, "embedding size divisor per adaptive cluster", at_least(1));
-    v("tie_weight", s.tie_weight, "tie adaptive input and softmax weights");
-    v("tie_projs", s.tie_projs, "tie each cluster's projection (empty: all but the first)");
-    v("proj_init_std", s.proj_init_std, "init std of adaptive projections", greater_than(0));
-    // clang-format on
-  }
-};
-
-/// model.xlnet: memory, activation, heads and the permutation-LM objective of XLNet. Defaults
-/// follow zihangdai/xlnet's train_gpu.py (num_predict: its README's pretraining command).
-struct XLNetConfig {
-  bool untie_r = false;
-  int64_t mem_len = 0;
-  int64_t reuse_len = 0;
-  int64_t clamp_len = -1;
-  Activation ff_activation = Activation::kRelu;
-  int64_t n_class = 0;
-  SequenceSummary summary = SequenceSummary::kLast;
-  bool bi_data = true;
-  std::optional<int64_t> perm_size; // null: reuse_len
-  int64_t num_predict = 85;
-  int64_t mask_alpha = 6;
-  int64_t mask_beta = 1;
-
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    // clang-format off
-    v("untie_r", s.untie_r, "per-layer r_w/r_r/r_s attention biases instead of shared ones");
-    v("mem_len", s.mem_len, "cached hidden states per layer (segment recurrence)", at_least(0));
-    v("reuse_len", s.reuse_len, "positions of each segment cached for the next one (0: all; pretraining needs >= 1)", at_least(0));
-    v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", at_least(-1));
-    v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
-    v("n_class", s.n_class, "classes of the sequence classification head (0: pretraining, no head)", at_least(0));
-    v("summary", s.summary, "what the classification head reads of the content stream's last layer: last (the <cls> position, as zihangdai's run_classifier and ratsgo) or mean (the mean over the real positions, padding left out)");
-    v("bi_data", s.bi_data, "pretraining: half of the rows read their streams backwards");
-    v("perm_size", s.perm_size, "pretraining: positions permuted together (null: reuse_len)", at_least(1));
-    v("num_predict", s.num_predict, "pretraining: predictions per record (padded)", at_least(1));
-    v("mask_alpha", s.mask_alpha, "pretraining: a span of n words comes with n * mask_alpha / mask_beta positions of context", at_least(1));
-    v("mask_beta", s.mask_beta, "pretraining: see mask_alpha", at_least(1));
-    // clang-format on
-  }
-};
-
-/// model.char_transformer: the deep character transformer of Al-Rfou et al. (T12, T64): learned
-/// positions, and the auxiliary losses of its training (docs/char-transformer.md).
-struct CharTransformerConfig {
-  int64_t n_ctx = 512;
-  PositionTables positions = PositionTables::kPerLayer;
-  double relu_dropout = 0.0;
-  bool multiple_positions = true;
-  bool intermediate_layers = true;
-  LayerDecay layer_decay = LayerDecay::kStep;
-  LayerReduce layer_reduce = LayerReduce::kSum;
-  std::vector<double> target_weights{1.0, 0.5};
-
-  template <class Self, class V>
-  static void fields(Self& s, V& v) {
-    // clang-format off
-    v("n_ctx", s.n_ctx, "rows of the learned position tables: the longest window (train.tgt_len)", at_least(1));
-    v("positions", s.positions, "per_layer: a learned table added to every layer's input (the paper); input: one table at the input");
-    v("relu_dropout", s.relu_dropout, "dropout after the feed-forward's ReLU (model.dropout: residual, model.dropatt: attention)", fraction());
-    v("multiple_positions", s.multiple_positions, "training loss at every position of the window (false: the last only)");
-    v("intermediate_layers", s.intermediate_layers, "heads on every layer; layer l of n stops at l/(2n) of train.max_step");
-    v("layer_decay", s.layer_decay, "an intermediate layer's weight until it stops: step (1) or linear (1 down to 0)");
-    v("layer_reduce", s.layer_reduce, "sum or mean of the active layers' losses");
-    v("target_weights", s.target_weights, "weights of the t+1, t+2, ... targets in each layer's loss (one head each)", greater_than(0));
-    // clang-format on
-  }
-};
 
 /// model.type: a model family's name. Read and written as the enums' choices are (unquoted, one
 /// of model_types()), but open: a program may accept more names (accept_model_type).
@@ -190,14 +73,6 @@ struct TypeName<ModelType> {
   }
 };
 
-/// The names model.type accepts: the families with a section below, then those a program
-/// accepted since (accept_model_type), in that order.
-std::vector<std::string> model_types();
-
-/// Accepts `name` as model.type from now on: a family whose keys are the common ones of `model`
-/// (models::register_model_family calls it). A name already accepted is a UserError.
-void accept_model_type(const std::string& name);
-
 struct ModelConfig {
   ModelType type = "transformer_xl";
   int64_t n_layer = 12;
@@ -212,9 +87,20 @@ struct ModelConfig {
   double init_range = 0.1;
   double init_std = 0.02;
   double layer_norm_eps = 1e-5;
-  TransformerXLConfig transformer_xl;
-  XLNetConfig xlnet;
-  CharTransformerConfig char_transformer;
+  /// model.<type>: read and written through section<S>()
+  FamilySectionSlot family_section;
+
+  /// The section of model.type's family, a struct S of models/<family>/config.h (its defaults
+  /// where none was read or set); the mutable one first replaces a section of another family by
+  /// S's defaults.
+  template <class S>
+  const S& section() const {
+    return *static_cast<const S*>(family_section.find(typeid(S)));
+  }
+  template <class S>
+  S& section() {
+    return *static_cast<S*>(family_section.find(typeid(S)));
+  }
 
   template <class Self, class V>
   static void fields(Self& s, V& v) {
@@ -232,9 +118,7 @@ struct ModelConfig {
     v("init_range", s.init_range, "uniform init range", greater_than(0));
     v("init_std", s.init_std, "normal init std (and of LayerNorm gains around 1)", greater_than(0));
     v("layer_norm_eps", s.layer_norm_eps, "LayerNorm epsilon", greater_than(0));
-    v.family("transformer_xl", s.transformer_xl, s.type.name);
-    v.family("xlnet", s.xlnet, s.type.name);
-    v.family("char_transformer", s.char_transformer, s.type.name);
+    v.family(s.family_section, s.type.name);
     // clang-format on
   }
 };

@@ -2,9 +2,10 @@
 // Writer dumps YAML, Describer prints the reference table, KeyLister lists the keys. A schema
 // struct calls, for each field,
 //   v(key, member, help[, limits])                   a scalar, list, optional or enum field
-//   v.family(key, member, current)                   a family's sub-section, e.g.
-//                                                    model.transformer_xl, which only
-//                                                    `<section>.type == key` may set
+//   v.family(slot, current)                          the registered families' sub-sections
+//                                                    (model.transformer_xl, ...), of which
+//                                                    only the `current` type's may be set
+// SectionOf (at the end) makes a family's schema struct a FamilySection.
 #pragma once
 
 #include <fmt/format.h>
@@ -12,9 +13,11 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "xl/config/config.h"
@@ -105,9 +108,14 @@ class KeyLister {
   void operator()(const char* key, const T&, const char*, const Limits& = {}) {
     keys.emplace_back(key);
   }
-  template <class Section>
-  void family(const char* key, const Section&, const std::string&) {
-    keys.emplace_back(key);
+  void family(
+      const FamilySectionSlot& /*slot*/,
+      const std::string& /*current*/) {
+    for (const FamilySchema* schema : family_schemas()) {
+      if (schema->section) {
+        keys.push_back(schema->name);
+      }
+    }
   }
   std::vector<std::string> keys;
 };
@@ -149,33 +157,39 @@ class Reader {
     read(*node, path, member, effective_limits<T>(limits));
   }
 
-  template <class Section>
-  void family(const char* key, Section& member, const std::string& current) {
-    known_.emplace_back(key);
-    family_keys_[key] = keys_of<Section>();
-    if (key == current) {
-      current_family_ = key;
+  /// Every family's section is a known key, but only the current type's may be set.
+  void family(FamilySectionSlot& slot, const std::string& current) {
+    current_family_ = current;
+    for (const FamilySchema* schema : family_schemas()) {
+      if (!schema->section) {
+        continue;
+      }
+      known_.push_back(schema->name);
+      family_keys_[schema->name] = schema->section->keys();
+      const Tree* node = section_.find(schema->name);
+      if (node != nullptr && schema->name != current) {
+        throw ConfigError(fmt::format(
+            "{}: {}.{}: these keys are for {}.type {}, but {}.type is {}",
+            node->source.str(),
+            prefix_,
+            schema->name,
+            prefix_,
+            schema->name,
+            prefix_,
+            current));
+      }
     }
-    const Tree* node = section_.find(key);
-    if (node == nullptr) {
+    FamilySection* section = slot.reset(current);
+    const Tree* node = section_.find(current);
+    if (section == nullptr || node == nullptr) {
       return;
     }
-    const std::string path = prefix_ + "." + key;
-    if (key != current) {
-      throw ConfigError(fmt::format(
-          "{}: {}: these keys are for {}.type {}, but {}.type is {}",
-          node->source.str(),
-          path,
-          prefix_,
-          key,
-          prefix_,
-          current));
-    }
+    const std::string path = prefix_ + "." + current;
     if (!node->is_map) {
       fail(*node, path, "expected a mapping of keys", show(node->leaf));
     }
     Reader reader(*node, path, sources_);
-    Section::fields(member, reader);
+    section->read(reader);
     reader.reject_unknown();
   }
 
@@ -315,18 +329,15 @@ class Writer {
     out_ += indent_ + key + ": " + render(member) + "\n";
   }
 
-  /// Only the active family's sub-section is written.
-  template <class Section>
-  void family(
-      const char* key,
-      const Section& member,
-      const std::string& current) {
-    if (key != current) {
+  /// Only the current family's sub-section is written.
+  void family(const FamilySectionSlot& slot, const std::string& current) {
+    const FamilySection* section = slot.of(current);
+    if (section == nullptr) {
       return;
     }
-    out_ += indent_ + key + ":\n";
+    out_ += indent_ + current + ":\n";
     Writer writer(out_, indent_ + "  ");
-    Section::fields(member, writer);
+    section->write(writer);
   }
 
   /// A value as it appears in the YAML.
@@ -387,18 +398,63 @@ class Describer {
         help);
   }
 
-  template <class Section>
+  /// Every family's sub-section, with its defaults.
   void family(
-      const char* key,
-      const Section& member,
+      const FamilySectionSlot& /*slot*/,
       const std::string& /*current*/) {
-    Describer describer(out_, prefix_ + "." + key);
-    Section::fields(member, describer);
+    for (const FamilySchema* schema : family_schemas()) {
+      if (schema->section) {
+        Describer describer(out_, prefix_ + "." + schema->name);
+        schema->section->describe(describer);
+      }
+    }
   }
 
  private:
   std::string& out_;
   std::string prefix_;
 };
+
+// ============================================================================
+// SectionOf: a family's schema struct S (models/<family>/config.h) as a FamilySection.
+// ============================================================================
+
+template <class S>
+class SectionOf final : public FamilySection {
+ public:
+  std::unique_ptr<FamilySection> clone() const override {
+    return std::make_unique<SectionOf>(*this);
+  }
+  const std::type_info& type() const override {
+    return typeid(S);
+  }
+  void* data() override {
+    return &value_;
+  }
+  const void* data() const override {
+    return &value_;
+  }
+  std::vector<std::string> keys() const override {
+    return keys_of<S>();
+  }
+  void read(Reader& reader) override {
+    S::fields(value_, reader);
+  }
+  void write(Writer& writer) const override {
+    S::fields(value_, writer);
+  }
+  void describe(Describer& describer) const override {
+    S::fields(value_, describer);
+  }
+
+ private:
+  S value_;
+};
+
+/// The defaults of family section S, for FamilySchema::section.
+template <class S>
+std::shared_ptr<const FamilySection> section_of() {
+  return std::make_shared<const SectionOf<S>>();
+}
 
 } // namespace xl::config

@@ -82,11 +82,13 @@ class Dataset {
 
 /// Evaluation batches over one token stream as the eval section asks (memory mode: ordered
 /// segments of eval.tgt_len; vanilla mode: sliding windows of train.tgt_len scoring the last
-/// eval.stride positions); `validation` is always memory mode. `tokens` must outlive the source.
+/// eval.stride positions); `validation` is always memory mode; the segments read `ext_len` tokens
+/// of context past their targets. `tokens` must outlive the source.
 EvalBatches token_eval_batches(
     const config::Config& config,
     const Tokens& tokens,
-    bool validation);
+    bool validation,
+    int64_t ext_len);
 
 /// The file of data.<split> ("train", "valid", "test").
 const std::string& split_file(
@@ -98,17 +100,20 @@ void check_data_dir(const config::Config& config);
 
 /// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split;
 /// `bytes_only` names the family when it reads bytes only (a word vocabulary is then a
-/// UserError), null when either will do.
+/// UserError), null when either will do; training and memory-mode segments read `ext_len` tokens
+/// of context past their targets (Transformer-XL's model.transformer_xl.ext_len, else 0).
 std::unique_ptr<Dataset> open_token_dataset(
     const config::Config& config,
-    const char* bytes_only);
+    const char* bytes_only,
+    int64_t ext_len);
 
 /// `size` uniform ids below `n_token` that every split shares, read as `unit`s (benchmarks: no
-/// prepared data needed).
+/// prepared data needed), with segments as open_token_dataset's.
 std::unique_ptr<Dataset> random_token_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size,
-    VocabKind unit);
+    VocabKind unit,
+    int64_t ext_len);
 
 } // namespace xl::data

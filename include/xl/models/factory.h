@@ -21,6 +21,10 @@ nn::AttentionOptions attention_options(const config::ModelConfig& model);
 /// model.init, init_range and init_std.
 nn::InitOptions init_options(const config::ModelConfig& model);
 
+/// A ConfigError unless model.d_model is even, as the sinusoid position embedding needs (a
+/// family's validation calls it).
+void require_even_d_model(const config::Config& config);
+
 /// The model family `model.type` names, freshly initialised from the torch random state.
 LanguageModel build_model(const config::Config& config, int64_t n_token);
 

@@ -1,6 +1,6 @@
 // A model family as the rest of xl sees it: one descriptor holds everything that differs between
 // families (how a config becomes a model, the attention spans, the data it reads, its memory
-// formula and FLOPs, its Hugging Face names, what generation needs). Each family's folder
+// formula and FLOPs, its Hugging Face names, what generation needs, its config section). Each family's folder
 // (models/transformer_xl/, models/xlnet/, models/char_transformer/) defines one, and the registry
 // (models/registry.h) is the one place that lists them; the trainer, evaluator, sampler,
 // benchmark and tools ask the descriptor and never name a family.
@@ -27,6 +27,9 @@ struct ModelFamily {
   /// model.type's value, and the name of the family's config section (model.<name>) where it
   /// has one
   std::string name;
+  /// What the config layer knows of the family: its own keys (model.<name>) and the rules that
+  /// involve them (config.name is set to `name` when the family registers).
+  config::FamilySchema config;
 
   /// The model over a vocabulary of `n_token`, freshly initialised from the torch random state
   /// (train.activation_checkpointing decides whether its layers recompute).

@@ -1,5 +1,7 @@
 #include "xl/models/char_transformer/family.h"
 
+#include "xl/config/visitors.h"
+#include "xl/models/char_transformer/config.h"
 #include "xl/models/factory.h"
 
 namespace xl::models {
@@ -8,16 +10,14 @@ CharTransformerOptions char_transformer_options(
     const config::Config& c,
     int64_t n_token) {
   const config::ModelConfig& m = c.model;
-  const config::CharTransformerConfig& x = m.char_transformer;
+  const auto& x = m.section<CharTransformerConfig>();
   CharLosses losses;
   losses.multiple_positions = x.multiple_positions;
   losses.schedule.n_layer = m.n_layer;
   losses.schedule.max_step = c.train.max_step;
   losses.schedule.intermediate = x.intermediate_layers;
-  losses.schedule.decay = x.layer_decay == config::LayerDecay::kStep
-      ? LayerDecay::kStep
-      : LayerDecay::kLinear;
-  losses.schedule.mean = x.layer_reduce == config::LayerReduce::kMean;
+  losses.schedule.decay = x.layer_decay;
+  losses.schedule.mean = x.layer_reduce == LayerReduce::kMean;
   losses.target_weights = x.target_weights;
   return CharTransformerOptions(
              n_token,
@@ -25,7 +25,7 @@ CharTransformerOptions char_transformer_options(
              nn::DecoderLayerOptions(attention_options(m), m.d_inner)
                  .inner_dropout(x.relu_dropout))
       .n_ctx(x.n_ctx)
-      .per_layer_positions(x.positions == config::PositionTables::kPerLayer)
+      .per_layer_positions(x.positions == PositionTables::kPerLayer)
       .losses(losses)
       .init(init_options(m));
 }
@@ -46,7 +46,7 @@ Span eval_span(const config::Config& /*config*/, bool /*validation*/) {
 }
 
 std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
-  return data::open_token_dataset(config, "character transformer");
+  return data::open_token_dataset(config, "character transformer", 0);
 }
 
 std::unique_ptr<data::Dataset> random_dataset(
@@ -54,7 +54,7 @@ std::unique_ptr<data::Dataset> random_dataset(
     int64_t n_token,
     int64_t size) {
   return data::random_token_dataset(
-      config, n_token, size, data::VocabKind::kByte);
+      config, n_token, size, data::VocabKind::kByte, 0);
 }
 
 // The character transformer: per-layer (or one) position tables, the output head and the
@@ -79,13 +79,15 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
 }
 
 std::optional<int64_t> position_limit(const config::Config& config) {
-  return config.model.char_transformer.n_ctx;
+  return config.model.section<CharTransformerConfig>().n_ctx;
 }
 
 // Inside this namespace, its functions hide the models:: ones of the same names.
 ModelFamily describe() {
   ModelFamily f;
   f.name = "char_transformer";
+  f.config.section = config::section_of<CharTransformerConfig>();
+  f.config.validate = validate_char_transformer;
   f.build = build;
   f.eval_span = eval_span;
   f.open_dataset = open_dataset;

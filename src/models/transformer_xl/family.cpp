@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "xl/config/visitors.h"
 #include "xl/models/factory.h"
+#include "xl/models/transformer_xl/config.h"
 #include "xl/models/transformer_xl/flops.h"
 #include "xl/models/transformer_xl/hf.h"
 #include "xl/util/error.h"
@@ -13,7 +15,7 @@ TransformerXLOptions transformer_xl_options(
     const config::Config& c,
     int64_t n_token) {
   const config::ModelConfig& m = c.model;
-  const config::TransformerXLConfig& x = m.transformer_xl;
+  const auto& x = m.section<TransformerXLConfig>();
   if (!x.cutoffs.empty() && x.cutoffs.back() >= n_token) {
     throw ConfigError(fmt::format(
         "model.transformer_xl.cutoffs: the last cutoff {} must be below the vocabulary size {}",
@@ -43,8 +45,8 @@ TransformerXLOptions transformer_xl_options(
                  .tie_weight(x.tie_weight)
                  .tie_projs(tie_projs))
       .untie_r(x.untie_r)
-      .relative(x.attn_type == config::AttnType::kRelative)
-      .learned_positions(x.attn_type == config::AttnType::kLearned)
+      .relative(x.attn_type == AttnType::kRelative)
+      .learned_positions(x.attn_type == AttnType::kLearned)
       .n_ctx(x.n_ctx.value_or(x.mem_len + c.train.tgt_len))
       .lengths(lengths)
       .init(init_options(m).proj_std(x.proj_init_std));
@@ -62,12 +64,12 @@ bool trained_without_memory(const config::Config& c) {
   const auto source = c.sources.find("eval.mem_len");
   const bool asked =
       source != c.sources.end() && source->second.file.rfind("--set", 0) == 0;
-  return c.model.transformer_xl.mem_len == 0 && !asked;
+  return c.model.section<TransformerXLConfig>().mem_len == 0 && !asked;
 }
 
 Span eval_span(const config::Config& c, bool validation) {
   Span span;
-  const config::TransformerXLConfig& x = c.model.transformer_xl;
+  const auto& x = c.model.section<TransformerXLConfig>();
   const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
   const int64_t kept_span = x.mem_len + c.train.tgt_len - tgt_len;
   span.ext_len = x.ext_len;
@@ -99,7 +101,8 @@ std::string eval_span_note(const config::Config& config) {
 }
 
 std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
-  return data::open_token_dataset(config, nullptr);
+  return data::open_token_dataset(
+      config, nullptr, config.model.section<TransformerXLConfig>().ext_len);
 }
 
 std::unique_ptr<data::Dataset> random_dataset(
@@ -107,7 +110,11 @@ std::unique_ptr<data::Dataset> random_dataset(
     int64_t n_token,
     int64_t size) {
   return data::random_token_dataset(
-      config, n_token, size, data::VocabKind::kWord);
+      config,
+      n_token,
+      size,
+      data::VocabKind::kWord,
+      config.model.section<TransformerXLConfig>().ext_len);
 }
 
 // Transformer-XL: the layers, u/v biases or learned tables, and the adaptive input and softmax
@@ -198,8 +205,8 @@ void import_hf(
 
 // Learned position tables hold n_ctx positions; relative and absolute sinusoids any.
 std::optional<int64_t> position_limit(const config::Config& config) {
-  const auto& x = config.model.transformer_xl;
-  if (x.attn_type != config::AttnType::kLearned) {
+  const auto& x = config.model.section<TransformerXLConfig>();
+  if (x.attn_type != AttnType::kLearned) {
     return std::nullopt;
   }
   return x.n_ctx.value_or(x.mem_len + config.train.tgt_len);
@@ -209,6 +216,8 @@ std::optional<int64_t> position_limit(const config::Config& config) {
 ModelFamily describe() {
   ModelFamily f;
   f.name = "transformer_xl";
+  f.config.section = config::section_of<TransformerXLConfig>();
+  f.config.validate = validate_transformer_xl;
   f.build = build;
   f.eval_span = eval_span;
   f.eval_span_note = eval_span_note;

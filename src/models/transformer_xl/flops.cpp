@@ -2,15 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "xl/models/transformer_xl/config.h"
 #include "xl/util/error.h"
 
 namespace xl::models {
 
 namespace {
 
-std::vector<int64_t> bin_bounds(
-    const config::TransformerXLConfig& x,
-    int64_t n_token) {
+std::vector<int64_t> bin_bounds(const TransformerXLConfig& x, int64_t n_token) {
   std::vector<int64_t> bounds{0};
   bounds.insert(bounds.end(), x.cutoffs.begin(), x.cutoffs.end());
   bounds.push_back(n_token);
@@ -28,7 +27,7 @@ double forward_flops_per_token(
     double k,
     bool memory_projections) {
   const auto& m = c.model;
-  const auto& x = m.transformer_xl;
+  const auto& x = m.section<TransformerXLConfig>();
   const auto bounds = bin_bounds(x, n_token);
   const size_t bins = bounds.size() - 1;
   if (bin_share.size() != bins) {
@@ -38,7 +37,7 @@ double forward_flops_per_token(
   const auto d = static_cast<double>(m.d_model);
   const auto inner = static_cast<double>(m.d_inner);
   const auto a = static_cast<double>(m.n_head * m.d_head);
-  const bool relative = x.attn_type == config::AttnType::kRelative;
+  const bool relative = x.attn_type == AttnType::kRelative;
   // Per token of the segment: its query, key and value, scores, the weighted sum, the output
   // projection and the feed-forward network; relative attention adds the BD term.
   double layer = 2 * d * a * 3 + 2 * 2 * k * a + 2 * a * d + 2 * 2 * d * inner;
@@ -72,7 +71,8 @@ double forward_flops_per_token(
 std::vector<double> uniform_bin_share(
     const config::Config& c,
     int64_t n_token) {
-  const auto bounds = bin_bounds(c.model.transformer_xl, n_token);
+  const auto bounds =
+      bin_bounds(c.model.section<TransformerXLConfig>(), n_token);
   std::vector<double> share;
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
     share.push_back(
@@ -87,7 +87,8 @@ double training_flops_per_token(
     int64_t n_token,
     const std::vector<double>& bin_share) {
   const auto q = static_cast<double>(c.train.tgt_len);
-  const auto k = q + static_cast<double>(c.model.transformer_xl.mem_len);
+  const auto k =
+      q + static_cast<double>(c.model.section<TransformerXLConfig>().mem_len);
   return 3 * forward_flops_per_token(c, n_token, bin_share, q, k, true);
 }
 

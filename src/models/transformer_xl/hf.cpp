@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "xl/models/factory.h"
+#include "xl/models/transformer_xl/config.h"
 #include "xl/models/transformer_xl/family.h"
 #include "xl/nn/rel_decoder_layer.h"
 #include "xl/util/error.h"
@@ -131,8 +132,8 @@ nlohmann::json transfo_xl_config(
     int64_t n_token,
     int64_t eos_id) {
   const auto& m = config.model;
-  const auto& txl = m.transformer_xl;
-  if (txl.attn_type != config::AttnType::kRelative) {
+  const auto& txl = m.section<TransformerXLConfig>();
+  if (txl.attn_type != AttnType::kRelative) {
     throw UserError(fmt::format(
         "Hugging Face's TransfoXL has relative attention only; this run's "
         "model.transformer_xl.attn_type is {}",

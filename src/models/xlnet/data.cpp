@@ -6,6 +6,7 @@
 #include "xl/data/permutation_records.h"
 #include "xl/data/sentence_tokens.h"
 #include "xl/data/sentencepiece.h"
+#include "xl/models/xlnet/config.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -48,7 +49,8 @@ class XLNetDataset : public data::Dataset {
       }
       random_pieces_.sent_ids[static_cast<size_t>(i)] = sentence;
     }
-    const int64_t classes = std::max<int64_t>(c.model.xlnet.n_class, 1);
+    const int64_t classes =
+        std::max<int64_t>(c.model.section<XLNetConfig>().n_class, 1);
     for (int64_t used = 0; used < size;) {
       const auto length =
           torch::randint(1, 2 * c.train.tgt_len + 1, {1}).item<int64_t>();
@@ -121,7 +123,7 @@ class XLNetDataset : public data::Dataset {
 
  private:
   bool classification() const {
-    return c_.model.xlnet.n_class > 0;
+    return c_.model.section<XLNetConfig>().n_class > 0;
   }
 
   static data::EvalBatches described(
@@ -171,7 +173,7 @@ class XLNetDataset : public data::Dataset {
     o.seed = static_cast<uint64_t>(c_.train.seed);
     // Evaluation sums over its batches, so reading by length changes no score.
     o.group_by_length = training ? c_.train.group_by_length : true;
-    o.n_class = c_.model.xlnet.n_class;
+    o.n_class = c_.model.section<XLNetConfig>().n_class;
     return o;
   }
 
@@ -181,7 +183,7 @@ class XLNetDataset : public data::Dataset {
       const data::SentenceTokens& tokens,
       int64_t batch_size,
       bool training) {
-    const config::XLNetConfig& x = c_.model.xlnet;
+    const auto& x = c_.model.section<XLNetConfig>();
     data::PermutationOptions o;
     o.batch_size = batch_size;
     o.seq_len = c_.train.tgt_len;

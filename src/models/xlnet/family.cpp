@@ -1,6 +1,8 @@
 #include "xl/models/xlnet/family.h"
 
+#include "xl/config/visitors.h"
 #include "xl/models/factory.h"
+#include "xl/models/xlnet/config.h"
 #include "xl/models/xlnet/data.h"
 #include "xl/models/xlnet/hf.h"
 
@@ -23,7 +25,7 @@ nn::Activation activation(config::Activation a) {
 } // namespace
 
 XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
-  const config::XLNetConfig& x = m.xlnet;
+  const auto& x = m.section<XLNetConfig>();
   XLNetLengths lengths;
   lengths.mem_len = x.mem_len;
   lengths.reuse_len = x.reuse_len;
@@ -35,9 +37,7 @@ XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
                  .activation(activation(x.ff_activation)))
       .untie_r(x.untie_r)
       .n_class(x.n_class)
-      .summary(
-          x.summary == config::SequenceSummary::kMean ? SequenceSummary::kMean
-                                                      : SequenceSummary::kLast)
+      .summary(x.summary)
       .lengths(lengths)
       .init(init_options(m).unit_layer_norm(true));
 }
@@ -51,7 +51,7 @@ LanguageModel build(const config::Config& config, int64_t n_token) {
 }
 
 Span eval_span(const config::Config& c, bool validation) {
-  const config::XLNetConfig& x = c.model.xlnet;
+  const auto& x = c.model.section<XLNetConfig>();
   Span span;
   span.mem_len = validation ? x.mem_len : c.eval.mem_len.value_or(x.mem_len);
   span.clamp_len =
@@ -75,8 +75,9 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   f.streams = 2;
   f.mem_len = static_cast<double>(o.lengths().mem_len);
   f.classes = v;
-  f.training_rows =
-      n_class > 0 ? 0 : static_cast<double>(c.model.xlnet.num_predict);
+  f.training_rows = n_class > 0
+      ? 0
+      : static_cast<double>(c.model.section<XLNetConfig>().num_predict);
   f.eval_rows = f.training_rows;
   return f;
 }
@@ -107,6 +108,10 @@ void import_hf(
 ModelFamily describe() {
   ModelFamily f;
   f.name = "xlnet";
+  f.config.section = config::section_of<XLNetConfig>();
+  f.config.validate = validate_xlnet;
+  f.config.labelled = xlnet_labelled;
+  f.config.labelled_when = "model.xlnet.n_class > 0";
   f.build = build;
   f.eval_span = eval_span;
   f.open_dataset = open_xlnet_dataset;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "xl/data/sentencepiece.h"
+#include "xl/models/xlnet/config.h"
 #include "xl/nn/two_stream_layer.h"
 #include "xl/util/error.h"
 
@@ -98,7 +99,7 @@ namespace {
 
 // What HF's XLNet cannot express is a UserError.
 void check_hf_expressible(const config::ModelConfig& m) {
-  const auto& x = m.xlnet;
+  const auto& x = m.section<XLNetConfig>();
   if (m.d_head * m.n_head != m.d_model) {
     throw UserError(fmt::format(
         "Hugging Face's XLNet needs d_head * n_head = d_model; this run has {} * {} != {}",
@@ -106,7 +107,7 @@ void check_hf_expressible(const config::ModelConfig& m) {
         m.n_head,
         m.d_model));
   }
-  if (x.n_class > 0 && x.summary != config::SequenceSummary::kLast) {
+  if (x.n_class > 0 && x.summary != SequenceSummary::kLast) {
     // HF's "mean" summary averages the padding too, so it would score other numbers.
     throw UserError(
         "this run's classifier reads the mean of the real positions "
@@ -119,7 +120,7 @@ void check_hf_expressible(const config::ModelConfig& m) {
 
 nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
   const auto& m = config.model;
-  const auto& x = m.xlnet;
+  const auto& x = m.section<XLNetConfig>();
   check_hf_expressible(m);
   const std::string activation = config::choice_name(x.ff_activation);
   nlohmann::json out = {

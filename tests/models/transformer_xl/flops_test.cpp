@@ -1,4 +1,5 @@
 #include "xl/models/transformer_xl/flops.h"
+#include "xl/models/transformer_xl/config.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +16,8 @@ config::Config tiny() {
   c.model.n_head = 2;
   c.model.d_head = 4;
   c.model.d_inner = 16;
-  c.model.transformer_xl.mem_len = 4;
-  c.model.transformer_xl.cutoffs = {10};
+  c.model.section<models::TransformerXLConfig>().mem_len = 4;
+  c.model.section<models::TransformerXLConfig>().cutoffs = {10};
   c.train.tgt_len = 4;
   return c;
 }
@@ -29,10 +30,11 @@ TEST(Flops, TransformerXLTrainingStepCountedByHand) {
   // 2*8*8 = 128; feed-forward 2*2*8*16 = 512; relative: positions 2*8*8*8/4 = 256 and BD
   // 2*8*8 = 128. Softmax: head 2*8*(10 + 1) = 176, the tail 2*8*10 for half the targets = 80.
   EXPECT_DOUBLE_EQ(training_flops_per_token(c, 20, share), 3.0 * (1920 + 256));
-  c.model.transformer_xl.attn_type = config::AttnType::kAbsolute;
+  c.model.section<models::TransformerXLConfig>().attn_type =
+      models::AttnType::kAbsolute;
   EXPECT_DOUBLE_EQ(training_flops_per_token(c, 20, share), 3.0 * (1536 + 256));
   // div_val 2: bin sizes 8 and 4, each projected to 8, in the softmax and the embedding.
-  c.model.transformer_xl.div_val = 2;
+  c.model.section<models::TransformerXLConfig>().div_val = 2;
   const double head = 2 * 8 * 11 + 2 * 8 * 8 + 0.5 * 2 * 8 * 8;
   const double tail = 0.5 * (2 * 4 * 10 + 2 * 8 * 4) + 0.5 * 2 * 8 * 4;
   EXPECT_DOUBLE_EQ(

@@ -1,0 +1,47 @@
+#include "xl/models/xlnet/config.h"
+
+#include <fmt/format.h>
+
+#include "xl/models/factory.h"
+
+namespace xl::models {
+
+void validate_xlnet(const config::Config& c) {
+  const config::ModelConfig& m = c.model;
+  require_even_d_model(c);
+  if (m.pre_lnorm) {
+    config::fail_rule(
+        c,
+        "model.pre_lnorm",
+        "XLNet normalises after each sub-layer: set false");
+  }
+  if (c.eval.tgt_len && *c.eval.tgt_len != c.train.tgt_len) {
+    config::fail_rule(
+        c,
+        "eval.tgt_len",
+        fmt::format(
+            "XLNet evaluates records (or reviews) of train.tgt_len = {} positions, the length "
+            "it was trained on: set null, found {}",
+            c.train.tgt_len,
+            *c.eval.tgt_len));
+  }
+  if (m.section<XLNetConfig>().n_class == 1) {
+    config::fail_rule(
+        c,
+        "model.xlnet.n_class",
+        "a classifier needs 2 classes or more (0: pretraining, no classification head), "
+        "found 1");
+  }
+  if (c.eval.mode != config::EvalMode::kMemory) {
+    config::fail_rule(
+        c,
+        "eval.mode",
+        "XLNet is evaluated on its own batches (permutation LM or classification): set memory");
+  }
+}
+
+bool xlnet_labelled(const config::Config& c) {
+  return c.model.section<XLNetConfig>().n_class > 0;
+}
+
+} // namespace xl::models
