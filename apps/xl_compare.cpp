@@ -4,7 +4,12 @@
 //              [--plot curves.png] [--force]
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "xl/app/cli.h"
 #include "xl/lab/compare.h"
@@ -12,6 +17,55 @@
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
+
+namespace {
+
+// The --csv and --plot files, checked before any run is read (two flags may not name one file).
+std::pair<
+    std::optional<std::filesystem::path>,
+    std::optional<std::filesystem::path>>
+check_outputs(
+    const std::optional<std::string>& csv,
+    const std::optional<std::string>& plot,
+    bool force) {
+  std::optional<std::filesystem::path> csv_file;
+  std::optional<std::filesystem::path> plot_file;
+  if (csv) {
+    csv_file = xl::run::check_output_file("--csv", *csv, force);
+  }
+  if (plot) {
+    plot_file = xl::run::check_output_file("--plot", *plot, force);
+    const auto same = [](const std::filesystem::path& path) {
+      return std::filesystem::weakly_canonical(std::filesystem::absolute(path));
+    };
+    if (csv_file && same(*csv_file) == same(*plot_file)) {
+      throw xl::UserError("--csv and --plot name the same file: " + *plot);
+    }
+  }
+  return {csv_file, plot_file};
+}
+
+// Each run's summary, with a warning for metrics it could not read.
+std::vector<xl::lab::RunSummary> summarize_runs(
+    const std::vector<std::string>& dirs) {
+  std::vector<xl::lab::RunSummary> runs;
+  for (const auto& dir : dirs) {
+    runs.push_back(xl::lab::summarize_run(dir));
+    if (runs.back().records == 0) {
+      spdlog::warn(
+          "{}: metrics.jsonl holds no readable records (its row is empty)",
+          dir);
+    } else if (runs.back().unreadable > 0) {
+      spdlog::warn(
+          "{}: {} lines of metrics.jsonl are no JSON record (skipped)",
+          dir,
+          runs.back().unreadable);
+    }
+  }
+  return runs;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
@@ -37,36 +91,8 @@ int main(int argc, char** argv) {
     }
     xl::run::setup_logging(
         "info"); // warnings on stderr: stdout holds the table
-    // The outputs are checked before any run is read.
-    std::optional<std::filesystem::path> csv_file;
-    std::optional<std::filesystem::path> plot_file;
-    if (csv) {
-      csv_file = xl::run::check_output_file("--csv", *csv, force);
-    }
-    if (plot) {
-      plot_file = xl::run::check_output_file("--plot", *plot, force);
-      const auto same = [](const std::filesystem::path& path) {
-        return std::filesystem::weakly_canonical(
-            std::filesystem::absolute(path));
-      };
-      if (csv_file && same(*csv_file) == same(*plot_file)) {
-        throw xl::UserError("--csv and --plot name the same file: " + *plot);
-      }
-    }
-    std::vector<xl::lab::RunSummary> runs;
-    for (const auto& dir : dirs) {
-      runs.push_back(xl::lab::summarize_run(dir));
-      if (runs.back().records == 0) {
-        spdlog::warn(
-            "{}: metrics.jsonl holds no readable records (its row is empty)",
-            dir);
-      } else if (runs.back().unreadable > 0) {
-        spdlog::warn(
-            "{}: {} lines of metrics.jsonl are no JSON record (skipped)",
-            dir,
-            runs.back().unreadable);
-      }
-    }
+    const auto [csv_file, plot_file] = check_outputs(csv, plot, force);
+    const auto runs = summarize_runs(dirs);
     const auto table = xl::lab::compare_runs(runs);
     std::cout << xl::lab::to_markdown(table);
     if (csv_file) {

@@ -9,68 +9,87 @@
 #include "xl/app/cli.h"
 #include "xl/app/prep.h"
 
+namespace {
+
+// What to read and where to write.
+void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
+  app.add_option(
+         "--format",
+         request.format,
+         "word (whitespace tokens + <eos> per line), byte, xlnet (SentencePiece "
+         "pieces with sentence boundaries) or nsmc (NSMC tsv to a raw corpus "
+         "<split>.txt and labelled <split>.tsv)")
+      ->check(CLI::IsMember({"word", "byte", "xlnet", "nsmc"}));
+  app.add_option("--train", request.train, "training text file")->required();
+  app.add_option("--valid", request.valid, "validation text file");
+  app.add_option("--test", request.test, "test text file");
+  app.add_option(
+         "--out", request.out, "output folder (vocab.txt, train.bin, ...)")
+      ->required();
+}
+
+// How a word or byte vocabulary is built, or which one encodes.
+void add_vocabulary_flags(CLI::App& app, xl::app::PrepRequest& request) {
+  app.add_option(
+         "--vocab-from",
+         request.options.vocab_from,
+         "count the vocabulary over 'train' only or 'all' splits, in the order train, "
+         "valid, test (kimiyoung's and NVIDIA's order for WikiText)")
+      ->check(CLI::IsMember({"train", "all"}));
+  app.add_flag(
+      "--unk",
+      request.options.unk,
+      "word: add <unk>, to which words outside the vocabulary map (implied by --min-freq "
+      "and --max-size)");
+  app.add_option(
+         "--min-freq",
+         request.options.min_freq,
+         "word: leave out words seen fewer times (they map to <unk>)")
+      ->check(xl::app::count_from(0));
+  app.add_option(
+         "--max-size",
+         request.options.max_size,
+         "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
+         "<unk>)")
+      ->check(xl::app::count_from(1));
+  app.add_option(
+      "--vocab",
+      request.vocab,
+      "encode with this existing vocab.txt instead of building");
+}
+
+// SentencePiece (xlnet) and NSMC's split (nsmc).
+void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
+  app.add_option(
+      "--spm-model",
+      request.spm_model,
+      "xlnet: encode with this SentencePiece model instead of training one");
+  app.add_option(
+      "--vocab-size",
+      request.xlnet.sentencepiece.vocab_size,
+      "xlnet: SentencePiece vocabulary size");
+  app.add_option(
+         "--holdout",
+         request.holdout,
+         "nsmc: the last N training documents become the valid split")
+      ->check(xl::app::count_from(0));
+  app.add_option(
+      "--character-coverage",
+      request.xlnet.sentencepiece.character_coverage,
+      "xlnet: characters SentencePiece covers");
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
     CLI::App app{
         "xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::app::add_common_flags(app);
     xl::app::PrepRequest request;
-    app.add_option(
-           "--format",
-           request.format,
-           "word (whitespace tokens + <eos> per line), byte, xlnet (SentencePiece "
-           "pieces with sentence boundaries) or nsmc (NSMC tsv to a raw corpus "
-           "<split>.txt and labelled <split>.tsv)")
-        ->check(CLI::IsMember({"word", "byte", "xlnet", "nsmc"}));
-    app.add_option("--train", request.train, "training text file")->required();
-    app.add_option("--valid", request.valid, "validation text file");
-    app.add_option("--test", request.test, "test text file");
-    app.add_option(
-           "--out", request.out, "output folder (vocab.txt, train.bin, ...)")
-        ->required();
-    app.add_option(
-           "--vocab-from",
-           request.options.vocab_from,
-           "count the vocabulary over 'train' only or 'all' splits, in the order train, "
-           "valid, test (kimiyoung's and NVIDIA's order for WikiText)")
-        ->check(CLI::IsMember({"train", "all"}));
-    app.add_flag(
-        "--unk",
-        request.options.unk,
-        "word: add <unk>, to which words outside the vocabulary map (implied by --min-freq "
-        "and --max-size)");
-    app.add_option(
-           "--min-freq",
-           request.options.min_freq,
-           "word: leave out words seen fewer times (they map to <unk>)")
-        ->check(xl::app::count_from(0));
-    app.add_option(
-           "--max-size",
-           request.options.max_size,
-           "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
-           "<unk>)")
-        ->check(xl::app::count_from(1));
-    app.add_option(
-        "--vocab",
-        request.vocab,
-        "encode with this existing vocab.txt instead of building");
-    app.add_option(
-        "--spm-model",
-        request.spm_model,
-        "xlnet: encode with this SentencePiece model instead of training one");
-    app.add_option(
-        "--vocab-size",
-        request.xlnet.sentencepiece.vocab_size,
-        "xlnet: SentencePiece vocabulary size");
-    app.add_option(
-           "--holdout",
-           request.holdout,
-           "nsmc: the last N training documents become the valid split")
-        ->check(xl::app::count_from(0));
-    app.add_option(
-        "--character-coverage",
-        request.xlnet.sentencepiece.character_coverage,
-        "xlnet: characters SentencePiece covers");
+    add_corpus_flags(app, request);
+    add_vocabulary_flags(app, request);
+    add_xlnet_flags(app, request);
     app.add_flag(
         "--force",
         request.force,

@@ -122,6 +122,84 @@ std::vector<std::string> train_argv(
   return argv;
 }
 
+// What one run of the sweep came to.
+struct RunOutcome {
+  int signal_status = 0; // > 128: stopped by a signal, the sweep stops too
+  std::vector<std::string> failed;
+};
+
+// Trains (or resumes, or skips a finished) run `r`, then evaluates it where asked and not done.
+RunOutcome sweep_run(
+    const SweepRequest& request,
+    const lab::SweepRun& r,
+    const std::string& where) {
+  RunOutcome outcome;
+  const auto state = lab::run_state(r);
+  if (state == lab::RunState::kFinished) {
+    spdlog::info(
+        "{}: finished at step {}, skipped", where, r.config.train.max_step);
+  } else {
+    spdlog::info(
+        "{}: {} ({})",
+        where,
+        state == lab::RunState::kNew ? "training" : "resuming",
+        fmt::join(
+            r.overrides.begin(),
+            r.overrides.end() - 2, // all but run.name and run.dir
+            " "));
+    const int status =
+        run_child(train_argv(request.spec, r, request.enforce_memory));
+    if (status > 128) { // stopped by a signal: the run is checkpointed
+      spdlog::warn(
+          "{}: stopped by signal {}; the same command resumes the sweep",
+          where,
+          status - 128);
+      outcome.signal_status = status;
+      return outcome;
+    }
+    if (status != 0) {
+      spdlog::error("{}: xl-train failed (exit {}), going on", where, status);
+      outcome.failed.push_back(r.name);
+      return outcome;
+    }
+  }
+  const auto dir = run::directory_of(r.config);
+  if (request.evaluate && lab::summarize_run(dir).evaluations.empty()) {
+    spdlog::info("{}: evaluating", where);
+    const int status = run_child({sibling("xl-eval"), "--run", dir.string()});
+    if (status > 128) {
+      outcome.signal_status = status;
+    } else if (status != 0) {
+      outcome.failed.push_back(r.name + " (xl-eval)");
+    }
+  }
+  return outcome;
+}
+
+// The table and curves of the runs that wrote metrics, on stdout and in the sweep's folder.
+void write_sweep_table(
+    const SweepRequest& request,
+    const std::vector<lab::SweepRun>& runs) {
+  std::vector<lab::RunSummary> summaries;
+  for (const auto& r : runs) {
+    const auto dir = run::directory_of(r.config);
+    if (fs::exists(dir / "metrics.jsonl")) {
+      summaries.push_back(lab::summarize_run(dir));
+    }
+  }
+  if (summaries.empty()) {
+    return;
+  }
+  const auto table = lab::compare_runs(summaries);
+  std::cout << lab::to_markdown(table) << std::flush;
+  const auto csv = request.spec.dir / lab::kSweepTable;
+  run::write_output_file("--dir", csv, lab::to_csv(table));
+  const auto png = request.spec.dir / lab::kSweepCurves;
+  run::write_output_file("--dir", png, lab::plot_curves(summaries));
+  spdlog::info(
+      "the table is also in {}, the curves in {}", csv.string(), png.string());
+}
+
 } // namespace
 
 int run_sweep(const SweepRequest& request) {
@@ -144,73 +222,19 @@ int run_sweep(const SweepRequest& request) {
   }
   std::vector<std::string> failed;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const auto& r = runs[i];
-    const auto dir = run::directory_of(r.config);
-    const auto state = lab::run_state(r);
     const std::string where =
-        fmt::format("[{}/{}] {}", i + 1, runs.size(), r.name);
-    if (state == lab::RunState::kFinished) {
-      spdlog::info(
-          "{}: finished at step {}, skipped", where, r.config.train.max_step);
-    } else {
-      spdlog::info(
-          "{}: {} ({})",
-          where,
-          state == lab::RunState::kNew ? "training" : "resuming",
-          fmt::join(
-              r.overrides.begin(),
-              r.overrides.end() - 2, // all but run.name and run.dir
-              " "));
-      const int status =
-          run_child(train_argv(request.spec, r, request.enforce_memory));
-      if (status > 128) { // stopped by a signal: the run is checkpointed
-        spdlog::warn(
-            "{}: stopped by signal {}; the same command resumes the sweep",
-            where,
-            status - 128);
-        return status;
-      }
-      if (status != 0) {
-        spdlog::error("{}: xl-train failed (exit {}), going on", where, status);
-        failed.push_back(r.name);
-        continue;
-      }
+        fmt::format("[{}/{}] {}", i + 1, runs.size(), runs[i].name);
+    const RunOutcome outcome = sweep_run(request, runs[i], where);
+    if (outcome.signal_status > 128) {
+      return outcome.signal_status;
     }
-    if (request.evaluate && lab::summarize_run(dir).evaluations.empty()) {
-      spdlog::info("{}: evaluating", where);
-      const int status = run_child({sibling("xl-eval"), "--run", dir.string()});
-      if (status > 128) {
-        return status;
-      }
-      if (status != 0) {
-        failed.push_back(r.name + " (xl-eval)");
-      }
-    }
+    failed.insert(failed.end(), outcome.failed.begin(), outcome.failed.end());
   }
-
   if (stop_signal !=
       0) { // after the last run ended: no table of a sweep asked to stop
     return 128 + stop_signal;
   }
-  std::vector<lab::RunSummary> summaries;
-  for (const auto& r : runs) {
-    const auto dir = run::directory_of(r.config);
-    if (fs::exists(dir / "metrics.jsonl")) {
-      summaries.push_back(lab::summarize_run(dir));
-    }
-  }
-  if (!summaries.empty()) {
-    const auto table = lab::compare_runs(summaries);
-    std::cout << lab::to_markdown(table) << std::flush;
-    const auto csv = request.spec.dir / lab::kSweepTable;
-    run::write_output_file("--dir", csv, lab::to_csv(table));
-    const auto png = request.spec.dir / lab::kSweepCurves;
-    run::write_output_file("--dir", png, lab::plot_curves(summaries));
-    spdlog::info(
-        "the table is also in {}, the curves in {}",
-        csv.string(),
-        png.string());
-  }
+  write_sweep_table(request, runs);
   if (!failed.empty()) {
     spdlog::error("failed: {}", fmt::join(failed, ", "));
     return 1;

@@ -65,17 +65,23 @@ void merge_into(Tree& bottom, const Tree& top) {
   }
 }
 
-Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
-  std::error_code ec;
-  const fs::path canonical = fs::weakly_canonical(path, ec);
-  if (std::find(stack.begin(), stack.end(), canonical) != stack.end()) {
-    std::string chain;
-    for (const auto& p : stack) {
-      chain += p.string() + " -> ";
-    }
-    throw ConfigError(
-        "config inheritance cycle: " + chain + canonical.string());
+// A file already on the inheritance stack would load forever.
+void check_no_cycle(
+    const fs::path& canonical,
+    const std::vector<fs::path>& stack) {
+  if (std::find(stack.begin(), stack.end(), canonical) == stack.end()) {
+    return;
   }
+  std::string chain;
+  for (const auto& p : stack) {
+    chain += p.string() + " -> ";
+  }
+  throw ConfigError("config inheritance cycle: " + chain + canonical.string());
+}
+
+// The file's top-level mapping (an empty file is an empty one).
+YAML::Node parse_config_file(const fs::path& path) {
+  std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     throw ConfigError("config file not found: " + path.string());
   }
@@ -97,37 +103,51 @@ Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
         ": expected a mapping of sections (model, data, train, eval, run) at the "
         "top level");
   }
+  return root;
+}
+
+// The files `base:` names (one or a list), relative to the file that names them.
+std::vector<fs::path> base_files(const fs::path& path, const YAML::Node& base) {
+  const Source base_source = source_at(path.string(), base);
+  const std::string expected =
+      ": base: expected a file name or a list of file names";
+  std::vector<std::string> names;
+  if (base.IsScalar()) {
+    names.push_back(base.as<std::string>());
+  } else if (base.IsSequence()) {
+    for (const auto& b : base) {
+      if (!b.IsScalar()) {
+        throw ConfigError(base_source.str() + expected);
+      }
+      names.push_back(b.as<std::string>());
+    }
+  } else {
+    throw ConfigError(base_source.str() + expected);
+  }
+  std::vector<fs::path> files;
+  for (const auto& name : names) {
+    const fs::path base_path = path.parent_path() / name;
+    std::error_code ec;
+    if (!fs::exists(base_path, ec)) {
+      throw ConfigError(
+          base_source.str() + ": base file not found: " + base_path.string());
+    }
+    files.push_back(base_path);
+  }
+  return files;
+}
+
+Tree load_chain(const fs::path& path, std::vector<fs::path>& stack) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(path, ec);
+  check_no_cycle(canonical, stack);
+  YAML::Node root = parse_config_file(path);
   stack.push_back(canonical);
   Tree merged;
   merged.is_map = true;
   merged.source = Source{path.string(), 1};
   if (const YAML::Node base = root["base"]) {
-    std::vector<std::string> bases;
-    const Source base_source = source_at(path.string(), base);
-    if (base.IsScalar()) {
-      bases.push_back(base.as<std::string>());
-    } else if (base.IsSequence()) {
-      for (const auto& b : base) {
-        if (!b.IsScalar()) {
-          throw ConfigError(
-              base_source.str() +
-              ": base: expected a file name or a list of "
-              "file names");
-        }
-        bases.push_back(b.as<std::string>());
-      }
-    } else {
-      throw ConfigError(
-          base_source.str() +
-          ": base: expected a file name or a list of file "
-          "names");
-    }
-    for (const auto& b : bases) {
-      const fs::path base_path = path.parent_path() / b;
-      if (!fs::exists(base_path, ec)) {
-        throw ConfigError(
-            base_source.str() + ": base file not found: " + base_path.string());
-      }
+    for (const auto& base_path : base_files(path, base)) {
       merge_into(merged, load_chain(base_path, stack));
     }
     root.remove("base");

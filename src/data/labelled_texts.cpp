@@ -87,19 +87,20 @@ void write_labelled_texts(
   atomic_write(path, out);
 }
 
-NsmcCounts convert_nsmc(
-    const std::filesystem::path& tsv,
-    const std::filesystem::path& raw,
-    const std::filesystem::path& labelled,
-    int64_t held_out,
-    const std::filesystem::path& held_raw,
-    const std::filesystem::path& held_labelled) {
+namespace {
+
+// NSMC's documents that hold a sentence: each as its sentences, one per line, and a blank line,
+// and as a labelled example.
+struct NsmcDocuments {
+  std::vector<std::string> corpora;
+  std::vector<LabelledText> examples;
+  NsmcCounts counts;
+};
+
+NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
   const std::string text = read_file(tsv, "NSMC file");
   const auto lines = split_lines(text);
-  NsmcCounts counts;
-  // each document's sentences, one per line, and a blank line
-  std::vector<std::string> documents;
-  std::vector<LabelledText> examples;
+  NsmcDocuments out;
   // Line 1 is the header "id document label".
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto line = lines[i];
@@ -121,51 +122,38 @@ NsmcCounts convert_nsmc(
         unquote(line.substr(first + 1, last - first - 1));
     const auto sentences = split_sentences(document);
     if (sentences.empty()) {
-      ++counts.empty;
+      ++out.counts.empty;
       continue;
     }
-    std::string& corpus = documents.emplace_back();
+    std::string& corpus = out.corpora.emplace_back();
     for (const auto sentence : sentences) {
       corpus.append(sentence.data(), sentence.size()).push_back('\n');
     }
     corpus.push_back('\n');
-    ++counts.documents;
-    counts.sentences += static_cast<int64_t>(sentences.size());
-    examples.push_back({label_field == "1" ? 1 : 0, document});
+    ++out.counts.documents;
+    out.counts.sentences += static_cast<int64_t>(sentences.size());
+    out.examples.push_back({label_field == "1" ? 1 : 0, document});
   }
-  if (counts.documents == 0) {
-    throw UserError("NSMC file has no documents: " + tsv.string());
-  }
-  if (held_out >= counts.documents) {
-    throw UserError(fmt::format(
-        "{} has {} documents: cannot hold out {} and train on the rest",
-        tsv.string(),
-        counts.documents,
-        held_out));
-  }
-  const auto write = [&](size_t begin,
-                         size_t end,
-                         const std::filesystem::path& raw_path,
-                         const std::filesystem::path& labelled_path) {
-    std::string corpus;
-    for (size_t d = begin; d < end; ++d) {
-      corpus += documents[d];
-    }
-    atomic_write(raw_path, corpus);
-    write_labelled_texts(
-        labelled_path,
-        {examples.begin() + static_cast<std::ptrdiff_t>(begin),
-         examples.begin() + static_cast<std::ptrdiff_t>(end)});
-  };
-  const size_t kept = documents.size() - static_cast<size_t>(held_out);
-  write(0, kept, raw, labelled);
-  if (held_out > 0) {
-    write(kept, documents.size(), held_raw, held_labelled);
-  }
-  return counts;
+  return out;
 }
 
-namespace {
+// Documents [begin, end) as a raw corpus and as labelled texts.
+void write_nsmc_part(
+    const NsmcDocuments& documents,
+    size_t begin,
+    size_t end,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled) {
+  std::string corpus;
+  for (size_t d = begin; d < end; ++d) {
+    corpus += documents.corpora[d];
+  }
+  atomic_write(raw, corpus);
+  write_labelled_texts(
+      labelled,
+      {documents.examples.begin() + static_cast<std::ptrdiff_t>(begin),
+       documents.examples.begin() + static_cast<std::ptrdiff_t>(end)});
+}
 
 std::vector<EncodedExample> encode_examples(
     const std::filesystem::path& path,
@@ -177,7 +165,76 @@ std::vector<EncodedExample> encode_examples(
   return out;
 }
 
+// The first `n` examples as rows of `len`: [pad ... | text (cut to fit) | <sep> | <cls>], with
+// their segments, labels and lengths.
+struct PackedExamples {
+  torch::Tensor tokens;
+  torch::Tensor segment_ids;
+  torch::Tensor labels;
+  torch::Tensor lengths;
+};
+
+PackedExamples pack_examples(
+    const std::vector<EncodedExample>& examples,
+    int64_t n,
+    int64_t len) {
+  PackedExamples out{
+      torch::full({n, len}, kPadId, torch::kLong),
+      torch::full({n, len}, kSegmentPad, torch::kLong),
+      torch::empty({n}, torch::kLong),
+      torch::empty({n}, torch::kLong)};
+  auto tokens = out.tokens.accessor<int64_t, 2>();
+  auto segments = out.segment_ids.accessor<int64_t, 2>();
+  auto labels = out.labels.accessor<int64_t, 1>();
+  auto lengths = out.lengths.accessor<int64_t, 1>();
+  for (int64_t e = 0; e < n; ++e) {
+    const auto& example = examples[static_cast<size_t>(e)];
+    const auto kept =
+        std::min<int64_t>(static_cast<int64_t>(example.ids.size()), len - 2);
+    const int64_t start = len - 2 - kept;
+    for (int64_t k = 0; k < kept; ++k) {
+      tokens[e][start + k] = example.ids[static_cast<size_t>(k)];
+      segments[e][start + k] = kSegmentA;
+    }
+    tokens[e][len - 2] = kSepId;
+    segments[e][len - 2] = kSegmentA;
+    tokens[e][len - 1] = kClsId;
+    segments[e][len - 1] = kSegmentCls;
+    labels[e] = example.label;
+    lengths[e] = kept + 2;
+  }
+  return out;
+}
+
 } // namespace
+
+NsmcCounts convert_nsmc(
+    const std::filesystem::path& tsv,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled,
+    int64_t held_out,
+    const std::filesystem::path& held_raw,
+    const std::filesystem::path& held_labelled) {
+  const NsmcDocuments documents = read_nsmc(tsv);
+  const NsmcCounts& counts = documents.counts;
+  if (counts.documents == 0) {
+    throw UserError("NSMC file has no documents: " + tsv.string());
+  }
+  if (held_out >= counts.documents) {
+    throw UserError(fmt::format(
+        "{} has {} documents: cannot hold out {} and train on the rest",
+        tsv.string(),
+        counts.documents,
+        held_out));
+  }
+  const size_t total = documents.corpora.size();
+  const size_t kept = total - static_cast<size_t>(held_out);
+  write_nsmc_part(documents, 0, kept, raw, labelled);
+  if (held_out > 0) {
+    write_nsmc_part(documents, kept, total, held_raw, held_labelled);
+  }
+  return counts;
+}
 
 LabelledTexts::LabelledTexts(
     const std::filesystem::path& path,
@@ -227,32 +284,11 @@ LabelledTexts::LabelledTexts(
         n,
         options_.batch_size));
   }
-  const int64_t len = options_.seq_len;
-  tokens_ = torch::full({n, len}, kPadId, torch::kLong);
-  segment_ids_ = torch::full({n, len}, kSegmentPad, torch::kLong);
-  labels_ = torch::empty({n}, torch::kLong);
-  lengths_ = torch::empty({n}, torch::kLong);
-  auto tokens = tokens_.accessor<int64_t, 2>();
-  auto segments = segment_ids_.accessor<int64_t, 2>();
-  auto labels = labels_.accessor<int64_t, 1>();
-  auto lengths = lengths_.accessor<int64_t, 1>();
-  for (int64_t e = 0; e < n; ++e) {
-    const auto& example = examples[static_cast<size_t>(e)];
-    const auto kept =
-        std::min<int64_t>(static_cast<int64_t>(example.ids.size()), len - 2);
-    // [pad ... | text (cut to fit) | <sep> | <cls>]
-    const int64_t start = len - 2 - kept;
-    for (int64_t k = 0; k < kept; ++k) {
-      tokens[e][start + k] = example.ids[static_cast<size_t>(k)];
-      segments[e][start + k] = kSegmentA;
-    }
-    tokens[e][len - 2] = kSepId;
-    segments[e][len - 2] = kSegmentA;
-    tokens[e][len - 1] = kClsId;
-    segments[e][len - 1] = kSegmentCls;
-    labels[e] = example.label;
-    lengths[e] = kept + 2;
-  }
+  auto packed = pack_examples(examples, n, options_.seq_len);
+  tokens_ = std::move(packed.tokens);
+  segment_ids_ = std::move(packed.segment_ids);
+  labels_ = std::move(packed.labels);
+  lengths_ = std::move(packed.lengths);
   order_ = pass_order();
 }
 

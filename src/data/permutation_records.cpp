@@ -73,11 +73,67 @@ void validate(const PermutationOptions& o) {
   }
 }
 
-struct Split {
-  int64_t a_begin, a_end, b_begin, b_end;
-};
+// What position i of a record of `len` (the reuse half of `reuse` positions, then the rest) may
+// not see: each half's own mask, and the reuse half never sees the second half.
+std::vector<uint8_t> compose_halves(
+    const LocalPermutation& first,
+    const LocalPermutation& second,
+    int64_t reuse,
+    int64_t len) {
+  std::vector<uint8_t> cannot_see(static_cast<size_t>(len * len), 0);
+  for (int64_t i = 0; i < len; ++i) {
+    for (int64_t j = 0; j < len; ++j) {
+      uint8_t hidden = 0;
+      if (i < reuse && j < reuse) {
+        hidden = first.cannot_see[static_cast<size_t>(i * reuse + j)];
+      } else if (i >= reuse && j >= reuse) {
+        hidden = second.cannot_see[static_cast<size_t>(
+            (i - reuse) * (len - reuse) + j - reuse)];
+      } else {
+        hidden = i < reuse ? 1 : 0;
+      }
+      cannot_see[static_cast<size_t>(i * len + j)] = hidden;
+    }
+  }
+  return cannot_see;
+}
 
 } // namespace
+
+// One half of a record in reading order: which positions start a word. Words never run across
+// <sep> or <cls>: what follows them starts a word.
+class PermutationRecords::Words {
+ public:
+  Words(
+      const std::vector<int64_t>& tokens,
+      const std::vector<bool>& word_starts,
+      bool reverse)
+      : starts_(tokens.size()) {
+    bool after_functional = false;
+    for (size_t r = 0; r < tokens.size(); ++r) {
+      const int64_t token = tokens[reverse ? tokens.size() - 1 - r : r];
+      starts_[r] = word_starts[static_cast<size_t>(token)] || after_functional;
+      after_functional = token == kSepId || token == kClsId;
+    }
+  }
+  int64_t size() const {
+    return static_cast<int64_t>(starts_.size());
+  }
+  bool start(int64_t k) const {
+    return starts_[static_cast<size_t>(k)] != 0;
+  }
+  // The end of the word that starts at k: the next word start, or the end.
+  int64_t end_of(int64_t k) const {
+    int64_t end = k + 1;
+    while (end < size() && !start(end)) {
+      ++end;
+    }
+    return end;
+  }
+
+ private:
+  std::vector<uint8_t> starts_;
+};
 
 LocalPermutation local_perm(
     const std::vector<int64_t>& inputs,
@@ -215,31 +271,23 @@ std::vector<uint8_t> PermutationRecords::sample_mask(
     int64_t goal,
     bool reverse) {
   // In reading order: backward rows are flipped here and their mask flipped back at the end.
-  const auto n = static_cast<int64_t>(tokens.size());
-  // Words never run across <sep> or <cls>: what follows them starts a word.
-  std::vector<uint8_t> starts(tokens.size());
-  bool after_functional = false;
-  for (size_t r = 0; r < tokens.size(); ++r) {
-    const int64_t token = tokens[reverse ? tokens.size() - 1 - r : r];
-    starts[r] = word_starts_[static_cast<size_t>(token)] || after_functional;
-    after_functional = token == kSepId || token == kClsId;
-  }
-  const auto start = [&](int64_t k) {
-    return starts[static_cast<size_t>(k)] != 0;
-  };
-  // The end of the word that starts at k: the next word start, or the end.
-  const auto word_end = [&](int64_t k) {
-    int64_t end = k + 1;
-    while (end < n && !start(end)) {
-      ++end;
-    }
-    return end;
-  };
+  const Words words(tokens, word_starts_, reverse);
   std::vector<uint8_t> mask(tokens.size());
-  const auto cover = [&](int64_t begin, int64_t end) {
-    std::fill(mask.begin() + begin, mask.begin() + end, 1);
-  };
-  // p(n) ~ 1/n over n = 1..5
+  const int64_t num = mask_spans(words, goal, mask);
+  mask_whole_words(words, goal, num, mask);
+  if (reverse) {
+    std::reverse(mask.begin(), mask.end());
+  }
+  return mask;
+}
+
+// Spans of n words (p(n) ~ 1/n over n = 1..5), each with n * mask_alpha / mask_beta positions
+// of context around it, left to right; returns how many positions they cover.
+int64_t PermutationRecords::mask_spans(
+    const Words& words,
+    int64_t goal,
+    std::vector<uint8_t>& mask) {
+  const int64_t n = words.size();
   std::array<double, kMaxGram> cumulative{};
   double total = 0;
   for (int64_t g = 1; g <= kMaxGram; ++g) {
@@ -250,24 +298,24 @@ std::vector<uint8_t> PermutationRecords::sample_mask(
   int64_t cur = 0;
   while (cur < n && num < goal) {
     const double u = uniform() * total;
-    int64_t words = 1;
-    while (words < kMaxGram &&
-           u >= cumulative[static_cast<size_t>(words - 1)]) {
-      ++words;
+    int64_t count = 1;
+    while (count < kMaxGram &&
+           u >= cumulative[static_cast<size_t>(count - 1)]) {
+      ++count;
     }
-    words = std::min(words, goal - num);
-    const int64_t ctx = words * options_.mask_alpha / options_.mask_beta;
+    count = std::min(count, goal - num);
+    const int64_t ctx = count * options_.mask_alpha / options_.mask_beta;
     const int64_t l_ctx = draw(ctx);
     int64_t begin = cur + l_ctx;
-    while (begin < n && !start(begin)) {
+    while (begin < n && !words.start(begin)) {
       ++begin;
     }
     if (begin >= n) {
       break;
     }
     int64_t end = begin;
-    for (int64_t w = 0; w < words && end < n; ++w) {
-      end = word_end(end);
+    for (int64_t w = 0; w < count && end < n; ++w) {
+      end = words.end_of(end);
     }
     if (end >= n) {
       break; // a span touching the end is dropped, as in the original
@@ -277,18 +325,26 @@ std::vector<uint8_t> PermutationRecords::sample_mask(
     while (fit > begin && fit - begin > goal - num) {
       do {
         --fit;
-      } while (fit > begin && !start(fit));
+      } while (fit > begin && !words.start(fit));
     }
-    cover(begin, fit);
+    std::fill(mask.begin() + begin, mask.begin() + fit, 1);
     num += fit - begin;
     cur = end + (ctx - l_ctx);
   }
-  // Fill the budget with random whole words that fit.
+  return num;
+}
+
+// Fills the budget (`num` of `goal` covered) with random whole words that fit.
+void PermutationRecords::mask_whole_words(
+    const Words& words,
+    int64_t goal,
+    int64_t num,
+    std::vector<uint8_t>& mask) {
   while (num < goal) {
     std::vector<std::pair<int64_t, int64_t>> fitting;
-    for (int64_t k = 0; k < n; ++k) {
-      if (start(k) && mask[static_cast<size_t>(k)] == 0) {
-        const int64_t end = word_end(k);
+    for (int64_t k = 0; k < words.size(); ++k) {
+      if (words.start(k) && mask[static_cast<size_t>(k)] == 0) {
+        const int64_t end = words.end_of(k);
         if (end - k <= goal - num) {
           fitting.emplace_back(k, end);
         }
@@ -299,33 +355,26 @@ std::vector<uint8_t> PermutationRecords::sample_mask(
     }
     const auto [begin, end] = fitting[static_cast<size_t>(
         draw(static_cast<int64_t>(fitting.size())))];
-    cover(begin, end);
+    std::fill(mask.begin() + begin, mask.begin() + end, 1);
     num += end - begin;
   }
-  if (reverse) {
-    std::reverse(mask.begin(), mask.end());
-  }
-  return mask;
 }
 
-PermutationRecords::Record PermutationRecords::make_record(
+// _split_a_and_b: A starts after the reused part and ends at a sentence boundary closer than
+// the room left; B follows it, or half of the time (and always without a boundary) is a random
+// stretch of whole sentences; both are then cut to fit.
+PermutationRecords::Split PermutationRecords::split_a_and_b(
     const Row& row,
-    int64_t begin,
-    bool reverse) {
-  const int64_t reuse = options_.reuse_len;
-  const int64_t tot_len = options_.seq_len - reuse - 3;
-  const auto& data = row.ids;
+    int64_t begin) {
+  const int64_t tot_len = options_.seq_len - options_.reuse_len - 3;
   const auto& sent = row.sent_ids;
-  const auto data_len = static_cast<int64_t>(data.size());
-  const auto at = [](const auto& v, int64_t k) {
-    return v[static_cast<size_t>(k)];
-  };
-  // _split_a_and_b: cut points are sentence boundaries closer than tot_len.
-  Split s{begin + reuse, 0, 0, 0};
+  const auto data_len = static_cast<int64_t>(row.ids.size());
+  const auto at = [&](int64_t k) { return sent[static_cast<size_t>(k)]; };
+  Split s{begin + options_.reuse_len, 0, 0, 0};
   int64_t end_idx = s.a_begin + 1;
   std::vector<int64_t> cuts;
   for (; end_idx < data_len; ++end_idx) {
-    if (at(sent, end_idx) != at(sent, end_idx - 1)) {
+    if (at(end_idx) != at(end_idx - 1)) {
       if (end_idx - s.a_begin >= tot_len) {
         break;
       }
@@ -341,11 +390,10 @@ PermutationRecords::Record PermutationRecords::make_record(
     const int64_t b_len = std::max<int64_t>(1, tot_len - (s.a_end - s.a_begin));
     s.b_begin = draw(data_len - b_len); // randint(0, data_len - 1 - b_len)
     s.b_end = s.b_begin + b_len;
-    while (s.b_begin > 0 && at(sent, s.b_begin - 1) == at(sent, s.b_begin)) {
+    while (s.b_begin > 0 && at(s.b_begin - 1) == at(s.b_begin)) {
       --s.b_begin;
     }
-    while (s.b_end < data_len - 1 &&
-           at(sent, s.b_end - 1) == at(sent, s.b_end)) {
+    while (s.b_end < data_len - 1 && at(s.b_end - 1) == at(s.b_end)) {
       ++s.b_end;
     }
   } else {
@@ -360,9 +408,19 @@ PermutationRecords::Record PermutationRecords::make_record(
       --s.b_end;
     }
   }
+  return s;
+}
+
+PermutationRecords::Record PermutationRecords::make_record(
+    const Row& row,
+    int64_t begin,
+    bool reverse) {
+  const int64_t reuse = options_.reuse_len;
+  const Split s = split_a_and_b(row, begin);
   Record r;
   const auto append = [&](int64_t from, int64_t to, int64_t segment) {
-    r.tokens.insert(r.tokens.end(), data.begin() + from, data.begin() + to);
+    r.tokens.insert(
+        r.tokens.end(), row.ids.begin() + from, row.ids.begin() + to);
     r.segment_ids.insert(r.segment_ids.end(), to - from, segment);
   };
   append(begin, begin + reuse, 0);
@@ -380,7 +438,7 @@ PermutationRecords::Record PermutationRecords::make_record(
       " tokens, expected ",
       len);
 
-  // Masks and orders per half; the halves' blocks are composed below.
+  // Masks and orders per half; the halves' blocks are composed after.
   const std::vector<int64_t> first(r.tokens.begin(), r.tokens.begin() + reuse);
   const std::vector<int64_t> second(r.tokens.begin() + reuse, r.tokens.end());
   const int64_t p = options_.num_predict;
@@ -391,20 +449,7 @@ PermutationRecords::Record PermutationRecords::make_record(
   r.is_target = perm0.is_target;
   r.is_target.insert(
       r.is_target.end(), perm1.is_target.begin(), perm1.is_target.end());
-  r.cannot_see.assign(static_cast<size_t>(len * len), 0);
-  for (int64_t i = 0; i < len; ++i) {
-    for (int64_t j = 0; j < len; ++j) {
-      uint8_t hidden = 0;
-      if (i < reuse && j < reuse) {
-        hidden = at(perm0.cannot_see, i * reuse + j);
-      } else if (i >= reuse && j >= reuse) {
-        hidden = at(perm1.cannot_see, (i - reuse) * (len - reuse) + j - reuse);
-      } else {
-        hidden = i < reuse ? 1 : 0; // the reuse half never sees the second half
-      }
-      r.cannot_see[static_cast<size_t>(i * len + j)] = hidden;
-    }
-  }
+  r.cannot_see = compose_halves(perm0, perm1, reuse, len);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include "xl/data/text.h"
 #include "xl/util/error.h"
@@ -130,65 +131,92 @@ void Vocab::save(const std::filesystem::path& path) const {
   atomic_write(path, out);
 }
 
-Vocab Vocab::load(const std::filesystem::path& path) {
-  const std::string text = read_file(path, "vocabulary file");
-  const auto lines = split_lines(text);
-  const auto bad = [&](size_t line, const std::string& what) {
-    return UserError(fmt::format(
-        "{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
-  };
-  if (lines.empty() || lines[0].rfind(kHeader, 0) != 0) {
-    throw bad(
-        1,
-        std::string("expected a first line starting with '") + kHeader + "'");
-  }
-  const std::string header(lines[0]);
+namespace {
+
+// A malformed vocabulary file, at `line` (1-based).
+UserError not_a_vocabulary(
+    const std::filesystem::path& path,
+    size_t line,
+    const std::string& what) {
+  return UserError(fmt::format(
+      "{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
+}
+
+// The kind and the declared token count of the header line.
+std::pair<VocabKind, int64_t> read_header(
+    const std::filesystem::path& path,
+    const std::string& header) {
   VocabKind kind;
   if (header.find(" kind=word ") != std::string::npos) {
     kind = VocabKind::kWord;
   } else if (header.find(" kind=byte ") != std::string::npos) {
     kind = VocabKind::kByte;
   } else {
-    throw bad(1, "expected kind=word or kind=byte in the header");
+    throw not_a_vocabulary(
+        path, 1, "expected kind=word or kind=byte in the header");
   }
   const auto size_at = header.find(" size=");
   if (size_at == std::string::npos) {
-    throw bad(1, "expected size=N in the header");
+    throw not_a_vocabulary(path, 1, "expected size=N in the header");
   }
-  int64_t declared = -1;
-  {
-    const std::string digits = header.substr(size_at + 6);
-    char* end = nullptr;
-    errno = 0;
-    declared = std::strtoll(digits.c_str(), &end, 10);
-    if (end == digits.c_str() || errno == ERANGE || declared < 0 ||
-        (*end != '\0' && *end != ' ')) {
-      throw bad(
-          1, "expected size=N (a count) in the header, found '" + digits + "'");
+  const std::string digits = header.substr(size_at + 6);
+  char* end = nullptr;
+  errno = 0;
+  const int64_t declared = std::strtoll(digits.c_str(), &end, 10);
+  if (end == digits.c_str() || errno == ERANGE || declared < 0 ||
+      (*end != '\0' && *end != ' ')) {
+    throw not_a_vocabulary(
+        path,
+        1,
+        "expected size=N (a count) in the header, found '" + digits + "'");
+  }
+  return {kind, declared};
+}
+
+// The token on line `number` of a vocabulary of `kind`: a byte value's byte, or the word.
+std::string read_token(
+    const std::filesystem::path& path,
+    VocabKind kind,
+    std::string_view line,
+    size_t number) {
+  const std::string s(line);
+  if (kind == VocabKind::kWord) {
+    if (s.empty()) {
+      throw not_a_vocabulary(path, number, "empty token");
     }
+    return s;
   }
+  int value = -1;
+  try {
+    value = std::stoi(s);
+  } catch (const std::exception&) {
+  }
+  if (value < 0 || value > 255 || std::to_string(value) != s) {
+    throw not_a_vocabulary(
+        path, number, "expected a byte value 0..255, found '" + s + "'");
+  }
+  return std::string(1, static_cast<char>(value));
+}
+
+} // namespace
+
+Vocab Vocab::load(const std::filesystem::path& path) {
+  const std::string text = read_file(path, "vocabulary file");
+  const auto lines = split_lines(text);
+  if (lines.empty() || lines[0].rfind(kHeader, 0) != 0) {
+    throw not_a_vocabulary(
+        path,
+        1,
+        std::string("expected a first line starting with '") + kHeader + "'");
+  }
+  const auto [kind, declared] = read_header(path, std::string(lines[0]));
   std::vector<std::string> tokens;
   for (size_t i = 1; i < lines.size(); ++i) {
-    if (kind == VocabKind::kByte) {
-      const std::string s(lines[i]);
-      int value = -1;
-      try {
-        value = std::stoi(s);
-      } catch (const std::exception&) {
-      }
-      if (value < 0 || value > 255 || std::to_string(value) != s) {
-        throw bad(i + 1, "expected a byte value 0..255, found '" + s + "'");
-      }
-      tokens.emplace_back(1, static_cast<char>(value));
-    } else {
-      if (lines[i].empty()) {
-        throw bad(i + 1, "empty token");
-      }
-      tokens.emplace_back(lines[i]);
-    }
+    tokens.push_back(read_token(path, kind, lines[i], i + 1));
   }
   if (static_cast<int64_t>(tokens.size()) != declared) {
-    throw bad(
+    throw not_a_vocabulary(
+        path,
         lines.size(),
         fmt::format(
             "header says {} tokens, file has {} (truncated?)",
@@ -197,7 +225,7 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   }
   Vocab vocab(kind, std::move(tokens));
   if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
-    throw bad(1, "duplicate tokens");
+    throw not_a_vocabulary(path, 1, "duplicate tokens");
   }
   return vocab;
 }

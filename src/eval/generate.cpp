@@ -56,6 +56,81 @@ torch::Tensor draw_tokens(
   return torch::multinomial(logits.softmax(1), 1, false, generator).squeeze(1);
 }
 
+namespace {
+
+// The forward passes of one generation: the prompt read (through the memory, segment by
+// segment, or as one window), then one new token at a time.
+class GenerationSteps {
+ public:
+  GenerationSteps(
+      models::LanguageModelImpl& model,
+      const torch::Tensor& prompt,
+      const GenerateOptions& options)
+      : model_(model), options_(options), context_(prompt.to(torch::kLong)) {
+    args_.next_token = true;
+    args_.span = options.span;
+    args_.span.ext_len = 0; // every input is read once
+  }
+
+  // The prompt's state; `used_memory` says whether the memory carries it from now on.
+  models::ModelOutput read_prompt(bool& used_memory) {
+    models::ModelOutput state;
+    used_memory = false;
+    if (options_.use_memory) {
+      caching_ = true;
+      const int64_t length = context_.size(0);
+      for (int64_t first = 0; first < length; first += options_.segment) {
+        state = step(
+            context_.narrow(
+                0, first, std::min(options_.segment, length - first)),
+            state.mems);
+      }
+      used_memory = !state.mems.empty();
+    }
+    // The cache follows the memory: the windows re-read without one go without it.
+    caching_ = used_memory;
+    return used_memory ? state : step(window(), {});
+  }
+
+  // The state after the tokens `ids` [B] were drawn.
+  models::ModelOutput extend(
+      const torch::Tensor& ids,
+      const models::ModelOutput& state,
+      bool used_memory) {
+    const auto row = ids.unsqueeze(0); // [1, B]
+    if (used_memory) {
+      return step(row, state.mems);
+    }
+    context_ = torch::cat({context_, row});
+    return step(window(), {});
+  }
+
+ private:
+  models::ModelOutput step(
+      const torch::Tensor& tokens,
+      const nn::Memory& mems) {
+    data::Batch batch;
+    batch.tokens = tokens.to(options_.device);
+    args_.cache = caching_ ? &cache_ : nullptr;
+    return model_.forward(batch, mems, args_);
+  }
+
+  // The context the window re-reads: the prompt, then every token drawn.
+  torch::Tensor window() const {
+    const int64_t length = std::min(options_.window, context_.size(0));
+    return context_.narrow(0, context_.size(0) - length, length);
+  }
+
+  models::LanguageModelImpl& model_;
+  const GenerateOptions& options_;
+  torch::Tensor context_;
+  models::ForwardArgs args_;
+  models::ProjectionCache cache_;
+  bool caching_ = false;
+};
+
+} // namespace
+
 Generated generate(
     models::LanguageModelImpl& model,
     const torch::Tensor& prompt,
@@ -75,40 +150,11 @@ Generated generate(
       options.window);
   torch::NoGradGuard no_grad;
   const EvalScope eval_scope(model);
-  models::ProjectionCache cache;
-  models::ForwardArgs args;
-  args.next_token = true;
-  args.span = options.span;
-  args.span.ext_len = 0; // every input is read once
-  // The cache follows the memory: the windows re-read without one go without it.
-  bool caching = options.use_memory;
-  const auto step = [&](const torch::Tensor& tokens, const nn::Memory& mems) {
-    data::Batch batch;
-    batch.tokens = tokens.to(options.device);
-    args.cache = caching ? &cache : nullptr;
-    return model.forward(batch, mems, args);
-  };
-  // The context the window re-reads: the prompt, then every token drawn.
-  auto context = prompt.to(torch::kLong);
-  const auto window = [&] {
-    const int64_t length = std::min(options.window, context.size(0));
-    return context.narrow(0, context.size(0) - length, length);
-  };
+  GenerationSteps steps(model, prompt, options);
 
   Generated out;
   auto start = std::chrono::steady_clock::now();
-  models::ModelOutput state;
-  if (options.use_memory) {
-    for (int64_t first = 0; first < prompt.size(0); first += options.segment) {
-      const int64_t length = std::min(options.segment, prompt.size(0) - first);
-      state = step(context.narrow(0, first, length), state.mems);
-    }
-    out.used_memory = !state.mems.empty();
-    caching = out.used_memory;
-  }
-  if (!out.used_memory) {
-    state = step(window(), {});
-  }
+  models::ModelOutput state = steps.read_prompt(out.used_memory);
   auto next = state.next_log_probs.cpu();
   out.prompt_seconds = seconds_since(start);
 
@@ -126,13 +172,7 @@ Generated generate(
     if (n + 1 == options.max_tokens) {
       break;
     }
-    const auto row = ids.unsqueeze(0); // [1, B]
-    if (out.used_memory) {
-      state = step(row, state.mems);
-    } else {
-      context = torch::cat({context, row});
-      state = step(window(), {});
-    }
+    state = steps.extend(ids, state, out.used_memory);
     next = state.next_log_probs.cpu();
   }
   out.seconds = seconds_since(start);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -61,31 +63,111 @@ const char* dtype_name(torch::ScalarType type) {
       std::string("safetensors: unsupported dtype ") + c10::toString(type));
 }
 
-} // namespace
+// A file that breaks the format.
+UserError not_safetensors(
+    const std::filesystem::path& path,
+    const std::string& what) {
+  return UserError(path.string() + ": not a valid safetensors file: " + what);
+}
 
-SafeTensors SafeTensors::load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path, "safetensors file");
-  const auto bad = [&](const std::string& what) {
-    return UserError(path.string() + ": not a valid safetensors file: " + what);
-  };
+// The JSON header and where the data after it starts.
+std::pair<nlohmann::json, size_t> read_header(
+    const std::filesystem::path& path,
+    const std::string& bytes) {
   if (bytes.size() < 8) {
-    throw bad("shorter than its 8-byte header length");
+    throw not_safetensors(path, "shorter than its 8-byte header length");
   }
   uint64_t header_size = 0;
   for (int b = 7; b >= 0; --b) {
     header_size = (header_size << 8) | static_cast<unsigned char>(bytes[b]);
   }
   if (header_size > bytes.size() - 8) {
-    throw bad(fmt::format(
-        "header of {} bytes in a file of {} bytes", header_size, bytes.size()));
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "header of {} bytes in a file of {} bytes",
+            header_size,
+            bytes.size()));
   }
-  nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.substr(8, header_size));
+    return {
+        nlohmann::json::parse(bytes.substr(8, header_size)), 8 + header_size};
   } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("header is not JSON: ") + e.what());
+    throw not_safetensors(path, std::string("header is not JSON: ") + e.what());
   }
-  const size_t data_start = 8 + header_size;
+}
+
+// The bytes a tensor of `type` and `shape` takes, or more than `data_size` where that is more
+// than the file holds (checked before anything is allocated).
+size_t claimed_bytes(
+    c10::ScalarType type,
+    const std::vector<int64_t>& shape,
+    size_t data_size) {
+  size_t nbytes = c10::elementSize(type);
+  for (const int64_t d : shape) {
+    if (d < 0 || (d > 0 && nbytes > data_size / static_cast<size_t>(d))) {
+      return data_size + 1;
+    }
+    nbytes *= static_cast<size_t>(d);
+  }
+  return nbytes;
+}
+
+// The tensor of header entry `name`, copied out of `data` (`data_size` bytes).
+torch::Tensor read_tensor(
+    const std::filesystem::path& path,
+    const std::string& name,
+    const nlohmann::json& entry,
+    const char* data,
+    size_t data_size) {
+  const std::string dtype = entry.at("dtype").get<std::string>();
+  const auto shape_or = integers<int64_t>(entry.at("shape"));
+  const auto offsets_or = integers<size_t>(entry.at("data_offsets"));
+  if (!shape_or || !offsets_or) {
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "tensor '{}' needs whole numbers for its shape and byte offsets, found {} and {}",
+            name,
+            entry.at("shape").dump(),
+            entry.at("data_offsets").dump()));
+  }
+  const auto& shape = *shape_or;
+  const auto& offsets = *offsets_or;
+  const DtypeName* found = nullptr;
+  for (const auto& d : kDtypes) {
+    if (dtype == d.name) {
+      found = &d;
+    }
+  }
+  if (found == nullptr) {
+    throw not_safetensors(
+        path, fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
+  }
+  const size_t nbytes = claimed_bytes(found->type, shape, data_size);
+  if (offsets.size() != 2 || offsets[1] < offsets[0] ||
+      offsets[1] > data_size || offsets[1] - offsets[0] != nbytes) {
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "tensor '{}' ({} {}) has byte range [{}, {}) in {} data bytes",
+            name,
+            dtype,
+            fmt::join(shape, "x"),
+            offsets.size() > 0 ? offsets[0] : 0,
+            offsets.size() > 1 ? offsets[1] : 0,
+            data_size));
+  }
+  auto tensor = torch::empty(shape, torch::dtype(found->type));
+  std::memcpy(tensor.data_ptr(), data + offsets[0], nbytes);
+  return tensor;
+}
+
+} // namespace
+
+SafeTensors SafeTensors::load(const std::filesystem::path& path) {
+  const std::string bytes = read_file(path, "safetensors file");
+  const auto [header, data_start] = read_header(path, bytes);
   const size_t data_size = bytes.size() - data_start;
   SafeTensors out;
   out.path_ = path;
@@ -97,54 +179,12 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
         }
         continue;
       }
-      const std::string dtype = entry.at("dtype").get<std::string>();
-      const auto shape_or = integers<int64_t>(entry.at("shape"));
-      const auto offsets_or = integers<size_t>(entry.at("data_offsets"));
-      if (!shape_or || !offsets_or) {
-        throw bad(fmt::format(
-            "tensor '{}' needs whole numbers for its shape and byte offsets, found {} and {}",
-            name,
-            entry.at("shape").dump(),
-            entry.at("data_offsets").dump()));
-      }
-      const auto& shape = *shape_or;
-      const auto& offsets = *offsets_or;
-      const DtypeName* found = nullptr;
-      for (const auto& d : kDtypes) {
-        if (dtype == d.name) {
-          found = &d;
-        }
-      }
-      if (found == nullptr) {
-        throw bad(
-            fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
-      }
-      // The size the shape claims, checked against the data before anything is allocated.
-      size_t nbytes = c10::elementSize(found->type);
-      for (const int64_t d : shape) {
-        if (d < 0 || (d > 0 && nbytes > data_size / static_cast<size_t>(d))) {
-          nbytes = data_size + 1; // more than the file holds
-          break;
-        }
-        nbytes *= static_cast<size_t>(d);
-      }
-      if (offsets.size() != 2 || offsets[1] < offsets[0] ||
-          offsets[1] > data_size || offsets[1] - offsets[0] != nbytes) {
-        throw bad(fmt::format(
-            "tensor '{}' ({} {}) has byte range [{}, {}) in {} data bytes",
-            name,
-            dtype,
-            fmt::join(shape, "x"),
-            offsets.size() > 0 ? offsets[0] : 0,
-            offsets.size() > 1 ? offsets[1] : 0,
-            data_size));
-      }
-      auto tensor = torch::empty(shape, torch::dtype(found->type));
-      std::memcpy(
-          tensor.data_ptr(), bytes.data() + data_start + offsets[0], nbytes);
-      out.tensors_.emplace(name, std::move(tensor));
+      out.tensors_.emplace(
+          name,
+          read_tensor(path, name, entry, bytes.data() + data_start, data_size));
     } catch (const nlohmann::json::exception& e) {
-      throw bad(fmt::format("entry '{}': {}", name, e.what()));
+      throw not_safetensors(
+          path, fmt::format("entry '{}': {}", name, e.what()));
     }
   }
   return out;

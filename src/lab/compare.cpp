@@ -70,6 +70,77 @@ std::optional<double> metric_of(
   return std::nullopt;
 }
 
+// Folds metrics.jsonl's records, in order, into a RunSummary: the training time of the
+// processes that wrote them, the loss curves, the metric's unit and xl-eval's results.
+class MetricsFold {
+ public:
+  explicit MetricsFold(RunSummary& summary) : summary_(summary) {}
+
+  void add(const nlohmann::json& r) {
+    ++summary_.records;
+    const bool evaluation =
+        r.contains("mode"); // xl-eval's, written after the training
+    track_time(r, evaluation);
+    if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
+      return;
+    }
+    const auto split = r["split"].get<std::string>();
+    const double loss = r["loss"].get<double>();
+    for (const char* unit : {"ppl", "bpc"}) {
+      if (r.contains(unit)) {
+        summary_.metric = unit;
+      }
+    }
+    if (evaluation) {
+      summary_.evaluations
+          [split + "/" + r["mode"].get<std::string>() +
+           (r.value("partial", false) ? " (partial)" : "") +
+           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)"
+                                        : "")] = loss;
+    } else if (split == "train") {
+      train_[r.value("step", int64_t{0})] = loss;
+    } else if (split == "valid") {
+      valid_[r.value("step", int64_t{0})] = loss;
+    }
+  }
+
+  void finish() {
+    close_process();
+    summary_.train = points(train_);
+    summary_.valid = points(valid_);
+    summary_.steps = train_.empty() ? 0 : train_.rbegin()->first;
+    for (const auto& [step, loss] : valid_) {
+      summary_.best_valid_loss =
+          std::min(summary_.best_valid_loss.value_or(loss), loss);
+    }
+  }
+
+ private:
+  // Each process (a "start" event) counts from its start to its last training record.
+  void track_time(const nlohmann::json& r, bool evaluation) {
+    const double time = seconds_of(r);
+    if (r.value("event", "") == "start") {
+      close_process();
+      process_start_ = time;
+    }
+    if (!evaluation) {
+      process_last_ = time;
+    }
+  }
+
+  void close_process() {
+    if (std::isfinite(process_start_) && std::isfinite(process_last_)) {
+      summary_.seconds += process_last_ - process_start_;
+    }
+  }
+
+  RunSummary& summary_;
+  std::map<int64_t, double> train_;
+  std::map<int64_t, double> valid_;
+  double process_start_ = std::nan("");
+  double process_last_ = std::nan("");
+};
+
 } // namespace
 
 RunSummary summarize_run(const std::filesystem::path& dir) {
@@ -87,79 +158,29 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
     throw UserError(
         fmt::format("{}: no metrics.jsonl (not trained yet?)", dir.string()));
   }
-  std::map<int64_t, double> train;
-  std::map<int64_t, double> valid;
-  double process_start = std::nan("");
-  double process_last = std::nan("");
-  const auto close_process = [&] {
-    if (std::isfinite(process_start) && std::isfinite(process_last)) {
-      summary.seconds += process_last - process_start;
-    }
-  };
+  MetricsFold fold(summary);
   for (std::string line; std::getline(in, line);) {
     if (in.eof()) {
       break; // no newline: a record still being written, or torn
     }
     const auto r = nlohmann::json::parse(line, nullptr, false);
-    if (!r.is_object()) {
+    if (r.is_object()) {
+      fold.add(r);
+    } else {
       ++summary.unreadable;
-      continue;
-    }
-    ++summary.records;
-    const bool evaluation =
-        r.contains("mode"); // xl-eval's, written after the training
-    const double time = seconds_of(r);
-    if (r.value("event", "") == "start") {
-      close_process();
-      process_start = time;
-    }
-    if (!evaluation) {
-      process_last = time;
-    }
-    if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
-      continue;
-    }
-    const auto split = r["split"].get<std::string>();
-    const auto step = r.value("step", int64_t{0});
-    const double loss = r["loss"].get<double>();
-    for (const char* unit : {"ppl", "bpc"}) {
-      if (r.contains(unit)) {
-        summary.metric = unit;
-      }
-    }
-    if (evaluation) {
-      summary.evaluations
-          [split + "/" + r["mode"].get<std::string>() +
-           (r.value("partial", false) ? " (partial)" : "") +
-           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)"
-                                        : "")] = loss;
-    } else if (split == "train") {
-      train[step] = loss;
-    } else if (split == "valid") {
-      valid[step] = loss;
     }
   }
-  close_process();
-  summary.train = points(train);
-  summary.valid = points(valid);
-  summary.steps = train.empty() ? 0 : train.rbegin()->first;
-  for (const auto& [step, loss] : valid) {
-    summary.best_valid_loss =
-        std::min(summary.best_valid_loss.value_or(loss), loss);
-  }
+  fold.finish();
   return summary;
 }
 
-Table compare_runs(const std::vector<RunSummary>& runs) {
-  Table table;
-  std::set<std::string> units;
-  std::set<std::string> evaluations;
+namespace {
+
+// The config keys whose values differ between the runs (a key a run lacks reads as ""), but
+// the run's own name and folder.
+std::vector<std::string> differing_keys(const std::vector<RunSummary>& runs) {
   std::set<std::string> keys;
   for (const auto& r : runs) {
-    units.insert(r.metric);
-    for (const auto& [name, loss] : r.evaluations) {
-      evaluations.insert(name);
-    }
     for (const auto& [key, value] : r.config) {
       keys.insert(key);
     }
@@ -178,6 +199,22 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
       differing.push_back(key);
     }
   }
+  return differing;
+}
+
+} // namespace
+
+Table compare_runs(const std::vector<RunSummary>& runs) {
+  Table table;
+  std::set<std::string> units;
+  std::set<std::string> evaluations;
+  for (const auto& r : runs) {
+    units.insert(r.metric);
+    for (const auto& [name, loss] : r.evaluations) {
+      evaluations.insert(name);
+    }
+  }
+  const std::vector<std::string> differing = differing_keys(runs);
   // One unit for all: it names the columns; runs of several: each cell names its own.
   const bool shared = units.size() == 1 && !units.begin()->empty();
   const std::string metric = shared ? *units.begin() : "metric";

@@ -95,16 +95,10 @@ struct Group::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> group;
 };
 
-Group::Group(
-    const DistributedEnv& env,
-    const torch::Device& device,
-    std::chrono::milliseconds start_timeout,
-    std::chrono::milliseconds timeout)
-    : rank_(env.rank),
-      size_(env.world_size),
-      device_(device),
-      impl_(std::make_unique<Impl>()) {
-  // c10d retries an address it cannot resolve, with a warning each time, until the timeout.
+namespace {
+
+// c10d retries an address it cannot resolve, with a warning each time, until the timeout.
+void check_master_address(const DistributedEnv& env) {
   addrinfo* found = nullptr;
   if (const int status =
           ::getaddrinfo(env.master_addr.c_str(), nullptr, nullptr, &found);
@@ -115,6 +109,13 @@ Group::Group(
         ::gai_strerror(status)));
   }
   ::freeaddrinfo(found);
+}
+
+// The store every rank joins within `start_timeout`; its operations then wait up to `timeout`.
+c10::intrusive_ptr<c10d::Store> join_store(
+    const DistributedEnv& env,
+    std::chrono::milliseconds start_timeout,
+    std::chrono::milliseconds timeout) {
   const auto seconds = std::chrono::duration<double>(start_timeout).count();
   spdlog::info(
       "rank {} of {}: waiting for the {} processes at {}:{} (up to {:g} s, "
@@ -151,35 +152,60 @@ Group::Group(
   }
   store->setTimeout(timeout); // from here on the collectives' limit
   // torchrun's store outlives restarts; a prefix keeps this group's keys apart.
-  store = c10::make_intrusive<c10d::PrefixStore>("xl/", store);
-  auto group =
-      c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
+  return c10::make_intrusive<c10d::PrefixStore>("xl/", store);
+}
+
+// NCCL on GPUs, Gloo on the CPU, as the group's default backend.
+void add_backend(
+    c10d::ProcessGroup& group,
+    const c10::intrusive_ptr<c10d::Store>& store,
+    const DistributedEnv& env,
+    const torch::Device& device,
+    std::chrono::milliseconds timeout) {
   if (device.is_cuda()) {
 #ifdef USE_C10D_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
     auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(
         store, env.rank, env.world_size, options);
-    group->setBackend(
+    group.setBackend(
         c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
-    group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+    group.setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #else
     throw UserError(
         "this LibTorch was built without NCCL: no data-parallel training on GPUs");
 #endif
-  } else {
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    // As torch.distributed does: GLOO_SOCKET_IFNAME names the interface, else this host's.
-    const auto interface = env_string("GLOO_SOCKET_IFNAME");
-    options->devices.push_back(
-        interface ? c10d::ProcessGroupGloo::createDeviceForInterface(*interface)
-                  : c10d::ProcessGroupGloo::createDefaultDevice());
-    auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        store, env.rank, env.world_size, options);
-    group->setBackend(
-        c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
-    group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    return;
   }
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // As torch.distributed does: GLOO_SOCKET_IFNAME names the interface, else this host's.
+  const auto interface = env_string("GLOO_SOCKET_IFNAME");
+  options->devices.push_back(
+      interface ? c10d::ProcessGroupGloo::createDeviceForInterface(*interface)
+                : c10d::ProcessGroupGloo::createDefaultDevice());
+  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      store, env.rank, env.world_size, options);
+  group.setBackend(
+      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  group.setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+}
+
+} // namespace
+
+Group::Group(
+    const DistributedEnv& env,
+    const torch::Device& device,
+    std::chrono::milliseconds start_timeout,
+    std::chrono::milliseconds timeout)
+    : rank_(env.rank),
+      size_(env.world_size),
+      device_(device),
+      impl_(std::make_unique<Impl>()) {
+  check_master_address(env);
+  const auto store = join_store(env, start_timeout, timeout);
+  auto group =
+      c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
+  add_backend(*group, store, env, device, timeout);
   impl_->group = group;
 }
 

@@ -157,6 +157,57 @@ std::vector<models::TermTotal> read_totals(
 
 namespace {
 
+// What every rank holds that a checkpoint keeps: the memories of each batch chunk and the
+// random states, gathered in rank order, so that the checkpoint of R ranks with batch_chunk k
+// holds what one process with batch_chunk R k would.
+struct RankStates {
+  std::vector<nn::Memory> mems;
+  std::vector<torch::Tensor> cpu_rng;
+  std::vector<torch::Tensor> cuda_rng; // empty on the CPU
+};
+
+RankStates gather_rank_states(
+    const std::vector<nn::Memory>& mems,
+    const torch::Device& device,
+    DataParallel* parallel) {
+  RankStates states{
+      mems, {util::generator_state(at::detail::getDefaultCPUGenerator())}, {}};
+  if (device.is_cuda()) {
+    states.cuda_rng = {
+        util::generator_state(at::globalContext().defaultGenerator(device))};
+  }
+  if (parallel == nullptr) {
+    return states;
+  }
+  auto& group = parallel->group();
+  std::vector<nn::Memory> all(static_cast<size_t>(group.size()) * mems.size());
+  for (size_t c = 0; c < mems.size(); ++c) {
+    for (const auto& layer : mems[c]) {
+      const auto parts = group.all_gather(layer);
+      for (size_t r = 0; r < parts.size(); ++r) {
+        all[r * mems.size() + c].push_back(parts[r]);
+      }
+    }
+  }
+  states.mems = std::move(all);
+  states.cpu_rng = group.all_gather(states.cpu_rng.front());
+  if (device.is_cuda()) {
+    states.cuda_rng = group.all_gather(states.cuda_rng.front());
+  }
+  return states;
+}
+
+// rng.<kind> (rank 0), then rng.<kind>.<r> for the other ranks.
+void write_rng(
+    torch::serialize::OutputArchive& archive,
+    const std::string& kind,
+    const std::vector<torch::Tensor>& states) {
+  archive.write("rng." + kind, states.front());
+  for (size_t r = 1; r < states.size(); ++r) {
+    archive.write(fmt::format("rng.{}.{}", kind, r), states[r]);
+  }
+}
+
 // Whether every defined tensor holds only finite values.
 bool all_finite(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
@@ -190,34 +241,8 @@ void Trainer::save(const State& s, bool best) {
         all_finite(model_->parameters()) ? "optimizer state does" : "weights",
         last_good_checkpoint()));
   }
-  // Every rank's memories, in chunk order, and random states: the checkpoint of R ranks with
-  // batch_chunk k holds what one process with batch_chunk R k would.
-  std::vector<nn::Memory> mems = s.mems;
-  std::vector<torch::Tensor> cpu_rng{
-      util::generator_state(at::detail::getDefaultCPUGenerator())};
-  if (parallel_ != nullptr) {
-    auto& group = parallel_->group();
-    std::vector<nn::Memory> all(
-        static_cast<size_t>(group.size()) * s.mems.size());
-    for (size_t c = 0; c < s.mems.size(); ++c) {
-      for (const auto& layer : s.mems[c]) {
-        const auto parts = group.all_gather(layer);
-        for (size_t r = 0; r < parts.size(); ++r) {
-          all[r * s.mems.size() + c].push_back(parts[r]);
-        }
-      }
-    }
-    mems = std::move(all);
-    cpu_rng = group.all_gather(cpu_rng.front());
-  }
-  std::vector<torch::Tensor> cuda_rng;
-  if (device_.is_cuda()) {
-    cuda_rng = {
-        util::generator_state(at::globalContext().defaultGenerator(device_))};
-    if (parallel_ != nullptr) {
-      cuda_rng = parallel_->group().all_gather(cuda_rng.front());
-    }
-  }
+  // Every rank takes part in the gathering; only the first writes.
+  const RankStates ranks = gather_rank_states(s.mems, device_, parallel_);
   if (!writes_) {
     return;
   }
@@ -228,22 +253,18 @@ void Trainer::save(const State& s, bool best) {
     archive.write("optimizer", optimizer_archive);
     s.schedule->save(archive);
     s.source->save(archive);
-    write_memory(archive, mems);
+    write_memory(archive, ranks.mems);
     io::write_int(
-        archive, "train.world_size", static_cast<int64_t>(cpu_rng.size()));
+        archive,
+        "train.world_size",
+        static_cast<int64_t>(ranks.cpu_rng.size()));
     io::write_double(archive, "train.best_valid", s.best_valid);
     io::write_int(archive, "train.bad_streak", s.bad_streak);
     io::write_int(archive, "train.skipped", s.skipped);
     write_totals(archive, "train.window", s.window);
-    archive.write("rng.cpu", cpu_rng.front());
-    for (size_t r = 1; r < cpu_rng.size(); ++r) {
-      archive.write(fmt::format("rng.cpu.{}", r), cpu_rng[r]);
-    }
-    if (device_.is_cuda()) {
-      archive.write("rng.cuda", cuda_rng.front());
-      for (size_t r = 1; r < cuda_rng.size(); ++r) {
-        archive.write(fmt::format("rng.cuda.{}", r), cuda_rng[r]);
-      }
+    write_rng(archive, "cpu", ranks.cpu_rng);
+    if (!ranks.cuda_rng.empty()) {
+      write_rng(archive, "cuda", ranks.cuda_rng);
     }
   };
   const run::CheckpointInfo info{

@@ -123,23 +123,37 @@ LossTerm CharTransformerImpl::head_term(
   return {name, -log_probs.sum(), log_probs.numel(), weight};
 }
 
-ModelOutput CharTransformerImpl::forward(
+torch::Tensor CharTransformerImpl::run_layer(
+    int64_t l,
+    const torch::Tensor& h,
+    const torch::Tensor& mask) {
+  const int64_t len = h.size(0); // positions 0..len-1 must fit the tables
+  // Captures by value: a replay runs after forward has returned.
+  const auto layer =
+      [this, l, len, mask](const std::vector<torch::Tensor>& in) {
+        auto x = in[0];
+        if (options.per_layer_positions() || l == 0) {
+          x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
+        }
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+                ->forward(x, mask, torch::Tensor())};
+      };
+  return (
+      options.checkpoint_layers() ? nn::recompute(layer, {h}) : layer({h}))[0];
+}
+
+void CharTransformerImpl::add_layer_terms(
     const data::Batch& batch,
-    const nn::Memory& /*mems*/,
-    const ForwardArgs& args) {
-  const auto& tokens = batch.tokens;
-  const auto& targets = batch.targets;
-  check_lm_batch(batch, args, "the char transformer");
-  const int64_t len = tokens.size(0); // positions 0..len-1 must fit the tables
+    const ForwardArgs& args,
+    int64_t l,
+    const torch::Tensor& h,
+    double layer_weight,
+    ModelOutput& output,
+    std::vector<LossTerm>& aux) {
   const auto& losses = options.losses();
-  const int64_t n_layer = options.n_layer();
   const bool training = is_training();
-  // Evaluation runs the last layer's t+1 head only, on every target.
-  std::vector<double> weights(static_cast<size_t>(n_layer), 0.0);
-  weights.back() = 1.0;
-  if (training) {
-    weights = layer_weights(losses.schedule, std::max<int64_t>(args.step, 1));
-  }
+  const auto& targets = batch.targets;
   const int64_t scored = training && !losses.multiple_positions ? 1
       : targets.defined() ? targets.size(0)
                           : 0;
@@ -147,47 +161,46 @@ ModelOutput CharTransformerImpl::forward(
   const auto n_target = targets.defined()
       ? static_cast<int64_t>(losses.target_weights.size())
       : 0;
+  for (int64_t k = 0; k < n_target; ++k) {
+    const bool own = l == options.n_layer() - 1 && k == 0;
+    if (!own && (!training || !heads || !heads->has(l, k))) {
+      continue;
+    }
+    auto term = head_term(
+        batch,
+        l,
+        k,
+        h,
+        scored,
+        layer_weight * losses.target_weights[static_cast<size_t>(k)],
+        own && args.log_probs ? &output.log_probs : nullptr);
+    (own ? output.terms : aux).push_back(std::move(term));
+  }
+}
 
+ModelOutput CharTransformerImpl::forward(
+    const data::Batch& batch,
+    const nn::Memory& /*mems*/,
+    const ForwardArgs& args) {
+  const auto& tokens = batch.tokens;
+  check_lm_batch(batch, args, "the char transformer");
+  const int64_t len = tokens.size(0);
+  const int64_t n_layer = options.n_layer();
+  // Evaluation runs the last layer's t+1 head only, on every target.
+  std::vector<double> weights(static_cast<size_t>(n_layer), 0.0);
+  weights.back() = 1.0;
+  if (is_training()) {
+    weights = layer_weights(
+        options.losses().schedule, std::max<int64_t>(args.step, 1));
+  }
   ModelOutput output;
   std::vector<LossTerm> aux;
   const auto mask = nn::causal_mask(len, 0, false, 0, tokens.device());
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   for (int64_t l = 0; l < n_layer; ++l) {
-    // Captures by value: a replay runs after forward has returned.
-    const auto layer =
-        [this, l, len, mask](const std::vector<torch::Tensor>& in) {
-          auto x = in[0];
-          if (options.per_layer_positions() || l == 0) {
-            x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
-          }
-          return std::vector<torch::Tensor>{
-              layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-                  ->forward(x, mask, torch::Tensor())};
-        };
-    h =
-        (options.checkpoint_layers() ? nn::recompute(layer, {h})
-                                     : layer({h}))[0];
-    const double w = weights[static_cast<size_t>(l)];
-    for (int64_t k = 0; k < n_target; ++k) {
-      const bool own = l == n_layer - 1 && k == 0;
-      if (!own && (!training || !heads || !heads->has(l, k))) {
-        continue;
-      }
-      const double weight = w * losses.target_weights[static_cast<size_t>(k)];
-      auto term = head_term(
-          batch,
-          l,
-          k,
-          h,
-          scored,
-          weight,
-          own && args.log_probs ? &output.log_probs : nullptr);
-      if (own) {
-        output.terms.push_back(std::move(term));
-      } else {
-        aux.push_back(std::move(term));
-      }
-    }
+    h = run_layer(l, h, mask);
+    add_layer_terms(
+        batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
   }
   for (auto& term : aux) {
     output.terms.push_back(std::move(term));

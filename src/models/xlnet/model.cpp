@@ -107,17 +107,16 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
   return {drop(r), batch.reversed.to(torch::kLong)};
 }
 
-void XLNetImpl::stream_queries(
-    const data::Batch& batch,
-    int64_t mlen,
-    nn::TwoStreamTerms& terms) const {
+namespace {
+
+// Keys the query stream may not see, [B, 1, L, K] (undefined: all visible): padding and the
+// permutation's future; the memory is always visible.
+torch::Tensor hidden_keys(const data::Batch& batch, int64_t mlen) {
   const auto& tokens = batch.tokens;
   const int64_t qlen = tokens.size(0);
   const int64_t bsz = tokens.size(1);
   const int64_t klen = mlen + qlen;
   const auto bool_options = torch::dtype(torch::kBool).device(tokens.device());
-  // Keys the query stream may not see, [B, 1, L, K]: padding and the permutation's future; the
-  // memory is always visible.
   torch::Tensor hidden;
   if (batch.padding.defined()) {
     TORCH_CHECK(
@@ -153,33 +152,38 @@ void XLNetImpl::stream_queries(
                             .unsqueeze(1);
     hidden = hidden.defined() ? hidden.logical_or(future) : future;
   }
-  terms.content.positions =
-      torch::arange(qlen, torch::dtype(torch::kLong).device(tokens.device()))
-          .unsqueeze(0);
-  if (hidden.defined()) {
-    // The content stream sees its own position, whatever the permutation says.
-    const auto self = torch::arange(klen, tokens.options()).unsqueeze(0) ==
-        torch::arange(qlen, tokens.options()).unsqueeze(1) + mlen;
-    terms.content.mask = hidden.logical_and(self.logical_not());
+  return hidden;
+}
+
+// Whether query i and key j are in different segments, [B, 1, L, K] (undefined without
+// segment ids). The memory counts as segment 0; only equality matters.
+torch::Tensor other_segment(const data::Batch& batch, int64_t mlen) {
+  const auto& seg = batch.segment_ids;
+  if (!seg.defined()) {
+    return {};
   }
-  if (batch.segment_ids.defined()) {
-    const auto& seg = batch.segment_ids;
-    TORCH_CHECK(
-        seg.sizes() == tokens.sizes(),
-        "segment_ids must be [L, B] like tokens ",
-        tokens.sizes(),
-        ", got ",
-        seg.sizes());
-    // The memory counts as segment 0; only equality matters.
-    const auto keys =
-        torch::cat({torch::zeros({mlen, bsz}, seg.options()), seg});
-    terms.content.other_segment =
-        (seg.t().unsqueeze(2) != keys.t().unsqueeze(1)).unsqueeze(1);
-  }
-  if (!batch.target_mapping.defined()) {
-    return;
-  }
+  TORCH_CHECK(
+      seg.sizes() == batch.tokens.sizes(),
+      "segment_ids must be [L, B] like tokens ",
+      batch.tokens.sizes(),
+      ", got ",
+      seg.sizes());
+  const auto keys =
+      torch::cat({torch::zeros({mlen, seg.size(1)}, seg.options()), seg});
+  return (seg.t().unsqueeze(2) != keys.t().unsqueeze(1)).unsqueeze(1);
+}
+
+// The query stream's positions, validity and masks: the rows of the content stream's that
+// target_mapping selects. One-hot rows give the prediction's input position; all-zero rows are
+// padding, which read position 0 and are zeroed by query_valid.
+void add_query_terms(
+    const data::Batch& batch,
+    int64_t klen,
+    const torch::Tensor& hidden,
+    nn::TwoStreamTerms& terms) {
   const auto& mapping = batch.target_mapping;
+  const int64_t qlen = batch.tokens.size(0);
+  const int64_t bsz = batch.tokens.size(1);
   TORCH_CHECK(
       mapping.dim() == 3 && mapping.size(1) == qlen && mapping.size(2) == bsz,
       "target_mapping must be [P, ",
@@ -188,8 +192,6 @@ void XLNetImpl::stream_queries(
       bsz,
       "], got ",
       mapping.sizes());
-  // One-hot rows: the prediction's input position; all-zero rows are padding, which read
-  // position 0 and are zeroed by query_valid.
   const int64_t n_predict = mapping.size(0);
   terms.query.positions = mapping.argmax(1).t().contiguous(); // [B, P]
   const auto valid = mapping.sum(1);                          // [P, B]
@@ -201,6 +203,57 @@ void XLNetImpl::stream_queries(
   }
   if (terms.content.other_segment.defined()) {
     terms.query.other_segment = terms.content.other_segment.gather(2, rows);
+  }
+}
+
+// Tokens [L, B], one memory per layer or none, and what to score: a permutation LM's
+// target_mapping or a classifier's labels; XLNet does not generate.
+void check_inputs(
+    const data::Batch& batch,
+    const nn::Memory& mems,
+    const ForwardArgs& args,
+    int64_t n_layer) {
+  const auto& tokens = batch.tokens;
+  TORCH_CHECK(
+      tokens.defined() && tokens.dim() == 2,
+      "XLNet expects tokens [L, B], got ",
+      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{});
+  TORCH_CHECK(
+      !args.next_token,
+      "XLNet is a permutation language model: it scores targets, it does not generate");
+  TORCH_CHECK(
+      mems.empty() || static_cast<int64_t>(mems.size()) == n_layer,
+      "expected ",
+      n_layer,
+      " memory tensors, got ",
+      mems.size());
+  TORCH_CHECK(
+      batch.target_mapping.defined() || batch.labels.defined(),
+      "XLNet needs target_mapping (permutation LM) or labels (classification)");
+}
+
+} // namespace
+
+void XLNetImpl::stream_queries(
+    const data::Batch& batch,
+    int64_t mlen,
+    nn::TwoStreamTerms& terms) const {
+  const auto& tokens = batch.tokens;
+  const int64_t qlen = tokens.size(0);
+  const int64_t klen = mlen + qlen;
+  const torch::Tensor hidden = hidden_keys(batch, mlen);
+  terms.content.positions =
+      torch::arange(qlen, torch::dtype(torch::kLong).device(tokens.device()))
+          .unsqueeze(0);
+  if (hidden.defined()) {
+    // The content stream sees its own position, whatever the permutation says.
+    const auto self = torch::arange(klen, tokens.options()).unsqueeze(0) ==
+        torch::arange(qlen, tokens.options()).unsqueeze(1) + mlen;
+    terms.content.mask = hidden.logical_and(self.logical_not());
+  }
+  terms.content.other_segment = other_segment(batch, mlen);
+  if (batch.target_mapping.defined()) {
+    add_query_terms(batch, klen, hidden, terms);
   }
 }
 
@@ -274,28 +327,51 @@ void XLNetImpl::classification_terms(
        TermKind::kAccuracy});
 }
 
+std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
+    int64_t i,
+    const torch::Tensor& h,
+    const torch::Tensor& g,
+    const nn::TwoStreamTerms& terms,
+    const torch::Tensor& mem,
+    nn::AttentionCache* cache) {
+  const auto index = static_cast<size_t>(i);
+  // in = {h} or {h, g}. The biases are sliced inside, so that a replay's backward reaches the
+  // parameters; the memory is detached and r a sinusoid. Captures by value: a replay runs after
+  // forward has returned.
+  const auto layer = [this, i, index, terms, mem, cache](
+                         const std::vector<torch::Tensor>& in) {
+    nn::TwoStreamTerms layer_terms = terms;
+    layer_terms.r_w_bias = nn::layer_bias(r_w_bias, i);
+    layer_terms.r_r_bias = nn::layer_bias(r_r_bias, i);
+    layer_terms.r_s_bias = nn::layer_bias(r_s_bias, i);
+    auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
+        in[0],
+        in.size() > 1 ? in[1] : torch::Tensor(),
+        layer_terms,
+        mem,
+        cache);
+    std::vector<torch::Tensor> out{std::move(h_out)};
+    if (g_out.defined()) {
+      out.push_back(std::move(g_out));
+    }
+    return out;
+  };
+  std::vector<torch::Tensor> in{h};
+  if (g.defined()) {
+    in.push_back(g);
+  }
+  const auto out =
+      options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
+  return {out[0], out.size() > 1 ? out[1] : torch::Tensor()};
+}
+
 ModelOutput XLNetImpl::forward(
     const data::Batch& batch,
     const nn::Memory& mems,
     const ForwardArgs& args) {
+  check_inputs(batch, mems, args, options.n_layer());
   const auto& tokens = batch.tokens;
-  TORCH_CHECK(
-      tokens.defined() && tokens.dim() == 2,
-      "XLNet expects tokens [L, B], got ",
-      tokens.defined() ? tokens.sizes() : torch::IntArrayRef{});
-  TORCH_CHECK(
-      !args.next_token,
-      "XLNet is a permutation language model: it scores targets, it does not generate");
-  TORCH_CHECK(
-      mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
-      "expected ",
-      options.n_layer(),
-      " memory tensors, got ",
-      mems.size());
   const bool two_stream = batch.target_mapping.defined();
-  TORCH_CHECK(
-      two_stream || batch.labels.defined(),
-      "XLNet needs target_mapping (permutation LM) or labels (classification)");
   const auto lengths = options.lengths().with(args.span);
   const int64_t qlen = tokens.size(0);
   const int64_t bsz = tokens.size(1);
@@ -318,38 +394,13 @@ ModelOutput XLNetImpl::forward(
   for (int64_t i = 0; i < options.n_layer(); ++i) {
     const auto index = static_cast<size_t>(i);
     hiddens.push_back(h);
-    // in = {h} or {h, g}. The biases are sliced inside, so that a replay's backward reaches
-    // the parameters; the memory is detached and r a sinusoid.
-    // Captures by value: a replay runs after forward has returned.
-    const auto mem = mems.empty() ? torch::Tensor() : mems[index];
-    auto* layer_cache =
-        args.cache != nullptr ? &args.cache->layers[index] : nullptr;
-    const auto layer = [this, i, index, terms, mem, layer_cache](
-                           const std::vector<torch::Tensor>& in) {
-      nn::TwoStreamTerms layer_terms = terms;
-      layer_terms.r_w_bias = nn::layer_bias(r_w_bias, i);
-      layer_terms.r_r_bias = nn::layer_bias(r_r_bias, i);
-      layer_terms.r_s_bias = nn::layer_bias(r_s_bias, i);
-      auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
-          in[0],
-          in.size() > 1 ? in[1] : torch::Tensor(),
-          layer_terms,
-          mem,
-          layer_cache);
-      std::vector<torch::Tensor> out{std::move(h_out)};
-      if (g_out.defined()) {
-        out.push_back(std::move(g_out));
-      }
-      return out;
-    };
-    std::vector<torch::Tensor> in{h};
-    if (g.defined()) {
-      in.push_back(g);
-    }
-    const auto out =
-        options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
-    h = out[0];
-    g = out.size() > 1 ? out[1] : torch::Tensor();
+    std::tie(h, g) = run_layer(
+        i,
+        h,
+        g,
+        terms,
+        mems.empty() ? torch::Tensor() : mems[index],
+        args.cache != nullptr ? &args.cache->layers[index] : nullptr);
   }
 
   ModelOutput out;

@@ -87,6 +87,22 @@ class CharTransformerImpl : public LanguageModelImpl {
   CharHeads heads{nullptr};
 
  private:
+  /// Layer `l` on `h` [L, B, D] under `mask`, through activation recompute where asked, its
+  /// position table added first (every layer's, or the input's at layer 0).
+  torch::Tensor run_layer(
+      int64_t l,
+      const torch::Tensor& h,
+      const torch::Tensor& mask);
+  /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
+  /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
+  void add_layer_terms(
+      const data::Batch& batch,
+      const ForwardArgs& args,
+      int64_t l,
+      const torch::Tensor& h,
+      double layer_weight,
+      ModelOutput& output,
+      std::vector<LossTerm>& aux);
   /// The t+1+`offset` term of layer `layer`'s output `h` [L, B, D], scored as the class comment
   /// says: -sum log p over the scored positions and their count (count 0, no head run, at weight
   /// 0 or with nothing to score); `keep`: where to put the log-probs [rows, B] too.

@@ -107,6 +107,15 @@ class XLNetImpl : public LanguageModelImpl {
       const data::Batch& batch,
       int64_t mlen,
       nn::TwoStreamTerms& terms) const;
+  /// Layer `i` on the content stream `h` [L, B, D] and the query stream `g` [P, B, D] (undefined
+  /// in classification), through activation recompute where asked; their outputs.
+  std::pair<torch::Tensor, torch::Tensor> run_layer(
+      int64_t i,
+      const torch::Tensor& h,
+      const torch::Tensor& g,
+      const nn::TwoStreamTerms& terms,
+      const torch::Tensor& mem,
+      nn::AttentionCache* cache);
   /// Loss terms of the permutation LM: the query stream's output `g` [P, B, D].
   void lm_terms(
       const data::Batch& batch,
