@@ -40,7 +40,7 @@ def resolved_config(path, overrides=(), xl_train=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# .pieces files (include/xl/data/sentence_tokens.h), checked as xl checks them.
+# .pieces files (include/xl/formats/sentence_tokens.h), checked as xl checks them.
 # ---------------------------------------------------------------------------------------------
 
 MASK64 = (1 << 64) - 1

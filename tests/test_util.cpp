@@ -1,6 +1,6 @@
 #include "test_util.h"
 
-#include "xl/data/corpus.h"
+#include "xl/prep/prepare.h"
 
 #include <sys/wait.h>
 
@@ -56,13 +56,13 @@ fs::path prepare_digits_corpus(const fs::path& dir) {
   for (int line = 0; line < 200; ++line) {
     text += "0 1 2 3 4 5 6 7 8 9\n";
   }
-  data::PrepOptions options;
+  prep::PrepOptions options;
   for (const char* split : {"train", "valid", "test"}) {
     options.splits[split] =
         write_file(dir / (std::string(split) + ".txt"), text);
   }
   options.out = dir / "data";
-  data::prepare_corpus(options);
+  prep::prepare_corpus(options);
   return options.out;
 }
 

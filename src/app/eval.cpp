@@ -7,8 +7,6 @@
 #include <map>
 
 #include "xl/app/trained_model.h"
-#include "xl/data/batch.h"
-#include "xl/data/dataset.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
 #include "xl/io/safetensors.h"
@@ -19,6 +17,8 @@
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
+#include "xl/sources/batch.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::app {
 
@@ -28,8 +28,8 @@ namespace {
 // can be fed exactly what xl scored.
 class BatchDump {
  public:
-  void add(const data::Batch& batch) {
-    for (const auto& [name, tensor] : data::named_fields(batch)) {
+  void add(const sources::Batch& batch) {
+    for (const auto& [name, tensor] : sources::named_fields(batch)) {
       tensors_.emplace(fmt::format("batch_{}/{}", batches_, name), tensor);
     }
     ++batches_;
@@ -126,7 +126,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   // 3. The evaluation, and the batches it scored when asked.
   BatchDump dump;
   const auto result = eval::evaluate(
-      *model, *setup.source, setup.options, [&](const data::Batch& batch) {
+      *model, *setup.source, setup.options, [&](const sources::Batch& batch) {
         if (request.dump_batches) {
           dump.add(batch);
         }

@@ -6,13 +6,13 @@
 
 #include "xl/app/cli.h"
 #include "xl/app/trained_model.h"
-#include "xl/data/dataset.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
 #include "xl/models/hf.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
+#include "xl/sources/dataset.h"
 #include "xl/util/files.h"
 
 namespace xl::app {

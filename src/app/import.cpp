@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "xl/config/config.h"
-#include "xl/data/dataset.h"
 #include "xl/io/archive.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
@@ -12,6 +11,7 @@
 #include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
 #include "xl/run/run_dir.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::app {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "xl/data/labelled_texts.h"
+#include "xl/prep/nsmc.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
@@ -87,7 +87,7 @@ void convert_nsmc_splits(const PrepRequest& request, const Splits& splits) {
   const std::filesystem::path dir = request.out;
   for (const auto& [name, path] : splits) {
     const int64_t held = name == "train" ? request.holdout : 0;
-    const auto counts = data::convert_nsmc(
+    const auto counts = prep::convert_nsmc(
         path,
         dir / (name + ".txt"),
         dir / (name + ".tsv"),
@@ -132,20 +132,20 @@ int run_prep(const PrepRequest& request) {
     if (!request.spm_model.empty()) {
       xlnet.model = request.spm_model;
     }
-    const auto report = data::prepare_xlnet_corpus(xlnet);
+    const auto report = prep::prepare_xlnet_corpus(xlnet);
     spdlog::info(
         "wrote {} (SentencePiece {} pieces)", request.out, report.vocab_size);
     return 0;
   }
   auto options = request.options;
-  options.kind = request.format == "word" ? data::VocabKind::kWord
-                                          : data::VocabKind::kByte;
+  options.kind = request.format == "word" ? formats::VocabKind::kWord
+                                          : formats::VocabKind::kByte;
   options.splits = splits;
   options.out = request.out;
   if (!request.vocab.empty()) {
     options.vocab = request.vocab;
   }
-  const auto report = data::prepare_corpus(options);
+  const auto report = prep::prepare_corpus(options);
   spdlog::info(
       "wrote {} (vocabulary {} tokens)", request.out, report.vocab_size);
   return 0;

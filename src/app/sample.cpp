@@ -8,14 +8,14 @@
 #include <iostream>
 
 #include "xl/app/trained_model.h"
-#include "xl/data/dataset.h"
-#include "xl/data/text.h"
 #include "xl/eval/generate.h"
+#include "xl/formats/text.h"
 #include "xl/models/factory.h"
 #include "xl/models/registry.h"
 #include "xl/run/logging.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
+#include "xl/sources/dataset.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -62,7 +62,7 @@ void check_request(const config::Config& config, const SampleRequest& request) {
 // stdout echoes them as written), and an empty prompt is a new line, what follows a line break
 // in training.
 std::vector<int64_t> prompt_ids(
-    const data::Vocab& vocab,
+    const formats::Vocab& vocab,
     const std::string& text,
     const SampleRequest& request) {
   auto ids = vocab.encode(
@@ -70,7 +70,7 @@ std::vector<int64_t> prompt_ids(
   if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {
     const auto read_as_unk = std::count(ids.begin(), ids.end(), unk);
     int64_t written = 0;
-    for (const auto word : data::split_words(text)) {
+    for (const auto word : formats::split_words(text)) {
       written += word == "<unk>" ? 1 : 0;
     }
     if (read_as_unk > written) {
@@ -83,7 +83,7 @@ std::vector<int64_t> prompt_ids(
   }
   if (ids.empty()) {
     const int64_t start =
-        vocab.index(vocab.kind() == data::VocabKind::kWord ? "<eos>" : "\n");
+        vocab.index(vocab.kind() == formats::VocabKind::kWord ? "<eos>" : "\n");
     if (start < 0) {
       throw UserError(
           "the vocabulary has no line break to start from: give a --prompt");
@@ -128,7 +128,7 @@ eval::GenerateOptions generate_options(
 // printed one after another at the end.
 eval::Generated print_samples(
     models::LanguageModelImpl& model,
-    const data::Vocab& vocab,
+    const formats::Vocab& vocab,
     const std::string& text,
     const std::vector<int64_t>& ids,
     const eval::GenerateOptions& options,
@@ -137,7 +137,8 @@ eval::Generated print_samples(
       torch::tensor(ids).unsqueeze(1).repeat({1, samples}); // [P, B]
   std::cout << text << std::flush;
   const auto is_word = [&](int64_t id) {
-    return vocab.kind() == data::VocabKind::kWord && vocab.token(id) != "<eos>";
+    return vocab.kind() == formats::VocabKind::kWord &&
+        vocab.token(id) != "<eos>";
   };
   bool after_word = is_word(ids.back());
   auto generated =
@@ -173,7 +174,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   const run::RunPaths paths = run::paths_of(request.run_dir);
   runtime::setup_runtime(config.train);
   const auto dataset = models::open_dataset(config);
-  const data::Vocab& vocab = dataset->text_vocab();
+  const formats::Vocab& vocab = dataset->text_vocab();
   const torch::Device device = runtime::pick_device(config.train);
   auto sampling = config;
   sampling.eval.batch_size = request.samples;
@@ -186,8 +187,8 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       request.enforce_memory,
       "sampling");
   const std::string text = !request.prompt_file ? request.prompt
-      : vocab.kind() == data::VocabKind::kWord
-      ? data::read_utf8_text(*request.prompt_file, "prompt file")
+      : vocab.kind() == formats::VocabKind::kWord
+      ? formats::read_utf8_text(*request.prompt_file, "prompt file")
       : read_file(*request.prompt_file, "prompt file");
   const auto ids = prompt_ids(vocab, text, request);
   // 2. The samples on stdout, the speed on stderr.

@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "xl/config/config.h"
-#include "xl/data/dataset.h"
 #include "xl/eval/report.h"
 #include "xl/io/archive.h"
 #include "xl/models/factory.h"
@@ -21,6 +20,7 @@
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
 #include "xl/runtime/distributed.h"
+#include "xl/sources/dataset.h"
 #include "xl/train/data_parallel.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/trainer.h"
@@ -92,7 +92,7 @@ std::string training_summary(
     const config::Config& config,
     const run::RunPaths& paths,
     const train::TrainResult& result,
-    data::VocabKind unit) {
+    formats::VocabKind unit) {
   const int64_t max_step = config.train.max_step;
   std::string how = "finished";
   std::string next =

@@ -12,7 +12,7 @@ TrainedModel load_trained_model(
     const config::Config& config,
     const run::RunPaths& paths,
     const std::string& checkpoint_name,
-    const data::Dataset& dataset,
+    const sources::Dataset& dataset,
     const torch::Device& device,
     bool enforce_memory,
     const char* use) {

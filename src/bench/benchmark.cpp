@@ -8,13 +8,13 @@
 #include <chrono>
 
 #include "xl/config/config.h"
-#include "xl/data/dataset.h"
 #include "xl/eval/evaluator.h"
 #include "xl/eval/setup.h"
 #include "xl/models/factory.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/models/registry.h"
 #include "xl/runtime/device.h"
+#include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
@@ -52,7 +52,7 @@ struct Work {
   int64_t inputs = 0;
 };
 
-Work work_of(const data::Batch& batch) {
+Work work_of(const sources::Batch& batch) {
   return {batch.n_targets, batch.tokens.numel()};
 }
 
@@ -161,7 +161,7 @@ nlohmann::json bench_train(Bench& b) {
   const auto step_options = train::StepOptions::from(t, b.device);
   int64_t step = 0;
   auto record = measure("train", b.options, b.options.warmup, b.device, [&] {
-    const auto batch = data::next_cycling(*source);
+    const auto batch = sources::next_cycling(*source);
     train::train_step(
         *b.model,
         *optimizer,
@@ -207,7 +207,7 @@ nlohmann::json bench_eval(
     warmup += (setup.options.span.mem_len.value_or(0) + tgt_len - 1) / tgt_len;
   }
   auto record = measure(name, b.options, warmup, b.device, [&] {
-    const auto batch = data::next_cycling(*setup.source);
+    const auto batch = sources::next_cycling(*setup.source);
     evaluator.consume(batch, setup.source->continues_streams());
     return work_of(batch);
   });

@@ -26,7 +26,7 @@ Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
       eval_scope_(model),
       start_(std::chrono::steady_clock::now()) {}
 
-void Evaluator::consume(const data::Batch& batch, bool continues_streams) {
+void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
   torch::NoGradGuard no_grad;
   runtime::AutocastGuard autocast(options_.device, options_.bf16);
   models::ForwardArgs args;
@@ -58,15 +58,15 @@ EvalResult Evaluator::result() const {
 
 EvalResult evaluate(
     models::LanguageModelImpl& model,
-    data::BatchSource& source,
+    sources::BatchSource& source,
     const EvalOptions& options,
-    const std::function<void(const data::Batch&)>& observe) {
+    const std::function<void(const sources::Batch&)>& observe) {
   Evaluator evaluator(model, options);
   const int64_t pass = source.batches_per_pass();
   run::Progress progress(
       options.max_batches ? std::min(*options.max_batches, pass) : pass);
   bool stopped = false;
-  data::BaselineTotals baseline;
+  sources::BaselineTotals baseline;
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
     if (options.stop && options.stop()) {
       stopped = true;

@@ -109,7 +109,7 @@ class GenerationSteps {
   models::ModelOutput step(
       const torch::Tensor& tokens,
       const nn::Memory& mems) {
-    data::Batch batch;
+    sources::Batch batch;
     batch.tokens = tokens.to(options_.device);
     args_.cache = caching_ ? &cache_ : nullptr;
     return model_.forward(batch, mems, args_);

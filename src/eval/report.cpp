@@ -10,11 +10,11 @@ namespace xl::eval {
 
 std::optional<Metric> metric(
     const models::TermTotal& term,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier) {
   switch (term.kind) {
     case models::TermKind::kTokenNll:
-      if (unit == data::VocabKind::kByte) {
+      if (unit == formats::VocabKind::kByte) {
         return Metric{"bpc" + qualifier, term.mean() / std::log(2.0)};
       }
       return Metric{"ppl" + qualifier, std::exp(term.mean())};
@@ -38,7 +38,7 @@ std::string term_key(const models::TermTotal& term) {
 void add_terms(
     nlohmann::json& record,
     const std::vector<models::TermTotal>& terms,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier) {
   const auto& headline = terms.at(0);
   record["loss"] = headline.mean();
@@ -54,7 +54,7 @@ void add_terms(
 
 std::string terms_line(
     const std::vector<models::TermTotal>& terms,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier) {
   const auto& headline = terms.at(0);
   std::string line = fmt::format(" | loss {:.4f}", headline.mean());
@@ -72,7 +72,7 @@ std::string terms_line(
 EvalReport report_evaluation(
     const std::string& label,
     const EvalResult& result,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     nlohmann::json fields) {
   EvalReport report;
   // The baseline reads beside a headline that counted the same targets.

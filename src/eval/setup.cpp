@@ -25,7 +25,7 @@ std::string describe_span(const models::Span& span) {
 
 EvalSetup eval_setup(
     const config::Config& c,
-    data::EvalBatches batches,
+    sources::EvalBatches batches,
     bool validation,
     const torch::Device& device) {
   EvalSetup setup;

@@ -46,12 +46,12 @@ std::string eval_span_note(const config::Config& config) {
   return family.eval_span_note ? family.eval_span_note(config) : "";
 }
 
-std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
-  data::check_data_dir(config);
+std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
+  sources::check_data_dir(config);
   return model_family(config).open_dataset(config);
 }
 
-std::unique_ptr<data::Dataset> random_dataset(
+std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {

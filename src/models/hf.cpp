@@ -37,7 +37,7 @@ void import_hf(
 
 nlohmann::json hf_config(
     const config::Config& config,
-    const data::Dataset& dataset) {
+    const sources::Dataset& dataset) {
   const ModelFamily& family = model_family(config);
   if (family.hf_config == nullptr) {
     throw UserError(family.no_hf_model);

@@ -6,7 +6,7 @@ namespace xl::models {
 
 void add_lm_term(
     ModelOutput& out,
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const torch::Tensor& log_probs,
     const ForwardArgs& args) {
   const auto& mask = batch.target_mask;
@@ -24,7 +24,7 @@ void add_lm_term(
 }
 
 void check_lm_batch(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const ForwardArgs& args,
     const char* family) {
   const auto& tokens = batch.tokens;

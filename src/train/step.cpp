@@ -60,8 +60,8 @@ void check_proportional_counts(
 
 // The chunks rank r of R trains: [r k, (r + 1) k) of the batch split into R k chunks, the same
 // chunks, memories and normalisation as one process with batch_chunk R k.
-std::vector<data::Batch> rank_chunks(
-    const data::Batch& batch,
+std::vector<sources::Batch> rank_chunks(
+    const sources::Batch& batch,
     const StepOptions& options,
     int64_t ranks,
     int64_t rank) {
@@ -85,7 +85,7 @@ struct ChunkPasses {
 // them), so that the gradients add up to the whole batch's objective.
 ChunkPasses forward_backward(
     models::LanguageModelImpl& model,
-    const std::vector<data::Batch>& chunks,
+    const std::vector<sources::Batch>& chunks,
     bool continues_streams,
     const std::vector<nn::Memory>& mems,
     int64_t step,
@@ -138,7 +138,7 @@ ChunkPasses forward_backward(
 // chunked normalisation was the batch's.
 std::vector<models::TermTotal> batch_terms(
     const ChunkPasses& passes,
-    const std::vector<data::Batch>& chunks,
+    const std::vector<sources::Batch>& chunks,
     int64_t targets,
     int64_t ranks,
     int64_t rank,
@@ -186,7 +186,7 @@ std::vector<models::TermTotal> batch_terms(
 StepResult train_step(
     models::LanguageModelImpl& model,
     Optimizer& optimizer,
-    const data::Batch& batch,
+    const sources::Batch& batch,
     bool continues_streams,
     std::vector<nn::Memory>& mems,
     double lr,

@@ -47,7 +47,7 @@ void install_stop_handlers() {
 struct Trainer::State {
   int64_t step = 0;
   int64_t last_step = 0;
-  std::unique_ptr<data::BatchSource> source;
+  std::unique_ptr<sources::BatchSource> source;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<LRSchedule> schedule;
   std::vector<nn::Memory> mems; // one per batch chunk
@@ -75,7 +75,7 @@ struct Trainer::State {
 Trainer::Trainer(
     config::Config config,
     run::RunPaths paths,
-    data::Dataset& data,
+    sources::Dataset& data,
     models::LanguageModel model,
     torch::Device device,
     DataParallel* parallel)
@@ -586,7 +586,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
   TrainResult result;
   while (s.step < s.last_step) {
     const int64_t step = s.step + 1;
-    const auto batch = data::next_cycling(*s.source);
+    const auto batch = sources::next_cycling(*s.source);
     const double lr = s.schedule->lr(step);
     const auto outcome = train_step(
         *model_,

@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "xl/data/corpus.h"
+#include "xl/prep/prepare.h"
 #include "xl/run/checkpoint.h"
 
 namespace xl::test {
@@ -15,12 +15,12 @@ const fs::path& corpus_dir() {
   static const fs::path dir = [] {
     const fs::path d = fs::temp_directory_path() /
         ("xl-e2e-corpus-" + std::to_string(::getpid()));
-    data::PrepOptions options;
+    prep::PrepOptions options;
     options.splits["train"] = testdata("wikitext-2/wiki.valid.tokens");
     options.splits["valid"] = testdata("wikitext-2/wiki.test.tokens");
     options.splits["test"] = testdata("wikitext-2/wiki.test.tokens");
     options.out = d;
-    data::prepare_corpus(options);
+    prep::prepare_corpus(options);
     return d;
   }();
   return dir;

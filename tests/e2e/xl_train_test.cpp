@@ -17,7 +17,7 @@
 
 #include "e2e_util.h"
 #include "test_util.h"
-#include "xl/data/corpus.h"
+#include "xl/prep/prepare.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/tensorboard.h"
 
@@ -405,12 +405,12 @@ TEST(Integrity, ADivergedModelIsNeverSaved) {
 TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
   TempDir dir;
   const auto prepare = [&](const std::string& corpus) {
-    data::PrepOptions options;
+    prep::PrepOptions options;
     for (const char* split : {"train", "valid", "test"}) {
       options.splits[split] = testdata("wikitext-2/" + corpus);
     }
     options.out = dir / "data";
-    data::prepare_corpus(options);
+    prep::prepare_corpus(options);
   };
   prepare("wiki.test.tokens");
   const std::string train = std::string(kBinDir) + "/xl-train --config " +

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "test_util.h"
-#include "xl/data/sentence_tokens.h"
+#include "xl/formats/sentence_tokens.h"
 #include "xl/io/safetensors.h"
 
 namespace xl::test {
@@ -74,9 +74,9 @@ std::string train_command(
 // The unigram cross-entropy xl-eval recorded for the targets it scored (dumped to `batches`),
 // counted again here: add-one counts of the training pieces.
 void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
-  const data::SentencePiece model(prepared() / "spiece.model");
+  const formats::SentencePiece model(prepared() / "spiece.model");
   const auto train =
-      data::read_sentence_tokens(prepared() / "train.pieces", model);
+      formats::read_sentence_tokens(prepared() / "train.pieces", model);
   std::map<int64_t, double> counts;
   for (const int64_t id : train.ids) {
     counts[id] += 1.0;

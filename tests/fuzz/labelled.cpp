@@ -1,14 +1,14 @@
 // Fuzz target: labelled text files, the classification data of XLNet fine-tuning
-// (data::read_labelled_texts). An accepted file has at least one example, one per line.
+// (formats::read_labelled_texts). An accepted file has at least one example, one per line.
 #include "fuzz_util.h"
-#include "xl/data/labelled_texts.h"
+#include "xl/formats/labelled_file.h"
 #include "xl/util/files.h"
 
 using namespace xl::fuzz;
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   if (const auto dir = seeds_dir()) {
-    std::vector<xl::data::LabelledText> examples;
+    std::vector<xl::formats::LabelledText> examples;
     const std::string text = sample_text(4000);
     for (size_t at = 0, i = 0; at < text.size(); at += 200, ++i) {
       std::string line = text.substr(at, 200);
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
       }
       examples.push_back({static_cast<int64_t>(i % 3), line});
     }
-    xl::data::write_labelled_texts(work_dir() / "seed.tsv", examples);
+    xl::formats::write_labelled_texts(work_dir() / "seed.tsv", examples);
     write_seed(*dir, "seed.tsv", xl::read_file(work_dir() / "seed.tsv"));
     std::exit(0);
   }
@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path path = input_file(data, size, "input.tsv");
   accepted_or_refused([&] {
-    const auto examples = xl::data::read_labelled_texts(path);
+    const auto examples = xl::formats::read_labelled_texts(path);
     require(!examples.empty(), "a file without examples is accepted");
     for (const auto& e : examples) {
       require(e.label >= 0, "a negative label is accepted");

@@ -1,8 +1,9 @@
-// Fuzz target: XLNet's piece files (data::read_sentence_tokens) against a fixed SentencePiece
+// Fuzz target: XLNet's piece files (formats::read_sentence_tokens) against a fixed SentencePiece
 // model trained at start-up. An accepted file must hold ids within the model and one sentence
 // id (0 or 1) per token.
 #include "fuzz_util.h"
-#include "xl/data/sentence_tokens.h"
+#include "xl/formats/sentence_tokens.h"
+#include "xl/prep/sentencepiece_training.h"
 #include "xl/util/files.h"
 
 using namespace xl::fuzz;
@@ -12,14 +13,14 @@ namespace {
 fs::path train_model() {
   const fs::path text = work_dir() / "text.txt";
   xl::atomic_write(text, sample_text(100000));
-  xl::data::SentencePieceOptions o;
+  xl::prep::SentencePieceOptions o;
   o.vocab_size = 400;
-  xl::data::train_sentencepiece({text}, work_dir() / "m.model", o);
+  xl::prep::train_sentencepiece({text}, work_dir() / "m.model", o);
   return work_dir() / "m.model";
 }
 
-const xl::data::SentencePiece& model() {
-  static const xl::data::SentencePiece m(train_model());
+const xl::formats::SentencePiece& model() {
+  static const xl::formats::SentencePiece m(train_model());
   return m;
 }
 
@@ -33,9 +34,9 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
       xl::atomic_write(work_dir() / "raw.txt", text.substr(0, n));
       const fs::path path =
           work_dir() / ("seed" + std::to_string(n) + ".pieces");
-      xl::data::write_sentence_tokens(
+      xl::formats::write_sentence_tokens(
           path,
-          xl::data::encode_raw_text(work_dir() / "raw.txt", model()),
+          xl::formats::encode_raw_text(work_dir() / "raw.txt", model()),
           model());
       write_seed(*dir, path.filename().string(), xl::read_file(path));
     }
@@ -47,7 +48,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path path = input_file(data, size, "input.pieces");
   accepted_or_refused([&] {
-    const auto tokens = xl::data::read_sentence_tokens(path, model());
+    const auto tokens = xl::formats::read_sentence_tokens(path, model());
     require(
         tokens.ids.size() == tokens.sent_ids.size(),
         "ids and sentence ids differ");

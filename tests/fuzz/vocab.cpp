@@ -1,6 +1,6 @@
-// Fuzz target: vocabulary files (data::Vocab::load). An accepted vocabulary must map every
+// Fuzz target: vocabulary files (formats::Vocab::load). An accepted vocabulary must map every
 // token back to its id.
-#include "xl/data/vocab.h"
+#include "xl/formats/vocab.h"
 #include "fuzz_util.h"
 #include "xl/util/files.h"
 
@@ -10,10 +10,10 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   if (const auto dir = seeds_dir()) {
     const fs::path text = work_dir() / "text.txt";
     xl::atomic_write(text, sample_text(20000));
-    xl::data::Vocab::build_word({text}).save(work_dir() / "word.txt");
-    xl::data::Vocab::build_word({text}, {"<eos>", "<unk>"})
+    xl::formats::Vocab::build_word({text}).save(work_dir() / "word.txt");
+    xl::formats::Vocab::build_word({text}, {"<eos>", "<unk>"})
         .save(work_dir() / "unk.txt");
-    xl::data::Vocab::build_byte({text}).save(work_dir() / "byte.txt");
+    xl::formats::Vocab::build_byte({text}).save(work_dir() / "byte.txt");
     for (const char* name : {"word.txt", "unk.txt", "byte.txt"}) {
       write_seed(*dir, name, xl::read_file(work_dir() / name));
     }
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path path = input_file(data, size, "vocab.txt");
   accepted_or_refused([&] {
-    const auto vocab = xl::data::Vocab::load(path);
+    const auto vocab = xl::formats::Vocab::load(path);
     for (int64_t id = 0; id < vocab.size(); ++id) {
       require(
           vocab.index(vocab.token(id)) == id,

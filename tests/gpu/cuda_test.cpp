@@ -28,8 +28,8 @@ TransformerXLOptions options(double dropout = 0.0) {
       .lengths(lengths);
 }
 
-data::Batch random_batch(int64_t len, int64_t rows) {
-  data::Batch batch;
+sources::Batch random_batch(int64_t len, int64_t rows) {
+  sources::Batch batch;
   batch.tokens = torch::randint(500, {len, rows});
   batch.targets = torch::randint(500, {len, rows});
   batch.n_targets = batch.targets.numel();

@@ -8,10 +8,10 @@
 
 #include "test_util.h"
 #include "xl/config/config.h"
-#include "xl/data/dataset.h"
 #include "xl/models/factory.h"
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::models {
 namespace {
@@ -34,7 +34,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
     torch::manual_seed(3);
     const auto dataset = models::random_dataset(c, n_token, 4000);
     auto source = dataset->train_source();
-    const auto batch = data::next_cycling(*source);
+    const auto batch = sources::next_cycling(*source);
     torch::manual_seed(5);
     auto model = build_model(c, n_token);
     model->eval();

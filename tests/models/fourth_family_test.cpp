@@ -54,7 +54,7 @@ class BigramImpl : public LanguageModelImpl {
 
   // tokens [L, B], targets [T <= L, B] -> the "lm" term over the last T positions.
   ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& /*mems*/,
       const ForwardArgs& args) override {
     check_lm_batch(batch, args, "bigram");
@@ -105,12 +105,12 @@ ModelFamily bigram_family() {
     return span;
   };
   f.open_dataset = [](const config::Config& c) {
-    return data::open_token_dataset(c, nullptr, 0);
+    return sources::open_token_dataset(c, nullptr, 0);
   };
   f.random_dataset =
       [](const config::Config& c, int64_t n_token, int64_t size) {
-        return data::random_token_dataset(
-            c, n_token, size, data::VocabKind::kWord, 0);
+        return sources::random_token_dataset(
+            c, n_token, size, formats::VocabKind::kWord, 0);
       };
   f.memory_shape = [](const config::Config& c, int64_t n_token) {
     const auto& m = c.model;

@@ -11,8 +11,8 @@
 
 #include "test_util.h"
 #include "xl/config/config.h"
-#include "xl/data/dataset.h"
 #include "xl/models/factory.h"
+#include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/step.h"
 
@@ -91,7 +91,7 @@ Steps two_steps(
     config::Config c,
     bool checkpointed,
     bool bf16,
-    const std::vector<data::Batch>& batches,
+    const std::vector<sources::Batch>& batches,
     bool continues,
     int64_t n_token) {
   c.train.activation_checkpointing = checkpointed;
@@ -155,8 +155,8 @@ TEST(ActivationCheckpointing, EveryFamilyTrainsAsWithoutIt) {
     torch::manual_seed(2);
     const auto dataset = models::random_dataset(c, n_token, 4000);
     auto source = dataset->train_source();
-    const std::vector<data::Batch> batches{
-        data::next_cycling(*source), data::next_cycling(*source)};
+    const std::vector<sources::Batch> batches{
+        sources::next_cycling(*source), sources::next_cycling(*source)};
     const bool continues = source->continues_streams();
     // Under bf16 autocast too (on the CPU here, as on CUDA): the replay runs under the
     // forward's autocast, so it computes in the same dtypes.

@@ -86,11 +86,11 @@ xl::models::LanguageModel imported_model(
 
 // Segment s: the reference's batch fields (XLNet), or tgt_len tokens of one long input
 // (Transformer-XL).
-xl::data::Batch segment(
+xl::sources::Batch segment(
     const xl::io::SafeTensors& data,
     int64_t s,
     int64_t tgt_len) {
-  xl::data::Batch batch;
+  xl::sources::Batch batch;
   const std::string prefix = fmt::format("batch_{}/", s);
   if (!data.contains(prefix + "tokens")) {
     batch.tokens = data.at("input").narrow(0, s * tgt_len, tgt_len);
@@ -104,7 +104,7 @@ xl::data::Batch segment(
       fields.emplace(name.substr(prefix.size()), data.at(name));
     }
   }
-  return xl::data::batch_from_fields(fields);
+  return xl::sources::batch_from_fields(fields);
 }
 
 // The memory segment 0 starts from: the reference's, or none.

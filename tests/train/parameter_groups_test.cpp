@@ -23,8 +23,8 @@ config::Config classifier(std::vector<std::string> overrides) {
       overrides);
 }
 
-data::Batch reviews(int64_t len, int64_t rows) {
-  data::Batch batch;
+sources::Batch reviews(int64_t len, int64_t rows) {
+  sources::Batch batch;
   batch.tokens = torch::randint(9, 50, {len, rows});
   batch.segment_ids = torch::zeros({len, rows}, torch::kLong);
   batch.labels = torch::randint(2, {rows});

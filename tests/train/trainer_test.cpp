@@ -10,14 +10,14 @@
 
 #include "test_util.h"
 #include "xl/config/config.h"
-#include "xl/data/corpus.h"
-#include "xl/data/ordered_segments.h"
-#include "xl/data/windows.h"
 #include "xl/eval/evaluator.h"
 #include "xl/eval/report.h"
 #include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/run_dir.h"
+#include "xl/sources/corpus.h"
+#include "xl/sources/ordered_segments.h"
+#include "xl/sources/windows.h"
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 
@@ -46,7 +46,7 @@ class FakeModel : public models::LanguageModelImpl {
     }
   }
   models::ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& mems,
       const models::ForwardArgs& /*args*/) override {
     auto h = emb(batch.tokens); // [L, B, 8]
@@ -138,8 +138,8 @@ torch::Tensor flat_parameters(const torch::nn::Module& model) {
   return torch::cat(flat);
 }
 
-data::Batch digits_batch(int64_t rows, int64_t len) {
-  data::Batch batch;
+sources::Batch digits_batch(int64_t rows, int64_t len) {
+  sources::Batch batch;
   batch.tokens = torch::randint(11, {len, rows});
   batch.targets = torch::randint(11, {len, rows});
   batch.n_targets = batch.targets.numel();
@@ -148,7 +148,7 @@ data::Batch digits_batch(int64_t rows, int64_t len) {
 
 StepResult sgd_step(
     FakeModel& model,
-    const data::Batch& batch,
+    const sources::Batch& batch,
     int64_t chunks) {
   config::TrainConfig t;
   t.optim = config::Optim::kSgd;
@@ -208,7 +208,7 @@ class InfiniteGradient : public models::LanguageModelImpl {
   }
   void reset_parameters() override {}
   models::ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& /*mems*/,
       const models::ForwardArgs& /*args*/) override {
     models::ModelOutput out;
@@ -238,7 +238,7 @@ TEST(TrainStep, PaddedChunksStayExact) {
       {{true, true, true, false},
        {true, true, false, false},
        {true, true, true, false}});
-  batch.n_targets = data::count_targets(batch);
+  batch.n_targets = sources::count_targets(batch);
   ASSERT_EQ(batch.n_targets, 8);
   auto whole = fake_model(11, 0.0);
   auto chunked = fake_model(11, 0.0);
@@ -399,12 +399,12 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
 }
 
 TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
-  const data::TokenTensor tokens(
+  const formats::TokenTensor tokens(
       torch::randint(11, {300}, torch::kLong), "random");
   auto model = fake_model(11, 0.5);
   std::vector<eval::EvalResult> results;
   for (const int64_t batch_size : {3, 7}) {
-    data::SlidingWindows source(tokens, 10, 2, batch_size);
+    sources::SlidingWindows source(tokens, 10, 2, batch_size);
     results.push_back(eval::evaluate(*model, source, {}));
   }
   ASSERT_EQ(results[0].terms.size(), 3u);
@@ -420,26 +420,26 @@ TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
 // A Transformer-XL built for the digits corpus, and the corpus's prepared validation split.
 struct DigitsModel {
   DigitsCorpus corpus;
-  data::Corpus prepared{corpus.config.data};
+  sources::Corpus prepared{corpus.config.data};
   models::LanguageModel model = [this] {
     torch::manual_seed(2);
     return models::build_model(corpus.config, prepared.vocab().size());
   }();
-  const data::TokenFile& tokens = prepared.split("valid");
+  const formats::TokenFile& tokens = prepared.split("valid");
 };
 
 TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
   DigitsModel digits;
   auto& model = digits.model;
   const auto& tokens = digits.tokens;
-  data::OrderedSegments source(tokens, 2, 7);
+  sources::OrderedSegments source(tokens, 2, 7);
   eval::EvalOptions options;
   options.span.mem_len = 1000;
   options.max_batches = 4; // 28 targets per stream
   const auto segmented = eval::evaluate(*model, source, options);
   EXPECT_EQ(segmented.tokens(), 2 * 28);
   // The same 28 targets per stream in one segment.
-  data::OrderedSegments whole_source(tokens, 2, 28);
+  sources::OrderedSegments whole_source(tokens, 2, 28);
   const auto whole = eval::evaluate(*model, whole_source, [] {
     eval::EvalOptions o;
     o.max_batches = 1;
@@ -455,7 +455,7 @@ TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
   DigitsModel digits;
   std::vector<eval::EvalResult> results;
   for (const bool cache : {true, false}) {
-    data::OrderedSegments source(digits.tokens, 3, 7);
+    sources::OrderedSegments source(digits.tokens, 3, 7);
     eval::EvalOptions options;
     options.span.mem_len = 10;
     options.max_batches = 6;
@@ -471,19 +471,20 @@ TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
 
 TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
   models::TermTotal nll{"lm", TermKind::kTokenNll, 1.0, std::log(20.0) * 4, 4};
-  EXPECT_EQ(eval::metric(nll, data::VocabKind::kWord)->name, "ppl");
-  EXPECT_NEAR(eval::metric(nll, data::VocabKind::kWord)->value, 20.0, 1e-9);
+  EXPECT_EQ(eval::metric(nll, formats::VocabKind::kWord)->name, "ppl");
+  EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kWord)->value, 20.0, 1e-9);
   nll.sum = std::log(2.0) * 1.5 * 4;
   EXPECT_EQ(
-      eval::metric(nll, data::VocabKind::kByte, "@stride=8")->name,
+      eval::metric(nll, formats::VocabKind::kByte, "@stride=8")->name,
       "bpc@stride=8");
-  EXPECT_NEAR(eval::metric(nll, data::VocabKind::kByte)->value, 1.5, 1e-12);
+  EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kByte)->value, 1.5, 1e-12);
   const models::TermTotal correct{
       "cls_correct", TermKind::kAccuracy, 0.0, 3, 4};
-  EXPECT_EQ(eval::metric(correct, data::VocabKind::kWord)->name, "acc");
-  EXPECT_DOUBLE_EQ(eval::metric(correct, data::VocabKind::kWord)->value, 0.75);
+  EXPECT_EQ(eval::metric(correct, formats::VocabKind::kWord)->name, "acc");
+  EXPECT_DOUBLE_EQ(
+      eval::metric(correct, formats::VocabKind::kWord)->value, 0.75);
   const models::TermTotal cls{"cls", TermKind::kNll, 1.0, 2, 4};
-  EXPECT_FALSE(eval::metric(cls, data::VocabKind::kWord).has_value());
+  EXPECT_FALSE(eval::metric(cls, formats::VocabKind::kWord).has_value());
 }
 
 } // namespace

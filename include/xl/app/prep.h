@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "xl/data/corpus.h"
+#include "xl/prep/prepare.h"
 
 namespace xl::app {
 
@@ -27,9 +27,9 @@ struct PrepRequest {
   /// replace the files of an earlier xl-prep in `out`
   bool force = false;
   /// word, byte: how the vocabulary is counted
-  data::PrepOptions options;
+  prep::PrepOptions options;
   /// xlnet: SentencePiece's settings
-  data::XLNetPrepOptions xlnet;
+  prep::XLNetPrepOptions xlnet;
   /// the flags the command line gave ("--min-freq"): one of another format is refused
   std::set<std::string> given;
 };

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
 #include "xl/models/language_model.h"
 #include "xl/run/run_dir.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::app {
 
@@ -29,7 +29,7 @@ TrainedModel load_trained_model(
     const config::Config& config,
     const run::RunPaths& paths,
     const std::string& checkpoint_name,
-    const data::Dataset& dataset,
+    const sources::Dataset& dataset,
     const torch::Device& device,
     bool enforce_memory,
     const char* use = "evaluation");

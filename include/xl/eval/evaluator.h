@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "xl/data/batch_source.h"
-#include "xl/data/unigram_baseline.h"
 #include "xl/eval/eval_scope.h"
 #include "xl/models/language_model.h"
+#include "xl/sources/batch_source.h"
+#include "xl/sources/unigram_baseline.h"
 
 namespace xl::eval {
 
@@ -34,7 +34,7 @@ struct EvalOptions {
   std::string progress_unit = "batch";
   /// the unigram guess of the data (Dataset::unigram_baseline), scored on the same targets
   /// into EvalResult::baseline; null: none
-  const data::UnigramBaseline* unigram = nullptr;
+  const sources::UnigramBaseline* unigram = nullptr;
   /// keep each layer's key and value projections of the memory between batches that continue
   /// their streams (models::ProjectionCache): the same log-probs, fewer products; false
   /// recomputes them every batch (benchmarks and tests compare the two)
@@ -55,7 +55,7 @@ struct EvalResult {
   /// options.max_batches or a stop cut the pass short: the scores are of a part of the split
   bool partial = false;
   /// with options.unigram: its scores of the targets scored (targets 0 without)
-  data::BaselineTotals baseline;
+  sources::BaselineTotals baseline;
 
   const models::TermTotal& headline() const;
   double loss() const {
@@ -79,7 +79,7 @@ class Evaluator {
 
   /// Scores `batch` (on the CPU; moved to the device here); `continues_streams`: it continues
   /// the rows of the previous batch, so the memory carries over.
-  void consume(const data::Batch& batch, bool continues_streams);
+  void consume(const sources::Batch& batch, bool continues_streams);
   int64_t batches() const {
     return batches_;
   }
@@ -101,8 +101,8 @@ class Evaluator {
 /// before it is scored.
 EvalResult evaluate(
     models::LanguageModelImpl& model,
-    data::BatchSource& source,
+    sources::BatchSource& source,
     const EvalOptions& options,
-    const std::function<void(const data::Batch&)>& observe = {});
+    const std::function<void(const sources::Batch&)>& observe = {});
 
 } // namespace xl::eval

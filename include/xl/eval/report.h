@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "xl/data/vocab.h"
 #include "xl/eval/evaluator.h"
+#include "xl/formats/vocab.h"
 #include "xl/models/loss.h"
 
 namespace xl::eval {
@@ -24,7 +24,7 @@ struct Metric {
 /// a token NLL, accuracy for an accuracy count; none for a per-example NLL (its loss says it).
 std::optional<Metric> metric(
     const models::TermTotal& term,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier = "");
 
 /// Adds "loss" and the headline metric (terms[0]), then every term that counted anything (a
@@ -33,14 +33,14 @@ std::optional<Metric> metric(
 void add_terms(
     nlohmann::json& record,
     const std::vector<models::TermTotal>& terms,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier = "");
 
 /// " | loss 5.6512 | ppl 284.47", then " | <name> <mean>" for each further term that counted
 /// anything.
 std::string terms_line(
     const std::vector<models::TermTotal>& terms,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     const std::string& qualifier = "");
 
 struct EvalReport {
@@ -56,7 +56,7 @@ struct EvalReport {
 EvalReport report_evaluation(
     const std::string& label,
     const EvalResult& result,
-    data::VocabKind unit,
+    formats::VocabKind unit,
     nlohmann::json fields);
 
 } // namespace xl::eval

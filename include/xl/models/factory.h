@@ -7,10 +7,10 @@
 #include <string>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
 #include "xl/models/language_model.h"
 #include "xl/nn/attention_core.h"
 #include "xl/nn/init.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::models {
 
@@ -39,11 +39,11 @@ std::string eval_span_note(const config::Config& config);
 
 /// The prepared data `config` asks for (data.dir, written by xl-prep for the model family).
 /// Missing or mismatched files, and batch options the data cannot serve, are UserErrors.
-std::unique_ptr<data::Dataset> open_dataset(const config::Config& config);
+std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config);
 
 /// Random data in the shapes `config`'s family reads (benchmarks: no prepared data needed),
 /// `size` tokens over a vocabulary of `n_token`.
-std::unique_ptr<data::Dataset> random_dataset(
+std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size);

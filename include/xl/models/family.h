@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/hf_tensor.h"
 #include "xl/models/language_model.h"
 #include "xl/models/memory_estimate.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::models {
 
@@ -44,9 +44,9 @@ struct ModelFamily {
 
   /// The prepared data `config` asks for (data.dir exists; everything else is the family's to
   /// check), and random data in the same shapes for benchmarks.
-  std::unique_ptr<data::Dataset> (*open_dataset)(const config::Config& config) =
-      nullptr;
-  std::unique_ptr<data::Dataset> (*random_dataset)(
+  std::unique_ptr<sources::Dataset> (*open_dataset)(
+      const config::Config& config) = nullptr;
+  std::unique_ptr<sources::Dataset> (*random_dataset)(
       const config::Config& config,
       int64_t n_token,
       int64_t size) = nullptr;
@@ -74,7 +74,7 @@ struct ModelFamily {
   /// import of such tensors.
   nlohmann::json (*hf_config)(
       const config::Config& config,
-      const data::Dataset& dataset) = nullptr;
+      const sources::Dataset& dataset) = nullptr;
   std::string no_hf_model;
   std::optional<std::vector<HFTensor>> (*hf_tensors)(LanguageModelImpl& model) =
       nullptr;

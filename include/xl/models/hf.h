@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/hf_tensor.h"
 #include "xl/models/language_model.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::models {
 
@@ -33,7 +33,7 @@ void import_hf(
 /// what HF cannot express is a UserError.
 nlohmann::json hf_config(
     const config::Config& config,
-    const data::Dataset& dataset);
+    const sources::Dataset& dataset);
 
 /// Every tensor of `model` under its HF name (tied and shared copies too, so that every name HF
 /// looks for is there), contiguous on the CPU, ready for safetensors.

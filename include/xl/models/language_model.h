@@ -2,7 +2,7 @@
 // transformer plug in the same way), so that one trainer, one evaluator, one checkpoint format and
 // one benchmark serve them all:
 //
-//   ModelOutput forward(const data::Batch& batch, const nn::Memory& mems, const ForwardArgs& args)
+//   ModelOutput forward(const sources::Batch& batch, const nn::Memory& mems, const ForwardArgs& args)
 //
 // The batch carries named fields (data/batch.h); the output carries named loss terms, each a
 // (sum, count, weight) ratio whose first is the headline metric, plus what some families add
@@ -16,10 +16,10 @@
 #include <optional>
 #include <vector>
 
-#include "xl/data/batch.h"
 #include "xl/models/loss.h"
 #include "xl/nn/attention_core.h"
 #include "xl/nn/memory.h"
+#include "xl/sources/batch.h"
 
 namespace xl::models {
 
@@ -76,7 +76,7 @@ class LanguageModelImpl : public torch::nn::Module {
  public:
   /// One batch with the memory of the previous one (empty: none).
   virtual ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& mems,
       const ForwardArgs& args) = 0;
 
@@ -91,7 +91,7 @@ using LanguageModel = std::shared_ptr<LanguageModelImpl>;
 /// `log_probs` in `out` when `args` asks for them.
 void add_lm_term(
     ModelOutput& out,
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const torch::Tensor& log_probs,
     const ForwardArgs& args);
 
@@ -101,7 +101,7 @@ int64_t count_parameters(const torch::nn::Module& module);
 /// The batch of a language model: tokens [L, B] and targets [T <= L, B], or no targets when
 /// `args` asks for the next token only; else an error naming `family` and the sizes.
 void check_lm_batch(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const ForwardArgs& args,
     const char* family);
 

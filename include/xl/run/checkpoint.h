@@ -22,7 +22,7 @@ struct CheckpointInfo {
   int64_t format = kCheckpointFormat;
   int64_t step = 0;
   std::string config; // resolved config YAML
-  /// the training data's vocabulary, as data::Dataset::vocabulary_fingerprint() names it ("" unknown)
+  /// the training data's vocabulary, as sources::Dataset::vocabulary_fingerprint() names it ("" unknown)
   std::string vocabulary;
 };
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "xl/config/schema.h"
-#include "xl/data/batch.h"
 #include "xl/models/language_model.h"
+#include "xl/sources/batch.h"
 #include "xl/train/data_parallel.h"
 #include "xl/train/optimizer.h"
 
@@ -58,7 +58,7 @@ struct StepResult {
 StepResult train_step(
     models::LanguageModelImpl& model,
     Optimizer& optimizer,
-    const data::Batch& batch,
+    const sources::Batch& batch,
     bool continues_streams,
     std::vector<nn::Memory>& mems,
     double lr,

@@ -13,9 +13,9 @@
 #include <optional>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
 #include "xl/models/language_model.h"
 #include "xl/run/run_dir.h"
+#include "xl/sources/dataset.h"
 #include "xl/train/data_parallel.h"
 
 namespace xl::train {
@@ -44,7 +44,7 @@ class Trainer {
   Trainer(
       config::Config config,
       run::RunPaths paths,
-      data::Dataset& data,
+      sources::Dataset& data,
       models::LanguageModel model,
       torch::Device device,
       DataParallel* parallel = nullptr);
@@ -84,7 +84,7 @@ class Trainer {
 
   config::Config config_;
   run::RunPaths paths_;
-  data::Dataset& data_;
+  sources::Dataset& data_;
   models::LanguageModel model_;
   torch::Device device_;
   /// data-parallel training: every rank runs the trainer, rank 0 alone writes

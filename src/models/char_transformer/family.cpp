@@ -45,16 +45,16 @@ Span eval_span(const config::Config& /*config*/, bool /*validation*/) {
   return span;
 }
 
-std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
-  return data::open_token_dataset(config, "character transformer", 0);
+std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
+  return sources::open_token_dataset(config, "character transformer", 0);
 }
 
-std::unique_ptr<data::Dataset> random_dataset(
+std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {
-  return data::random_token_dataset(
-      config, n_token, size, data::VocabKind::kByte, 0);
+  return sources::random_token_dataset(
+      config, n_token, size, formats::VocabKind::kByte, 0);
 }
 
 // The character transformer: per-layer (or one) position tables, the output head and the

@@ -88,7 +88,7 @@ int64_t CharTransformerImpl::inference_parameters() const {
 }
 
 LossTerm CharTransformerImpl::head_term(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     int64_t layer,
     int64_t offset,
     const torch::Tensor& h,
@@ -144,7 +144,7 @@ torch::Tensor CharTransformerImpl::run_layer(
 }
 
 void CharTransformerImpl::add_layer_terms(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const ForwardArgs& args,
     int64_t l,
     const torch::Tensor& h,
@@ -179,7 +179,7 @@ void CharTransformerImpl::add_layer_terms(
 }
 
 ModelOutput CharTransformerImpl::forward(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const nn::Memory& /*mems*/,
     const ForwardArgs& args) {
   const auto& tokens = batch.tokens;

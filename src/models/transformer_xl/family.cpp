@@ -100,20 +100,20 @@ std::string eval_span_note(const config::Config& config) {
       *config.eval.mem_len);
 }
 
-std::unique_ptr<data::Dataset> open_dataset(const config::Config& config) {
-  return data::open_token_dataset(
+std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
+  return sources::open_token_dataset(
       config, nullptr, config.model.section<TransformerXLConfig>().ext_len);
 }
 
-std::unique_ptr<data::Dataset> random_dataset(
+std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {
-  return data::random_token_dataset(
+  return sources::random_token_dataset(
       config,
       n_token,
       size,
-      data::VocabKind::kWord,
+      formats::VocabKind::kWord,
       config.model.section<TransformerXLConfig>().ext_len);
 }
 
@@ -181,7 +181,7 @@ double evaluation_flops(
 
 nlohmann::json hf_config(
     const config::Config& config,
-    const data::Dataset& dataset) {
+    const sources::Dataset& dataset) {
   return transfo_xl_config(
       config, dataset.vocab_size(), dataset.text_vocab().index("<eos>"));
 }

@@ -190,7 +190,7 @@ torch::Tensor TransformerXLImpl::score(
 }
 
 ModelOutput TransformerXLImpl::forward(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const nn::Memory& mems,
     const ForwardArgs& args) {
   const auto& tokens = batch.tokens;

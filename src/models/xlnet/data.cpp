@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "xl/data/labelled_texts.h"
-#include "xl/data/permutation_records.h"
-#include "xl/data/sentence_tokens.h"
-#include "xl/data/sentencepiece.h"
+#include "xl/formats/sentence_tokens.h"
+#include "xl/formats/sentencepiece.h"
 #include "xl/models/xlnet/config.h"
+#include "xl/sources/labelled_texts.h"
+#include "xl/sources/permutation_records.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -18,25 +18,26 @@ namespace fs = std::filesystem;
 
 // A SentencePiece model and either encoded raw text or labelled texts; or random pieces,
 // sentences and reviews of the same shapes.
-class XLNetDataset : public data::Dataset {
+class XLNetDataset : public sources::Dataset {
  public:
   explicit XLNetDataset(const config::Config& c)
       : c_(c),
         dir_(c.data.dir),
-        pieces_(std::make_unique<data::SentencePiece>(dir_ / c.data.vocab)),
+        pieces_(std::make_unique<formats::SentencePiece>(dir_ / c.data.vocab)),
         n_token_(pieces_->size()),
         word_starts_(pieces_->word_starts()) {}
   XLNetDataset(const config::Config& c, int64_t n_token, int64_t size)
       : c_(c), n_token_(n_token), word_starts_(n_token, true) {
-    if (n_token <= data::kEopId + 1) {
+    if (n_token <= formats::kEopId + 1) {
       throw UserError(fmt::format(
           "random XLNet data needs more than XLNet's {} special pieces, got a "
           "vocabulary of {}",
-          data::kEopId + 1,
+          formats::kEopId + 1,
           n_token));
     }
     // Ordinary pieces in sentences of 8 to 31, reviews of 1 to 2 * train.tgt_len pieces.
-    auto ids = torch::randint(data::kEopId + 1, n_token, {size}, torch::kLong);
+    auto ids =
+        torch::randint(formats::kEopId + 1, n_token, {size}, torch::kLong);
     random_pieces_.name = "random pieces";
     random_pieces_.ids.assign(
         ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + size);
@@ -65,8 +66,8 @@ class XLNetDataset : public data::Dataset {
   int64_t vocab_size() const override {
     return n_token_;
   }
-  data::VocabKind unit() const override {
-    return data::VocabKind::kWord;
+  formats::VocabKind unit() const override {
+    return formats::VocabKind::kWord;
   }
   std::string vocabulary_fingerprint() const override {
     if (!pieces_) {
@@ -81,14 +82,14 @@ class XLNetDataset : public data::Dataset {
   fs::path vocabulary_file() const override {
     return pieces_ ? pieces_->path() : fs::path();
   }
-  const data::UnigramBaseline* unigram_baseline() override {
+  const sources::UnigramBaseline* unigram_baseline() override {
     if (!pieces_ || classification()) {
       return nullptr;
     }
     if (!unigram_) {
       const auto train =
-          data::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
-      unigram_ = data::piece_unigram_baseline(train, *pieces_);
+          formats::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
+      unigram_ = sources::piece_unigram_baseline(train, *pieces_);
     }
     return &*unigram_;
   }
@@ -100,25 +101,26 @@ class XLNetDataset : public data::Dataset {
         classification() ? "labelled texts" : "permutation LM records",
         pieces_ ? (dir_ / c_.data.train).string() : "random pieces");
   }
-  std::unique_ptr<data::BatchSource> build_train_source() override {
+  std::unique_ptr<sources::BatchSource> build_train_source() override {
     return split_source("train", c_.train.batch_size, true);
   }
-  data::EvalBatches eval_batches(const std::string& split, bool /*validation*/)
-      override {
+  sources::EvalBatches eval_batches(
+      const std::string& split,
+      bool /*validation*/) override {
     return described(split_source(split, c_.eval.batch_size, false));
   }
-  data::EvalBatches file_batches(const fs::path& file) override {
+  sources::EvalBatches file_batches(const fs::path& file) override {
     if (!pieces_) {
       throw UserError(fmt::format(
           "{}: random data has no SentencePiece model to encode files with",
           file.string()));
     }
     if (classification()) {
-      return described(std::make_unique<data::LabelledTexts>(
+      return described(std::make_unique<sources::LabelledTexts>(
           file, *pieces_, labelled_options(c_.eval.batch_size, false)));
     }
     return described(records(
-        data::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
+        formats::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
   }
 
  private:
@@ -126,17 +128,17 @@ class XLNetDataset : public data::Dataset {
     return c_.model.section<XLNetConfig>().n_class > 0;
   }
 
-  static data::EvalBatches described(
-      std::unique_ptr<data::BatchSource> source) {
+  static sources::EvalBatches described(
+      std::unique_ptr<sources::BatchSource> source) {
     auto setting = source->describe();
     return {std::move(source), std::move(setting)};
   }
 
-  std::unique_ptr<data::BatchSource> split_source(
+  std::unique_ptr<sources::BatchSource> split_source(
       const std::string& split,
       int64_t batch_size,
       bool training) {
-    const fs::path path = dir_ / data::split_file(c_.data, split);
+    const fs::path path = dir_ / sources::split_file(c_.data, split);
     if (classification()) {
       auto o = labelled_options(batch_size, training);
       if (training) {
@@ -144,8 +146,8 @@ class XLNetDataset : public data::Dataset {
       }
       try {
         return pieces_
-            ? std::make_unique<data::LabelledTexts>(path, *pieces_, o)
-            : std::make_unique<data::LabelledTexts>(
+            ? std::make_unique<sources::LabelledTexts>(path, *pieces_, o)
+            : std::make_unique<sources::LabelledTexts>(
                   random_reviews_, "random reviews", o);
       } catch (const UserError& e) {
         if (!o.max_examples) {
@@ -158,15 +160,16 @@ class XLNetDataset : public data::Dataset {
       }
     }
     return records(
-        pieces_ ? data::read_sentence_tokens(path, *pieces_) : random_pieces_,
+        pieces_ ? formats::read_sentence_tokens(path, *pieces_)
+                : random_pieces_,
         batch_size,
         training);
   }
 
   // Labelled texts, shuffled for training.
-  data::LabelledOptions labelled_options(int64_t batch_size, bool training)
+  sources::LabelledOptions labelled_options(int64_t batch_size, bool training)
       const {
-    data::LabelledOptions o;
+    sources::LabelledOptions o;
     o.batch_size = batch_size;
     o.seq_len = c_.train.tgt_len;
     o.shuffle = training;
@@ -179,12 +182,12 @@ class XLNetDataset : public data::Dataset {
 
   // Permutation records; evaluation draws them from the same seed every time, so every
   // validation reads the same batches.
-  std::unique_ptr<data::BatchSource> records(
-      const data::SentenceTokens& tokens,
+  std::unique_ptr<sources::BatchSource> records(
+      const formats::SentenceTokens& tokens,
       int64_t batch_size,
       bool training) {
     const auto& x = c_.model.section<XLNetConfig>();
-    data::PermutationOptions o;
+    sources::PermutationOptions o;
     o.batch_size = batch_size;
     o.seq_len = c_.train.tgt_len;
     o.reuse_len = x.reuse_len;
@@ -195,7 +198,7 @@ class XLNetDataset : public data::Dataset {
     o.bi_data = x.bi_data;
     o.seed = static_cast<uint64_t>(c_.train.seed);
     try {
-      return std::make_unique<data::PermutationRecords>(
+      return std::make_unique<sources::PermutationRecords>(
           tokens, word_starts_, o);
     } catch (const UserError& e) {
       throw UserError(fmt::format(
@@ -208,22 +211,22 @@ class XLNetDataset : public data::Dataset {
 
   config::Config c_;
   fs::path dir_;
-  std::unique_ptr<data::SentencePiece> pieces_; // null: random data
+  std::unique_ptr<formats::SentencePiece> pieces_; // null: random data
   int64_t n_token_;
   std::vector<bool> word_starts_;
-  data::SentenceTokens random_pieces_;
-  std::vector<data::EncodedExample> random_reviews_;
-  std::optional<data::UnigramBaseline> unigram_;
+  formats::SentenceTokens random_pieces_;
+  std::vector<sources::EncodedExample> random_reviews_;
+  std::optional<sources::UnigramBaseline> unigram_;
 };
 
 } // namespace
 
-std::unique_ptr<data::Dataset> open_xlnet_dataset(
+std::unique_ptr<sources::Dataset> open_xlnet_dataset(
     const config::Config& config) {
   return std::make_unique<XLNetDataset>(config);
 }
 
-std::unique_ptr<data::Dataset> random_xlnet_dataset(
+std::unique_ptr<sources::Dataset> random_xlnet_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {

@@ -84,7 +84,7 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
 
 nlohmann::json hf_config(
     const config::Config& config,
-    const data::Dataset& dataset) {
+    const sources::Dataset& dataset) {
   return xlnet_config(config, dataset.vocab_size());
 }
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "xl/data/sentencepiece.h"
+#include "xl/formats/sentencepiece.h"
 #include "xl/models/xlnet/config.h"
 #include "xl/nn/two_stream_layer.h"
 #include "xl/util/error.h"
@@ -151,9 +151,9 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
       {"summary_activation", "tanh"},
       {"summary_last_dropout", m.dropout},
       {"initializer_range", m.init_std},
-      {"pad_token_id", data::kPadId},
-      {"bos_token_id", data::kBosId},
-      {"eos_token_id", data::kEosId},
+      {"pad_token_id", formats::kPadId},
+      {"bos_token_id", formats::kBosId},
+      {"eos_token_id", formats::kEosId},
   };
   if (x.n_class > 0) {
     nlohmann::json id2label;

@@ -79,7 +79,7 @@ void XLNetImpl::reset_parameters() {
 }
 
 std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     int64_t klen,
     const XLNetLengths& lengths) {
   const int64_t qlen = batch.tokens.size(0);
@@ -111,7 +111,7 @@ namespace {
 
 // Keys the query stream may not see, [B, 1, L, K] (undefined: all visible): padding and the
 // permutation's future; the memory is always visible.
-torch::Tensor hidden_keys(const data::Batch& batch, int64_t mlen) {
+torch::Tensor hidden_keys(const sources::Batch& batch, int64_t mlen) {
   const auto& tokens = batch.tokens;
   const int64_t qlen = tokens.size(0);
   const int64_t bsz = tokens.size(1);
@@ -157,7 +157,7 @@ torch::Tensor hidden_keys(const data::Batch& batch, int64_t mlen) {
 
 // Whether query i and key j are in different segments, [B, 1, L, K] (undefined without
 // segment ids). The memory counts as segment 0; only equality matters.
-torch::Tensor other_segment(const data::Batch& batch, int64_t mlen) {
+torch::Tensor other_segment(const sources::Batch& batch, int64_t mlen) {
   const auto& seg = batch.segment_ids;
   if (!seg.defined()) {
     return {};
@@ -177,7 +177,7 @@ torch::Tensor other_segment(const data::Batch& batch, int64_t mlen) {
 // target_mapping selects. One-hot rows give the prediction's input position; all-zero rows are
 // padding, which read position 0 and are zeroed by query_valid.
 void add_query_terms(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     int64_t klen,
     const torch::Tensor& hidden,
     nn::TwoStreamTerms& terms) {
@@ -209,7 +209,7 @@ void add_query_terms(
 // Tokens [L, B], one memory per layer or none, and what to score: a permutation LM's
 // target_mapping or a classifier's labels; XLNet does not generate.
 void check_inputs(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const nn::Memory& mems,
     const ForwardArgs& args,
     int64_t n_layer) {
@@ -235,7 +235,7 @@ void check_inputs(
 } // namespace
 
 void XLNetImpl::stream_queries(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     int64_t mlen,
     nn::TwoStreamTerms& terms) const {
   const auto& tokens = batch.tokens;
@@ -258,7 +258,7 @@ void XLNetImpl::stream_queries(
 }
 
 void XLNetImpl::lm_terms(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const torch::Tensor& g,
     const ForwardArgs& args,
     ModelOutput& out) {
@@ -281,7 +281,7 @@ void XLNetImpl::lm_terms(
 }
 
 void XLNetImpl::classification_terms(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const torch::Tensor& h,
     ModelOutput& out) {
   const auto& labels = batch.labels;
@@ -366,7 +366,7 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
 }
 
 ModelOutput XLNetImpl::forward(
-    const data::Batch& batch,
+    const sources::Batch& batch,
     const nn::Memory& mems,
     const ForwardArgs& args) {
   check_inputs(batch, mems, args, options.n_layer());

@@ -107,10 +107,10 @@ CharTransformerOptions tiny(bool multiple_positions = true) {
       .losses(losses);
 }
 
-data::Batch window(int64_t len, int64_t batch, int64_t seed) {
+sources::Batch window(int64_t len, int64_t batch, int64_t seed) {
   torch::manual_seed(seed);
   const auto ids = torch::randint(20, {len + 1, batch});
-  data::Batch b;
+  sources::Batch b;
   b.tokens = ids.narrow(0, 0, len);
   b.targets = ids.narrow(0, 1, len);
   b.n_targets = b.targets.numel();
@@ -181,7 +181,7 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
 
   // Evaluation: the last layer's t+1 head on the targets only.
   model.eval();
-  data::Batch scored = batch;
+  sources::Batch scored = batch;
   scored.targets = batch.targets.narrow(0, 7, 3);
   scored.n_targets = 9;
   out = model.forward(scored, {}, args);
@@ -206,7 +206,7 @@ TEST(CharTransformer, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
       out.log_probs[9],
       1e-6,
       1e-6));
-  data::Batch tokens_only;
+  sources::Batch tokens_only;
   tokens_only.tokens = batch.tokens;
   ForwardArgs next;
   next.next_token = true;
@@ -226,7 +226,7 @@ TEST(CharTransformer, EveryHeadIsCausal) {
   b.tokens = a.tokens.clone();
   b.tokens.narrow(0, 6, 4).random_(0, 20);
   torch::NoGradGuard no_grad;
-  const auto logits = [&](const data::Batch& x) {
+  const auto logits = [&](const sources::Batch& x) {
     std::vector<torch::Tensor> all;
     auto h = model.word_embedding(x.tokens);
     const auto mask = nn::causal_mask(10, 0, false, 0);

@@ -41,10 +41,10 @@ TransformerXLOptions tiny(bool relative = true, int64_t mem_len = 6) {
       .lengths(lengths);
 }
 
-data::Batch lm_batch(
+sources::Batch lm_batch(
     const torch::Tensor& tokens,
     const torch::Tensor& targets) {
-  data::Batch batch;
+  sources::Batch batch;
   batch.tokens = tokens;
   batch.targets = targets;
   batch.n_targets = targets.numel();
@@ -84,7 +84,7 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
         1e-5));
     EXPECT_TRUE(torch::allclose(
         out.next_log_probs.logsumexp(1), torch::zeros({2}), 1e-5, 1e-5));
-    data::Batch tokens_only;
+    sources::Batch tokens_only;
     tokens_only.tokens = input;
     ForwardArgs next;
     next.next_token = true;
@@ -119,7 +119,7 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
     nn::Memory plain_mems;
     nn::Memory cached_mems;
     for (const int64_t len : {4, 1, 1, 3, 1, 1, 1}) {
-      data::Batch batch;
+      sources::Batch batch;
       batch.tokens = torch::randint(40, {len, 2});
       const auto a = model->forward(batch, plain_mems, plain);
       const auto b = model->forward(batch, cached_mems, cached);
@@ -276,7 +276,7 @@ TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
   auto batch = lm_batch(torch::randint(40, {4, 2}), torch::randint(40, {4, 2}));
   batch.target_mask = torch::tensor(
       {{true, false}, {true, true}, {false, true}, {true, false}});
-  batch.n_targets = data::count_targets(batch);
+  batch.n_targets = sources::count_targets(batch);
   const auto out = model->forward(batch, {}, with_log_probs());
   EXPECT_EQ(out.terms[0].count, 5);
   EXPECT_NEAR(

@@ -59,10 +59,12 @@ XLNetOptions small(int64_t n_class = 0, int64_t mem_len = 0) {
 
 // A factorisation order: positions of rank 0 are context, seen by everyone; the others are
 // targets, each hidden from the targets of lower or equal rank and from the context.
-data::Batch permuted(const torch::Tensor& tokens, const torch::Tensor& rank) {
+sources::Batch permuted(
+    const torch::Tensor& tokens,
+    const torch::Tensor& rank) {
   const int64_t qlen = tokens.size(0);
   const int64_t bsz = tokens.size(1);
-  data::Batch batch;
+  sources::Batch batch;
   batch.tokens = tokens;
   batch.segment_ids = torch::zeros_like(tokens);
   // [L, L, B]: rank[j] > 0 and rank[j] >= rank[i]
@@ -149,8 +151,8 @@ TEST(XLNet, PaddedPredictionsAreNotCounted) {
       1e-4);
 }
 
-data::Batch classification(const torch::Tensor& tokens, int64_t pad) {
-  data::Batch batch;
+sources::Batch classification(const torch::Tensor& tokens, int64_t pad) {
+  sources::Batch batch;
   batch.tokens = tokens;
   batch.padding = torch::zeros(tokens.sizes(), torch::kBool);
   batch.padding.narrow(0, 0, pad).fill_(true);
@@ -167,7 +169,7 @@ data::Batch classification(const torch::Tensor& tokens, int64_t pad) {
 ModelOutput expect_padding_ignored(
     XLNetImpl& model,
     const torch::Tensor& tokens) {
-  const auto close = [&](const data::Batch& batch,
+  const auto close = [&](const sources::Batch& batch,
                          const torch::Tensor& logits) {
     return torch::allclose(
         model.forward(batch, {}, {}).logits, logits, 1e-5, 1e-6);
@@ -264,7 +266,7 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     cached.cache = &cache;
     nn::Memory plain_mems;
     nn::Memory cached_mems;
-    data::Batch batch;
+    sources::Batch batch;
     for (int segment = 0; segment < 4; ++segment) {
       batch = permuted(
           torch::randint(50, {6, 2}),
@@ -293,7 +295,7 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
 
 TEST(XLNet, RefusesABatchWithoutPredictionsOrLabels) {
   XLNetImpl model(small());
-  data::Batch batch;
+  sources::Batch batch;
   batch.tokens = torch::zeros({4, 2}, torch::kLong);
   EXPECT_THROW(model.forward(batch, {}, {}), c10::Error);
 }

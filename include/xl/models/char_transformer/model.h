@@ -4,7 +4,7 @@
 // (docs/char-transformer.md gives the decisions the paper leaves open).
 //
 // Batch fields: tokens [L, B] and targets [T, B], the next byte of the last T positions (windows
-// of data::RandomWindows for training, data::SlidingWindows for the paper's evaluation). Nothing
+// of sources::RandomWindows for training, sources::SlidingWindows for the paper's evaluation). Nothing
 // is carried between batches.
 //
 // Loss terms, training: "lm", the last layer's t+1 loss (the headline), then "l<l>/t+<k>" for
@@ -65,7 +65,7 @@ class CharTransformerImpl : public LanguageModelImpl {
 
   /// tokens [L, B] (L <= n_ctx), targets [T, B] (T <= L); no memory.
   ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
@@ -96,7 +96,7 @@ class CharTransformerImpl : public LanguageModelImpl {
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const ForwardArgs& args,
       int64_t l,
       const torch::Tensor& h,
@@ -107,7 +107,7 @@ class CharTransformerImpl : public LanguageModelImpl {
   /// says: -sum log p over the scored positions and their count (count 0, no head run, at weight
   /// 0 or with nothing to score); `keep`: where to put the log-probs [rows, B] too.
   LossTerm head_term(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       int64_t layer,
       int64_t offset,
       const torch::Tensor& h,

@@ -68,7 +68,7 @@ class TransformerXLImpl : public LanguageModelImpl {
 
   /// batch.tokens [L, B], batch.targets [T, B]; mems: n_layer tensors [M, B, D] or empty
   ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 

@@ -6,17 +6,18 @@
 #include <memory>
 
 #include "xl/config/schema.h"
-#include "xl/data/dataset.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::models {
 
 /// data.dir's spiece.model and <split>.pieces or <split>.tsv; missing or mismatched files are
 /// UserErrors.
-std::unique_ptr<data::Dataset> open_xlnet_dataset(const config::Config& config);
+std::unique_ptr<sources::Dataset> open_xlnet_dataset(
+    const config::Config& config);
 
 /// `size` ordinary pieces (ids above XLNet's special ones, below `n_token`) cut into sentences
 /// of 8 to 31, and reviews of random classes.
-std::unique_ptr<data::Dataset> random_xlnet_dataset(
+std::unique_ptr<sources::Dataset> random_xlnet_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size);

@@ -72,7 +72,7 @@ class XLNetImpl : public LanguageModelImpl {
 
   /// See the table above; mems: n_layer tensors [M, B, D] or empty.
   ModelOutput forward(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
@@ -98,13 +98,13 @@ class XLNetImpl : public LanguageModelImpl {
   /// Position embeddings [G, L + K, D] and the per-row direction (bi_data), undefined when
   /// every row reads forwards.
   std::pair<torch::Tensor, torch::Tensor> positions(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       int64_t klen,
       const XLNetLengths& lengths);
   /// The streams' queries and masks for a batch with `mlen` memory positions; the query stream's
   /// validity goes into `terms`.
   void stream_queries(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       int64_t mlen,
       nn::TwoStreamTerms& terms) const;
   /// Layer `i` on the content stream `h` [L, B, D] and the query stream `g` [P, B, D] (undefined
@@ -118,13 +118,13 @@ class XLNetImpl : public LanguageModelImpl {
       nn::AttentionCache* cache);
   /// Loss terms of the permutation LM: the query stream's output `g` [P, B, D].
   void lm_terms(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const torch::Tensor& g,
       const ForwardArgs& args,
       ModelOutput& out);
   /// Loss terms and logits of the classification head on the content stream `h` [L, B, D].
   void classification_terms(
-      const data::Batch& batch,
+      const sources::Batch& batch,
       const torch::Tensor& h,
       ModelOutput& out);
 };

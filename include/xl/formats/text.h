@@ -1,0 +1,43 @@
+// Text splitting with the exact semantics of the Python reference tokenizers
+// (kimiyoung/transformer-xl's `line.strip().split()` over universal-newline
+// lines), so that vocabularies and token counts match theirs.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xl::formats {
+
+/// The bytes of `text` that are not part of a well-formed UTF-8 sequence (overlong forms,
+/// surrogates and code points above U+10FFFF included), and the offset of the first.
+struct Utf8Check {
+  size_t invalid = 0;
+  size_t first = 0;
+};
+Utf8Check check_utf8(std::string_view text);
+
+/// Reads the text file `path` (read_file, `what` names it) for a tokenizer that expects
+/// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a
+/// UserError; fewer are counted in a warning, and SentencePiece reads them as unknown pieces.
+std::string read_utf8_text(
+    const std::filesystem::path& path,
+    const std::string& what);
+
+/// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
+/// and a final line without terminator still counts. An empty text has no
+/// lines.
+std::vector<std::string_view> split_lines(std::string_view text);
+
+/// Splits a UTF-8 line into tokens at runs of Unicode whitespace, as Python's
+/// str.split() does (ASCII whitespace, U+001C..U+001F, U+0085, U+00A0, U+1680,
+/// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+std::vector<std::string_view> split_words(std::string_view line);
+
+/// Splits a stripped line into sentences after '.', '!' or '?' followed by
+/// whitespace, as Python's re.split(r"(?<=[.!?])\s+", line.strip()) (ratsgo's
+/// process_documents for the Korean XLNet corpus). An empty line has none.
+std::vector<std::string_view> split_sentences(std::string_view line);
+
+} // namespace xl::formats

@@ -1,0 +1,38 @@
+// A read-only sequence of token ids, as the batch sources read it: a memory-mapped TokenFile, or
+// ids held in a tensor (benchmarks and tests, which need no prepared corpus).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace xl::formats {
+
+class Tokens {
+ public:
+  virtual ~Tokens() = default;
+  virtual int64_t size() const = 0;
+  /// Tokens [start, start + length) as an int64 tensor (a copy).
+  virtual torch::Tensor slice(int64_t start, int64_t length) const = 0;
+  /// What the tokens are, for messages: the file, or a description.
+  virtual std::string name() const = 0;
+};
+
+/// Tokens held in a 1-D int64 tensor on the CPU.
+class TokenTensor : public Tokens {
+ public:
+  TokenTensor(torch::Tensor ids, std::string name);
+  int64_t size() const override {
+    return ids_.size(0);
+  }
+  torch::Tensor slice(int64_t start, int64_t length) const override;
+  std::string name() const override {
+    return name_;
+  }
+
+ private:
+  torch::Tensor ids_;
+  std::string name_;
+};
+
+} // namespace xl::formats

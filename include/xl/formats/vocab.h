@@ -1,0 +1,83 @@
+// Vocabularies: word-level as Transformer-XL builds it for WikiText (whitespace
+// tokens,
+// `<eos>` per line, specials first, then by descending frequency with ties in
+// first-seen order, like Python's Counter.most_common), and byte-level for
+// enwik8/text8-style data (the bytes that occur, by descending frequency, ties
+// by byte value).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace xl::formats {
+
+enum class VocabKind { kWord, kByte };
+
+/// "word" or "byte".
+std::string to_string(VocabKind kind);
+
+class Vocab {
+ public:
+  /// Counts the whitespace tokens of `files`, in the given order (one `<eos>` per line), and
+  /// orders them. `specials` take the first ids in the given order; of the other words, those
+  /// seen fewer than `min_freq` times are left out, and only the most frequent stay when
+  /// `max_size` (the whole vocabulary's size, specials included) would be exceeded.
+  static Vocab build_word(
+      const std::vector<std::filesystem::path>& files,
+      const std::vector<std::string>& specials = {"<eos>"},
+      int64_t min_freq = 0,
+      std::optional<int64_t> max_size = std::nullopt);
+  /// Counts the bytes of `files`.
+  static Vocab build_byte(const std::vector<std::filesystem::path>& files);
+  /// Reads a file written by save(); a malformed file is a UserError naming the
+  /// line.
+  static Vocab load(const std::filesystem::path& path);
+
+  /// Writes the vocabulary atomically: a header line, then one token per line.
+  void save(const std::filesystem::path& path) const;
+
+  VocabKind kind() const {
+    return kind_;
+  }
+  int64_t size() const {
+    return static_cast<int64_t>(tokens_.size());
+  }
+  /// Stable checksum of the kind and the ordered tokens; token files record it.
+  uint64_t checksum() const {
+    return checksum_;
+  }
+  /// The id of `token`, or -1.
+  int64_t index(std::string_view token) const;
+  const std::string& token(int64_t id) const;
+
+  /// Encodes a text file: word vocabularies give each line's tokens plus
+  /// `<eos>` (unknown words map to `<unk>` when the vocabulary has it, and are
+  /// an error otherwise); byte vocabularies give the raw bytes. Errors name the
+  /// file and line.
+  std::vector<int64_t> encode_file(const std::filesystem::path& path) const;
+  /// Encodes `text` as encode_file() does, `where` naming it in errors; with `open_end`, a last
+  /// line without a line break gets no `<eos>` (a prompt to continue).
+  std::vector<int64_t> encode(
+      std::string_view text,
+      const std::string& where,
+      bool open_end = false) const;
+  /// The text of `ids`: words joined by spaces with `<eos>` as a line break, or the bytes;
+  /// `after_word`: the text continues a line that ends in a word (a space comes first).
+  std::string decode(const std::vector<int64_t>& ids, bool after_word = false)
+      const;
+
+ private:
+  Vocab(VocabKind kind, std::vector<std::string> tokens);
+
+  VocabKind kind_;
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int64_t> ids_;
+  uint64_t checksum_ = 0;
+};
+
+} // namespace xl::formats

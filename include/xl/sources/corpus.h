@@ -1,0 +1,35 @@
+// Opening a prepared word or byte corpus (xl-prep's folder) for training and evaluation.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "xl/config/schema.h"
+#include "xl/formats/token_file.h"
+#include "xl/formats/vocab.h"
+
+namespace xl::sources {
+
+/// A prepared corpus: its vocabulary and memory-mapped splits, checked against
+/// each other.
+class Corpus {
+ public:
+  explicit Corpus(const config::DataConfig& data);
+
+  const formats::Vocab& vocab() const {
+    return vocab_;
+  }
+  /// The split "train", "valid" or "test", mapped on first use.
+  const formats::TokenFile& split(const std::string& name);
+
+ private:
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> files_;
+  std::filesystem::path vocab_path_;
+  formats::Vocab vocab_;
+  std::map<std::string, std::unique_ptr<formats::TokenFile>> splits_;
+};
+
+} // namespace xl::sources

@@ -1,0 +1,30 @@
+#include "xl/formats/tokens.h"
+
+namespace xl::formats {
+
+TokenTensor::TokenTensor(torch::Tensor ids, std::string name)
+    : ids_(std::move(ids)), name_(std::move(name)) {
+  TORCH_CHECK(
+      ids_.dim() == 1 && ids_.scalar_type() == torch::kLong && ids_.is_cpu(),
+      "TokenTensor needs a 1-D int64 CPU tensor, got ",
+      ids_.sizes(),
+      " ",
+      ids_.scalar_type());
+}
+
+torch::Tensor TokenTensor::slice(int64_t start, int64_t length) const {
+  TORCH_CHECK(
+      start >= 0 && length >= 0 && start + length <= size(),
+      "slice [",
+      start,
+      ", ",
+      start + length,
+      ") out of range for ",
+      name_,
+      " with ",
+      size(),
+      " tokens");
+  return ids_.narrow(0, start, length).clone();
+}
+
+} // namespace xl::formats

@@ -1,0 +1,330 @@
+#include "xl/formats/vocab.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <utility>
+
+#include "xl/formats/text.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::formats {
+
+namespace {
+
+constexpr const char* kHeader = "#xl-vocab v1";
+
+// Reads a corpus file, refusing missing and empty ones with the role in the
+// message.
+std::string read_corpus(const std::filesystem::path& path) {
+  std::string text = read_file(path, "corpus file");
+  if (text.empty()) {
+    throw UserError("corpus file is empty: " + path.string());
+  }
+  return text;
+}
+
+} // namespace
+
+std::string to_string(VocabKind kind) {
+  return kind == VocabKind::kWord ? "word" : "byte";
+}
+
+Vocab::Vocab(VocabKind kind, std::vector<std::string> tokens)
+    : kind_(kind), tokens_(std::move(tokens)) {
+  const std::string kind_name = to_string(kind_);
+  checksum_ = fnv1a64(kind_name.data(), kind_name.size());
+  ids_.reserve(tokens_.size());
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    ids_.emplace(tokens_[i], static_cast<int64_t>(i));
+    const char separator = '\0';
+    checksum_ = fnv1a64(&separator, 1, checksum_);
+    checksum_ = fnv1a64(tokens_[i].data(), tokens_[i].size(), checksum_);
+  }
+}
+
+Vocab Vocab::build_word(
+    const std::vector<std::filesystem::path>& files,
+    const std::vector<std::string>& specials,
+    int64_t min_freq,
+    std::optional<int64_t> max_size) {
+  struct Entry {
+    std::string token;
+    int64_t count;
+  };
+  std::vector<Entry> entries;
+  std::unordered_map<std::string, size_t> position;
+  const auto count = [&](std::string_view token) {
+    auto it = position.find(std::string(token));
+    if (it == position.end()) {
+      position.emplace(std::string(token), entries.size());
+      entries.push_back({std::string(token), 1});
+    } else {
+      ++entries[it->second].count;
+    }
+  };
+  for (const auto& file : files) {
+    const std::string text = read_corpus(file);
+    for (const auto line : split_lines(text)) {
+      for (const auto word : split_words(line)) {
+        count(word);
+      }
+      count("<eos>");
+    }
+  }
+  // Counter.most_common: descending count, ties in first-seen order.
+  std::stable_sort(
+      entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return a.count > b.count;
+      });
+  std::vector<std::string> tokens = specials;
+  for (const auto& e : entries) {
+    if (e.count < min_freq ||
+        (max_size && static_cast<int64_t>(tokens.size()) >= *max_size)) {
+      break; // sorted by count: the rest are rarer still
+    }
+    if (std::find(specials.begin(), specials.end(), e.token) ==
+        specials.end()) {
+      tokens.push_back(e.token);
+    }
+  }
+  return Vocab(VocabKind::kWord, std::move(tokens));
+}
+
+Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
+  std::array<int64_t, 256> counts{};
+  for (const auto& file : files) {
+    const std::string text = read_corpus(file);
+    for (const char c : text) {
+      ++counts[static_cast<unsigned char>(c)];
+    }
+  }
+  std::vector<int> order;
+  for (int b = 0; b < 256; ++b) {
+    if (counts[b] > 0) {
+      order.push_back(b);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return counts[a] > counts[b];
+  });
+  std::vector<std::string> tokens;
+  for (const int b : order) {
+    tokens.emplace_back(1, static_cast<char>(b));
+  }
+  return Vocab(VocabKind::kByte, std::move(tokens));
+}
+
+void Vocab::save(const std::filesystem::path& path) const {
+  std::string out =
+      fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
+  for (const auto& t : tokens_) {
+    out += kind_ == VocabKind::kByte
+        ? std::to_string(static_cast<unsigned char>(t[0]))
+        : t;
+    out += '\n';
+  }
+  atomic_write(path, out);
+}
+
+namespace {
+
+// A malformed vocabulary file, at `line` (1-based).
+UserError not_a_vocabulary(
+    const std::filesystem::path& path,
+    size_t line,
+    const std::string& what) {
+  return UserError(fmt::format(
+      "{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
+}
+
+// The kind and the declared token count of the header line.
+std::pair<VocabKind, int64_t> read_header(
+    const std::filesystem::path& path,
+    const std::string& header) {
+  VocabKind kind;
+  if (header.find(" kind=word ") != std::string::npos) {
+    kind = VocabKind::kWord;
+  } else if (header.find(" kind=byte ") != std::string::npos) {
+    kind = VocabKind::kByte;
+  } else {
+    throw not_a_vocabulary(
+        path, 1, "expected kind=word or kind=byte in the header");
+  }
+  const auto size_at = header.find(" size=");
+  if (size_at == std::string::npos) {
+    throw not_a_vocabulary(path, 1, "expected size=N in the header");
+  }
+  const std::string digits = header.substr(size_at + 6);
+  char* end = nullptr;
+  errno = 0;
+  const int64_t declared = std::strtoll(digits.c_str(), &end, 10);
+  if (end == digits.c_str() || errno == ERANGE || declared < 0 ||
+      (*end != '\0' && *end != ' ')) {
+    throw not_a_vocabulary(
+        path,
+        1,
+        "expected size=N (a count) in the header, found '" + digits + "'");
+  }
+  return {kind, declared};
+}
+
+// The token on line `number` of a vocabulary of `kind`: a byte value's byte, or the word.
+std::string read_token(
+    const std::filesystem::path& path,
+    VocabKind kind,
+    std::string_view line,
+    size_t number) {
+  const std::string s(line);
+  if (kind == VocabKind::kWord) {
+    if (s.empty()) {
+      throw not_a_vocabulary(path, number, "empty token");
+    }
+    return s;
+  }
+  int value = -1;
+  try {
+    value = std::stoi(s);
+  } catch (const std::exception&) {
+  }
+  if (value < 0 || value > 255 || std::to_string(value) != s) {
+    throw not_a_vocabulary(
+        path, number, "expected a byte value 0..255, found '" + s + "'");
+  }
+  return std::string(1, static_cast<char>(value));
+}
+
+} // namespace
+
+Vocab Vocab::load(const std::filesystem::path& path) {
+  const std::string text = read_file(path, "vocabulary file");
+  const auto lines = split_lines(text);
+  if (lines.empty() || lines[0].rfind(kHeader, 0) != 0) {
+    throw not_a_vocabulary(
+        path,
+        1,
+        std::string("expected a first line starting with '") + kHeader + "'");
+  }
+  const auto [kind, declared] = read_header(path, std::string(lines[0]));
+  std::vector<std::string> tokens;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    tokens.push_back(read_token(path, kind, lines[i], i + 1));
+  }
+  if (static_cast<int64_t>(tokens.size()) != declared) {
+    throw not_a_vocabulary(
+        path,
+        lines.size(),
+        fmt::format(
+            "header says {} tokens, file has {} (truncated?)",
+            declared,
+            tokens.size()));
+  }
+  Vocab vocab(kind, std::move(tokens));
+  if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
+    throw not_a_vocabulary(path, 1, "duplicate tokens");
+  }
+  return vocab;
+}
+
+int64_t Vocab::index(std::string_view token) const {
+  const auto it = ids_.find(std::string(token));
+  return it == ids_.end() ? -1 : it->second;
+}
+
+const std::string& Vocab::token(int64_t id) const {
+  return tokens_.at(static_cast<size_t>(id));
+}
+
+std::vector<int64_t> Vocab::encode_file(
+    const std::filesystem::path& path) const {
+  return encode(read_corpus(path), path.string());
+}
+
+std::vector<int64_t> Vocab::encode(
+    std::string_view text,
+    const std::string& where,
+    bool open_end) const {
+  std::vector<int64_t> ids;
+  if (kind_ == VocabKind::kByte) {
+    std::array<int64_t, 256> table;
+    table.fill(-1);
+    for (size_t i = 0; i < tokens_.size(); ++i) {
+      table[static_cast<unsigned char>(tokens_[i][0])] =
+          static_cast<int64_t>(i);
+    }
+    ids.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+      const int64_t id = table[static_cast<unsigned char>(text[i])];
+      if (id < 0) {
+        throw UserError(fmt::format(
+            "{}: byte {} at offset {} is not in the vocabulary (build "
+            "it from all splits with --vocab-from all)",
+            where,
+            static_cast<unsigned char>(text[i]),
+            i));
+      }
+      ids.push_back(id);
+    }
+    return ids;
+  }
+  const int64_t eos = index("<eos>");
+  const int64_t unk = index("<unk>");
+  if (eos < 0) {
+    throw UserError(
+        "the word vocabulary has no <eos> token; cannot encode " + where);
+  }
+  ids.reserve(text.size() / 5);
+  const auto lines = split_lines(text);
+  // A prompt's unfinished last line is continued, not ended.
+  const bool continued =
+      open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  size_t line_number = 0;
+  for (const auto line : lines) {
+    ++line_number;
+    for (const auto word : split_words(line)) {
+      int64_t id = index(word);
+      if (id < 0) {
+        if (unk < 0) {
+          throw UserError(fmt::format(
+              "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it "
+              "to (xl-prep: --vocab-from all counts every split, --unk maps unseen words to "
+              "<unk>)",
+              where,
+              line_number,
+              word));
+        }
+        id = unk;
+      }
+      ids.push_back(id);
+    }
+    if (!(continued && line_number == lines.size())) {
+      ids.push_back(eos);
+    }
+  }
+  return ids;
+}
+
+std::string Vocab::decode(const std::vector<int64_t>& ids, bool after_word)
+    const {
+  std::string text;
+  for (const int64_t id : ids) {
+    const std::string& t = token(id);
+    if (kind_ == VocabKind::kByte) {
+      text += t;
+    } else if (t == "<eos>") {
+      text += '\n';
+    } else {
+      if (text.empty() ? after_word : text.back() != '\n') {
+        text += ' ';
+      }
+      text += t;
+    }
+  }
+  return text;
+}
+
+} // namespace xl::formats

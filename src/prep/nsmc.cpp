@@ -1,0 +1,129 @@
+#include "xl/prep/nsmc.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "xl/formats/labelled_file.h"
+#include "xl/formats/text.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::prep {
+
+namespace {
+
+// NSMC's documents are CSV-quoted when they contain quotes: "..." with "" inside.
+std::string unquote(std::string_view field) {
+  if (field.size() < 2 || field.front() != '"' || field.back() != '"') {
+    return std::string(field);
+  }
+  std::string out;
+  const auto inner = field.substr(1, field.size() - 2);
+  for (size_t i = 0; i < inner.size(); ++i) {
+    out += inner[i];
+    if (inner[i] == '"' && i + 1 < inner.size() && inner[i + 1] == '"') {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// NSMC's documents that hold a sentence: each as its sentences, one per line, and a blank line,
+// and as a labelled example.
+struct NsmcDocuments {
+  std::vector<std::string> corpora;
+  std::vector<formats::LabelledText> examples;
+  NsmcCounts counts;
+};
+
+NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
+  const std::string text = read_file(tsv, "NSMC file");
+  const auto lines = formats::split_lines(text);
+  NsmcDocuments out;
+  // Line 1 is the header "id document label".
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto line = lines[i];
+    const size_t first = line.find('\t');
+    const size_t last = line.rfind('\t');
+    const auto where = [&] {
+      return fmt::format("{}:{}", tsv.string(), i + 1);
+    };
+    if (first == std::string_view::npos || first == last) {
+      throw UserError(
+          where() + ": expected 3 tab-separated columns (id, document, label)");
+    }
+    const auto label_field = line.substr(last + 1);
+    if (label_field != "0" && label_field != "1") {
+      throw UserError(fmt::format(
+          "{}: the label must be 0 or 1, found '{}'", where(), label_field));
+    }
+    const std::string document =
+        unquote(line.substr(first + 1, last - first - 1));
+    const auto sentences = formats::split_sentences(document);
+    if (sentences.empty()) {
+      ++out.counts.empty;
+      continue;
+    }
+    std::string& corpus = out.corpora.emplace_back();
+    for (const auto sentence : sentences) {
+      corpus.append(sentence.data(), sentence.size()).push_back('\n');
+    }
+    corpus.push_back('\n');
+    ++out.counts.documents;
+    out.counts.sentences += static_cast<int64_t>(sentences.size());
+    out.examples.push_back({label_field == "1" ? 1 : 0, document});
+  }
+  return out;
+}
+
+// Documents [begin, end) as a raw corpus and as labelled texts.
+void write_nsmc_part(
+    const NsmcDocuments& documents,
+    size_t begin,
+    size_t end,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled) {
+  std::string corpus;
+  for (size_t d = begin; d < end; ++d) {
+    corpus += documents.corpora[d];
+  }
+  atomic_write(raw, corpus);
+  formats::write_labelled_texts(
+      labelled,
+      {documents.examples.begin() + static_cast<std::ptrdiff_t>(begin),
+       documents.examples.begin() + static_cast<std::ptrdiff_t>(end)});
+}
+
+} // namespace
+
+NsmcCounts convert_nsmc(
+    const std::filesystem::path& tsv,
+    const std::filesystem::path& raw,
+    const std::filesystem::path& labelled,
+    int64_t held_out,
+    const std::filesystem::path& held_raw,
+    const std::filesystem::path& held_labelled) {
+  const NsmcDocuments documents = read_nsmc(tsv);
+  const NsmcCounts& counts = documents.counts;
+  if (counts.documents == 0) {
+    throw UserError("NSMC file has no documents: " + tsv.string());
+  }
+  if (held_out >= counts.documents) {
+    throw UserError(fmt::format(
+        "{} has {} documents: cannot hold out {} and train on the rest",
+        tsv.string(),
+        counts.documents,
+        held_out));
+  }
+  const size_t total = documents.corpora.size();
+  const size_t kept = total - static_cast<size_t>(held_out);
+  write_nsmc_part(documents, 0, kept, raw, labelled);
+  if (held_out > 0) {
+    write_nsmc_part(documents, kept, total, held_raw, held_labelled);
+  }
+  return counts;
+}
+
+} // namespace xl::prep

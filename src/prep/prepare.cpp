@@ -1,0 +1,121 @@
+#include "xl/prep/prepare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "xl/formats/sentence_tokens.h"
+#include "xl/formats/sentencepiece.h"
+#include "xl/formats/token_file.h"
+#include "xl/util/error.h"
+#include "xl/util/files.h"
+
+namespace xl::prep {
+
+namespace {
+
+formats::Vocab load_or_build_vocab(const PrepOptions& options) {
+  if (options.vocab) {
+    formats::Vocab vocab = formats::Vocab::load(*options.vocab);
+    if (vocab.kind() != options.kind) {
+      throw UserError(
+          "vocabulary " + options.vocab->string() + " is " +
+          to_string(vocab.kind()) + "-level, but --format " +
+          to_string(options.kind) + " was asked for");
+    }
+    return vocab;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const char* split : {"train", "valid", "test"}) {
+    if (options.splits.count(split) != 0 &&
+        (options.vocab_from == "all" || files.empty())) {
+      files.push_back(options.splits.at(split));
+    }
+  }
+  if (options.kind == formats::VocabKind::kByte) {
+    if (options.unk || options.min_freq > 1 || options.max_size) {
+      throw UserError(
+          "--unk, --min-freq and --max-size are for word vocabularies (--format word)");
+    }
+    return formats::Vocab::build_byte(files);
+  }
+  // Words left out must map somewhere.
+  const bool unk = options.unk || options.min_freq > 1 || options.max_size;
+  std::vector<std::string> specials{"<eos>"};
+  if (unk) {
+    specials.emplace_back("<unk>");
+  }
+  if (options.max_size &&
+      *options.max_size < static_cast<int64_t>(specials.size())) {
+    throw UserError(fmt::format(
+        "--max-size {} leaves no room for the special tokens ({})",
+        *options.max_size,
+        fmt::join(specials, " ")));
+  }
+  return formats::Vocab::build_word(
+      files, specials, options.min_freq, options.max_size);
+}
+
+} // namespace
+
+PrepReport prepare_corpus(const PrepOptions& options) {
+  if (options.splits.count("train") == 0) {
+    throw UserError("xl-prep needs a training split (--train FILE)");
+  }
+  if (options.vocab_from != "train" && options.vocab_from != "all") {
+    throw UserError(
+        "--vocab-from: expected train or all, found '" + options.vocab_from +
+        "'");
+  }
+  const formats::Vocab vocab = load_or_build_vocab(options);
+  PrepReport report;
+  report.vocab_size = vocab.size();
+  spdlog::info(
+      "vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
+  // Encode everything before writing anything, so a bad split leaves the output
+  // folder as it was.
+  std::map<std::string, std::vector<int64_t>> encoded;
+  for (const auto& [name, path] : options.splits) {
+    encoded[name] = vocab.encode_file(path);
+    report.tokens[name] = static_cast<int64_t>(encoded[name].size());
+    spdlog::info(
+        "{}: {} tokens from {}", name, encoded[name].size(), path.string());
+  }
+  for (const auto& [name, ids] : encoded) {
+    formats::write_token_file(options.out / (name + ".bin"), ids, vocab);
+  }
+  vocab.save(options.out / "vocab.txt");
+  return report;
+}
+
+PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
+  const auto model_path = options.out / "spiece.model";
+  if (options.model) {
+    const formats::SentencePiece reused(
+        *options.model); // refused under its own name
+    atomic_write(model_path, read_file(reused.path(), "SentencePiece model"));
+  } else if (options.splits.count("train") == 0) {
+    throw UserError(
+        "xl-prep needs a training split (--train FILE) to train SentencePiece "
+        "on, or an existing model (--spm-model FILE)");
+  } else {
+    train_sentencepiece(
+        {options.splits.at("train")}, model_path, options.sentencepiece);
+  }
+  const formats::SentencePiece model(model_path);
+  PrepReport report;
+  report.vocab_size = model.size();
+  spdlog::info(
+      "SentencePiece model {}: {} pieces", model_path.string(), model.size());
+  for (const auto& [name, path] : options.splits) {
+    const auto tokens = formats::encode_raw_text(path, model);
+    formats::write_sentence_tokens(
+        options.out / (name + ".pieces"), tokens, model);
+    report.tokens[name] = static_cast<int64_t>(tokens.ids.size());
+    spdlog::info(
+        "{}: {} pieces from {}", name, tokens.ids.size(), path.string());
+  }
+  return report;
+}
+
+} // namespace xl::prep

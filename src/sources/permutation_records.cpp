@@ -1,0 +1,526 @@
+#include "xl/sources/permutation_records.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "source_state.h"
+#include "xl/io/archive.h"
+#include "xl/util/error.h"
+#include "xl/util/generator.h"
+
+namespace xl::sources {
+
+namespace {
+
+constexpr int64_t kMaxGram = 5;
+
+void validate(const PermutationOptions& o) {
+  const auto fail = [](const std::string& what) {
+    throw UserError("permutation records: " + what);
+  };
+  if (o.batch_size < 1 || o.perm_size < 1 || o.num_predict < 1) {
+    fail(fmt::format(
+        "batch_size ({}), perm_size ({}) and num_predict ({}) must be positive",
+        o.batch_size,
+        o.perm_size,
+        o.num_predict));
+  }
+  if (o.reuse_len < 1) {
+    fail(fmt::format(
+        "reuse_len must be positive, found {}: pretraining caches the first reuse_len "
+        "positions of each record for the next (0, all of them, is for fine-tuning)",
+        o.reuse_len));
+  }
+  if (o.seq_len < o.reuse_len + 3) {
+    fail(fmt::format(
+        "seq_len ({}) must be at least reuse_len ({}) + 3, for <sep> <sep> <cls>",
+        o.seq_len,
+        o.reuse_len));
+  }
+  if (o.reuse_len % o.perm_size != 0 ||
+      (o.seq_len - o.reuse_len) % o.perm_size != 0) {
+    fail(fmt::format(
+        "perm_size ({}) must divide reuse_len ({}) and seq_len - reuse_len ({})",
+        o.perm_size,
+        o.reuse_len,
+        o.seq_len - o.reuse_len));
+  }
+  if (o.num_predict - o.num_predict / 2 > o.reuse_len ||
+      o.num_predict / 2 > o.seq_len - o.reuse_len - 3) {
+    fail(fmt::format(
+        "num_predict ({}) is larger than a record can hold: {} predictions on the "
+        "reuse_len ({}) part and {} on the seq_len - reuse_len - 3 ({}) others",
+        o.num_predict,
+        o.num_predict - o.num_predict / 2,
+        o.reuse_len,
+        o.num_predict / 2,
+        o.seq_len - o.reuse_len - 3));
+  }
+  if (o.mask_beta < 1 || o.mask_alpha < o.mask_beta) {
+    fail(fmt::format(
+        "mask_alpha ({}) must be at least mask_beta ({}) >= 1 (a span needs context)",
+        o.mask_alpha,
+        o.mask_beta));
+  }
+  if (o.bi_data && o.batch_size % 2 != 0) {
+    fail(fmt::format(
+        "batch_size ({}) must be even with bi_data (forward and backward halves)",
+        o.batch_size));
+  }
+}
+
+// What position i of a record of `len` (the reuse half of `reuse` positions, then the rest) may
+// not see: each half's own mask, and the reuse half never sees the second half.
+std::vector<uint8_t> compose_halves(
+    const LocalPermutation& first,
+    const LocalPermutation& second,
+    int64_t reuse,
+    int64_t len) {
+  std::vector<uint8_t> cannot_see(static_cast<size_t>(len * len), 0);
+  for (int64_t i = 0; i < len; ++i) {
+    for (int64_t j = 0; j < len; ++j) {
+      uint8_t hidden = 0;
+      if (i < reuse && j < reuse) {
+        hidden = first.cannot_see[static_cast<size_t>(i * reuse + j)];
+      } else if (i >= reuse && j >= reuse) {
+        hidden = second.cannot_see[static_cast<size_t>(
+            (i - reuse) * (len - reuse) + j - reuse)];
+      } else {
+        hidden = i < reuse ? 1 : 0;
+      }
+      cannot_see[static_cast<size_t>(i * len + j)] = hidden;
+    }
+  }
+  return cannot_see;
+}
+
+} // namespace
+
+// One half of a record in reading order: which positions start a word. Words never run across
+// <sep> or <cls>: what follows them starts a word.
+class PermutationRecords::Words {
+ public:
+  Words(
+      const std::vector<int64_t>& tokens,
+      const std::vector<bool>& word_starts,
+      bool reverse)
+      : starts_(tokens.size()) {
+    bool after_functional = false;
+    for (size_t r = 0; r < tokens.size(); ++r) {
+      const int64_t token = tokens[reverse ? tokens.size() - 1 - r : r];
+      starts_[r] = word_starts[static_cast<size_t>(token)] || after_functional;
+      after_functional = token == formats::kSepId || token == formats::kClsId;
+    }
+  }
+  int64_t size() const {
+    return static_cast<int64_t>(starts_.size());
+  }
+  bool start(int64_t k) const {
+    return starts_[static_cast<size_t>(k)] != 0;
+  }
+  // The end of the word that starts at k: the next word start, or the end.
+  int64_t end_of(int64_t k) const {
+    int64_t end = k + 1;
+    while (end < size() && !start(end)) {
+      ++end;
+    }
+    return end;
+  }
+
+ private:
+  std::vector<uint8_t> starts_;
+};
+
+LocalPermutation local_perm(
+    const std::vector<int64_t>& inputs,
+    const std::vector<uint8_t>& is_masked,
+    const std::vector<int64_t>& order) {
+  const auto n = static_cast<int64_t>(inputs.size());
+  const auto perm_size = static_cast<int64_t>(order.size());
+  TORCH_CHECK(
+      perm_size > 0 && n % perm_size == 0 && is_masked.size() == inputs.size(),
+      "local_perm: ",
+      n,
+      " inputs, ",
+      is_masked.size(),
+      " mask flags, order of ",
+      perm_size);
+  // rev[j]: j's place in the factorisation order, -1 for ordinary context (everyone sees it);
+  // self[i]: i sees the masked and functional positions placed before it, and itself unless it
+  // is a target.
+  std::vector<int64_t> rev(inputs.size());
+  std::vector<int64_t> self(inputs.size());
+  std::vector<uint8_t> hidden(inputs.size()); // masked or functional
+  LocalPermutation out;
+  out.is_target.resize(inputs.size());
+  for (int64_t k = 0; k < n; ++k) {
+    const auto i = static_cast<size_t>(k);
+    const bool functional =
+        inputs[i] == formats::kSepId || inputs[i] == formats::kClsId;
+    hidden[i] = is_masked[i] != 0 || functional;
+    out.is_target[i] = is_masked[i] != 0 && !functional;
+    const int64_t block = k - k % perm_size;
+    rev[i] = hidden[i] ? block + order[static_cast<size_t>(k % perm_size)] : -1;
+    self[i] = out.is_target[i] != 0 ? rev[i] : rev[i] + 1;
+  }
+  out.cannot_see.resize(inputs.size() * inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      out.cannot_see[i * inputs.size() + j] =
+          hidden[j] != 0 && self[i] <= rev[j];
+    }
+  }
+  return out;
+}
+
+PermutationRecords::PermutationRecords(
+    const formats::SentenceTokens& tokens,
+    std::vector<bool> word_starts,
+    const PermutationOptions& options)
+    : options_(options),
+      word_starts_(std::move(word_starts)),
+      name_(tokens.name),
+      n_tokens_(static_cast<int64_t>(tokens.ids.size())),
+      generator_(at::make_generator<at::CPUGeneratorImpl>(options.seed)) {
+  validate(options_);
+  const int64_t streams =
+      options_.bi_data ? options_.batch_size / 2 : options_.batch_size;
+  row_len_ = n_tokens_ / streams;
+  if (row_len_ < options_.seq_len) {
+    throw UserError(fmt::format(
+        "{} holds {} tokens: too few for one window of seq_len {} in each of {} "
+        "streams (batch_size {}{})",
+        name_,
+        n_tokens_,
+        options_.seq_len,
+        streams,
+        options_.batch_size,
+        options_.bi_data ? ", bi_data" : ""));
+  }
+  for (const int64_t id : tokens.ids) {
+    TORCH_CHECK(
+        id >= 0 && id < static_cast<int64_t>(word_starts_.size()),
+        "piece id ",
+        id,
+        " outside the vocabulary of ",
+        word_starts_.size());
+  }
+  // batchify: contiguous rows; backward rows are the forward ones reversed in time.
+  for (int64_t s = 0; s < streams; ++s) {
+    const auto first = tokens.ids.begin() + s * row_len_;
+    const auto first_sent = tokens.sent_ids.begin() + s * row_len_;
+    rows_.push_back(
+        {std::vector<int64_t>(first, first + row_len_),
+         std::vector<uint8_t>(first_sent, first_sent + row_len_)});
+  }
+  if (options_.bi_data) {
+    for (int64_t s = 0; s < streams; ++s) {
+      Row row = rows_[static_cast<size_t>(s)];
+      std::reverse(row.ids.begin(), row.ids.end());
+      std::reverse(row.sent_ids.begin(), row.sent_ids.end());
+      rows_.push_back(std::move(row));
+    }
+  }
+}
+
+int64_t PermutationRecords::batches_per_pass() const {
+  return (row_len_ - options_.seq_len) / options_.reuse_len + 1;
+}
+
+std::string PermutationRecords::describe() const {
+  return fmt::format(
+      "permutation records: {} rows{} x {} tokens (reuse {}, perm {}, predict {}, "
+      "spans {}/{}), of {} ({} tokens)",
+      options_.batch_size,
+      options_.bi_data ? " (half backward)" : "",
+      options_.seq_len,
+      options_.reuse_len,
+      options_.perm_size,
+      options_.num_predict,
+      options_.mask_alpha,
+      options_.mask_beta,
+      name_,
+      n_tokens_);
+}
+
+int64_t PermutationRecords::draw(int64_t n) {
+  auto* gen = at::check_generator<at::CPUGeneratorImpl>(generator_);
+  return static_cast<int64_t>(gen->random64() % static_cast<uint64_t>(n));
+}
+
+double PermutationRecords::uniform() {
+  auto* gen = at::check_generator<at::CPUGeneratorImpl>(generator_);
+  return static_cast<double>(gen->random64() >> 11) * 0x1.0p-53;
+}
+
+std::vector<int64_t> PermutationRecords::draw_order() {
+  std::vector<int64_t> order(static_cast<size_t>(options_.perm_size));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = options_.perm_size - 1; i > 0; --i) {
+    std::swap(
+        order[static_cast<size_t>(i)], order[static_cast<size_t>(draw(i + 1))]);
+  }
+  return order;
+}
+
+std::vector<uint8_t> PermutationRecords::sample_mask(
+    const std::vector<int64_t>& tokens,
+    int64_t goal,
+    bool reverse) {
+  // In reading order: backward rows are flipped here and their mask flipped back at the end.
+  const Words words(tokens, word_starts_, reverse);
+  std::vector<uint8_t> mask(tokens.size());
+  const int64_t num = mask_spans(words, goal, mask);
+  mask_whole_words(words, goal, num, mask);
+  if (reverse) {
+    std::reverse(mask.begin(), mask.end());
+  }
+  return mask;
+}
+
+// Spans of n words (p(n) ~ 1/n over n = 1..5), each with n * mask_alpha / mask_beta positions
+// of context around it, left to right; returns how many positions they cover.
+int64_t PermutationRecords::mask_spans(
+    const Words& words,
+    int64_t goal,
+    std::vector<uint8_t>& mask) {
+  const int64_t n = words.size();
+  std::array<double, kMaxGram> cumulative{};
+  double total = 0;
+  for (int64_t g = 1; g <= kMaxGram; ++g) {
+    total += 1.0 / static_cast<double>(g);
+    cumulative[static_cast<size_t>(g - 1)] = total;
+  }
+  int64_t num = 0;
+  int64_t cur = 0;
+  while (cur < n && num < goal) {
+    const double u = uniform() * total;
+    int64_t count = 1;
+    while (count < kMaxGram &&
+           u >= cumulative[static_cast<size_t>(count - 1)]) {
+      ++count;
+    }
+    count = std::min(count, goal - num);
+    const int64_t ctx = count * options_.mask_alpha / options_.mask_beta;
+    const int64_t l_ctx = draw(ctx);
+    int64_t begin = cur + l_ctx;
+    while (begin < n && !words.start(begin)) {
+      ++begin;
+    }
+    if (begin >= n) {
+      break;
+    }
+    int64_t end = begin;
+    for (int64_t w = 0; w < count && end < n; ++w) {
+      end = words.end_of(end);
+    }
+    if (end >= n) {
+      break; // a span touching the end is dropped, as in the original
+    }
+    // Drop the last words while the span exceeds the budget.
+    int64_t fit = end;
+    while (fit > begin && fit - begin > goal - num) {
+      do {
+        --fit;
+      } while (fit > begin && !words.start(fit));
+    }
+    std::fill(mask.begin() + begin, mask.begin() + fit, 1);
+    num += fit - begin;
+    cur = end + (ctx - l_ctx);
+  }
+  return num;
+}
+
+// Fills the budget (`num` of `goal` covered) with random whole words that fit.
+void PermutationRecords::mask_whole_words(
+    const Words& words,
+    int64_t goal,
+    int64_t num,
+    std::vector<uint8_t>& mask) {
+  while (num < goal) {
+    std::vector<std::pair<int64_t, int64_t>> fitting;
+    for (int64_t k = 0; k < words.size(); ++k) {
+      if (words.start(k) && mask[static_cast<size_t>(k)] == 0) {
+        const int64_t end = words.end_of(k);
+        if (end - k <= goal - num) {
+          fitting.emplace_back(k, end);
+        }
+      }
+    }
+    if (fitting.empty()) {
+      break;
+    }
+    const auto [begin, end] = fitting[static_cast<size_t>(
+        draw(static_cast<int64_t>(fitting.size())))];
+    std::fill(mask.begin() + begin, mask.begin() + end, 1);
+    num += end - begin;
+  }
+}
+
+// _split_a_and_b: A starts after the reused part and ends at a sentence boundary closer than
+// the room left; B follows it, or half of the time (and always without a boundary) is a random
+// stretch of whole sentences; both are then cut to fit.
+PermutationRecords::Split PermutationRecords::split_a_and_b(
+    const Row& row,
+    int64_t begin) {
+  const int64_t tot_len = options_.seq_len - options_.reuse_len - 3;
+  const auto& sent = row.sent_ids;
+  const auto data_len = static_cast<int64_t>(row.ids.size());
+  const auto at = [&](int64_t k) { return sent[static_cast<size_t>(k)]; };
+  Split s{begin + options_.reuse_len, 0, 0, 0};
+  int64_t end_idx = s.a_begin + 1;
+  std::vector<int64_t> cuts;
+  for (; end_idx < data_len; ++end_idx) {
+    if (at(end_idx) != at(end_idx - 1)) {
+      if (end_idx - s.a_begin >= tot_len) {
+        break;
+      }
+      cuts.push_back(end_idx);
+    }
+  }
+  const auto random_cut = [&] {
+    return cuts[static_cast<size_t>(draw(static_cast<int64_t>(cuts.size())))];
+  };
+  if (cuts.empty() || uniform() < 0.5) {
+    // A random B, widened to whole sentences.
+    s.a_end = cuts.empty() ? end_idx : random_cut();
+    const int64_t b_len = std::max<int64_t>(1, tot_len - (s.a_end - s.a_begin));
+    s.b_begin = draw(data_len - b_len); // randint(0, data_len - 1 - b_len)
+    s.b_end = s.b_begin + b_len;
+    while (s.b_begin > 0 && at(s.b_begin - 1) == at(s.b_begin)) {
+      --s.b_begin;
+    }
+    while (s.b_end < data_len - 1 && at(s.b_end - 1) == at(s.b_end)) {
+      ++s.b_end;
+    }
+  } else {
+    s.a_end = random_cut();
+    s.b_begin = s.a_end;
+    s.b_end = end_idx;
+  }
+  while (s.a_end - s.a_begin + s.b_end - s.b_begin > tot_len) {
+    if (s.a_end - s.a_begin > s.b_end - s.b_begin) {
+      --s.a_end;
+    } else {
+      --s.b_end;
+    }
+  }
+  return s;
+}
+
+PermutationRecords::Record PermutationRecords::make_record(
+    const Row& row,
+    int64_t begin,
+    bool reverse) {
+  const int64_t reuse = options_.reuse_len;
+  const Split s = split_a_and_b(row, begin);
+  Record r;
+  const auto append = [&](int64_t from, int64_t to, int64_t segment) {
+    r.tokens.insert(
+        r.tokens.end(), row.ids.begin() + from, row.ids.begin() + to);
+    r.segment_ids.insert(r.segment_ids.end(), to - from, segment);
+  };
+  append(begin, begin + reuse, 0);
+  append(s.a_begin, s.a_end, 0);
+  r.tokens.push_back(formats::kSepId);
+  r.segment_ids.push_back(0);
+  append(s.b_begin, s.b_end, 1);
+  r.tokens.insert(r.tokens.end(), {formats::kSepId, formats::kClsId});
+  r.segment_ids.insert(r.segment_ids.end(), {1, 2});
+  const int64_t len = options_.seq_len;
+  TORCH_CHECK(
+      static_cast<int64_t>(r.tokens.size()) == len,
+      "record of ",
+      r.tokens.size(),
+      " tokens, expected ",
+      len);
+
+  // Masks and orders per half; the halves' blocks are composed after.
+  const std::vector<int64_t> first(r.tokens.begin(), r.tokens.begin() + reuse);
+  const std::vector<int64_t> second(r.tokens.begin() + reuse, r.tokens.end());
+  const int64_t p = options_.num_predict;
+  const auto perm0 =
+      local_perm(first, sample_mask(first, p - p / 2, reverse), draw_order());
+  const auto perm1 =
+      local_perm(second, sample_mask(second, p / 2, reverse), draw_order());
+  r.is_target = perm0.is_target;
+  r.is_target.insert(
+      r.is_target.end(), perm1.is_target.begin(), perm1.is_target.end());
+  r.cannot_see = compose_halves(perm0, perm1, reuse, len);
+  return r;
+}
+
+std::optional<Batch> PermutationRecords::next() {
+  if (window_ >= batches_per_pass()) {
+    ++epoch_;
+    window_ = 0;
+    return std::nullopt;
+  }
+  const int64_t len = options_.seq_len;
+  const int64_t rows = options_.batch_size;
+  const int64_t p = options_.num_predict;
+  std::lock_guard<std::mutex> lock(generator_.mutex());
+  Batch batch;
+  batch.tokens = torch::empty({len, rows}, torch::kLong);
+  batch.segment_ids = torch::empty({len, rows}, torch::kLong);
+  batch.perm_mask = torch::empty({len, len, rows}, torch::kBool);
+  batch.target_mapping = torch::zeros({p, len, rows}, torch::kFloat);
+  batch.targets = torch::zeros({p, rows}, torch::kLong);
+  batch.target_mask = torch::zeros({p, rows}, torch::kBool);
+  if (options_.bi_data) {
+    // the model negates the relative positions of these rows, whatever chunk they land in
+    batch.reversed = torch::arange(rows).ge(rows / 2);
+  }
+  auto tokens = batch.tokens.accessor<int64_t, 2>();
+  auto segments = batch.segment_ids.accessor<int64_t, 2>();
+  auto perm = batch.perm_mask.accessor<bool, 3>();
+  auto mapping = batch.target_mapping.accessor<float, 3>();
+  auto targets = batch.targets.accessor<int64_t, 2>();
+  auto target_mask = batch.target_mask.accessor<bool, 2>();
+  const int64_t begin = window_ * options_.reuse_len;
+  for (int64_t b = 0; b < rows; ++b) {
+    const bool reverse = options_.bi_data && b >= rows / 2;
+    const Record r = make_record(rows_[static_cast<size_t>(b)], begin, reverse);
+    int64_t predicted = 0;
+    for (int64_t i = 0; i < len; ++i) {
+      const auto k = static_cast<size_t>(i);
+      tokens[i][b] = r.tokens[k];
+      segments[i][b] = r.segment_ids[k];
+      for (int64_t j = 0; j < len; ++j) {
+        perm[i][j][b] = r.cannot_see[static_cast<size_t>(i * len + j)] != 0;
+      }
+      if (r.is_target[k] != 0) {
+        TORCH_CHECK(predicted < p, "more targets than num_predict");
+        mapping[predicted][i][b] = 1.0F;
+        targets[predicted][b] = r.tokens[k];
+        target_mask[predicted][b] = true;
+        ++predicted;
+      }
+    }
+    batch.n_targets += predicted;
+  }
+  ++window_;
+  return batch;
+}
+
+void PermutationRecords::save(torch::serialize::OutputArchive& archive) const {
+  write_source_identity(archive, *this);
+  io::write_int(archive, "data.epoch", epoch_);
+  io::write_int(archive, "data.window", window_);
+  archive.write("data.rng", util::generator_state(generator_));
+}
+
+void PermutationRecords::load(torch::serialize::InputArchive& archive) {
+  check_source_identity(archive, *this);
+  epoch_ = io::read_int(archive, "data.epoch");
+  window_ = io::read_int(archive, "data.window");
+  torch::Tensor state;
+  archive.read("data.rng", state);
+  util::set_generator_state(generator_, state);
+}
+
+} // namespace xl::sources

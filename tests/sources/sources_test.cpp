@@ -1,0 +1,204 @@
+// Batch sources: which tokens each batch holds, pass boundaries, and exact continuation from a
+// checkpoint; batches split into chunks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xl/sources/batch.h"
+#include "xl/sources/ordered_segments.h"
+#include "xl/sources/windows.h"
+#include "xl/util/error.h"
+
+namespace xl::sources {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Token i is i: positions read straight back from the batches.
+formats::TokenTensor counting(int64_t n) {
+  return formats::TokenTensor(torch::arange(n, torch::kLong), "counting");
+}
+
+// Saves `source` and loads the state into `other`.
+void transfer(const sources::BatchSource& source, sources::BatchSource& other) {
+  torch::serialize::OutputArchive out;
+  source.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  std::istringstream in_bytes(bytes.str());
+  torch::serialize::InputArchive in;
+  in.load_from(in_bytes);
+  other.load(in);
+}
+
+TEST(OrderedSegments, StreamsAreContiguousAndTargetsShiftByOne) {
+  const auto tokens = counting(23);
+  sources::OrderedSegments source(tokens, 2, 4);
+  EXPECT_EQ(source.n_step(), 11);
+  EXPECT_EQ(source.batches_per_pass(), 3); // 10 targets per stream: 4 + 4 + 2
+  EXPECT_TRUE(source.continues_streams());
+  const auto s0 = *source.next();
+  ASSERT_EQ(s0.tokens.sizes(), (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(s0.n_targets, 8);
+  EXPECT_EQ(s0.tokens[0][0].item<int64_t>(), 0);
+  EXPECT_EQ(s0.tokens[0][1].item<int64_t>(), 11); // stream 1 starts at 11
+  EXPECT_EQ(s0.targets[3][1].item<int64_t>(), 15);
+  source.next();
+  const auto s2 = *source.next();
+  EXPECT_EQ(s2.tokens.size(0), 2);
+  EXPECT_EQ(s2.targets[1][0].item<int64_t>(), 10);
+  EXPECT_FALSE(source.next().has_value()); // the pass is over
+  EXPECT_EQ(source.epoch(), 1);
+  EXPECT_TRUE(torch::equal(sources::next_cycling(source).tokens, s0.tokens));
+}
+
+TEST(OrderedSegments, ExtendedContextPrecedesTheSegment) {
+  const auto tokens = counting(41);
+  sources::OrderedSegments source(tokens, 1, 5, 3);
+  source.next();
+  const auto s1 = *source.next();
+  ASSERT_EQ(s1.tokens.size(0), 8); // 3 context + 5
+  EXPECT_EQ(s1.tokens[0][0].item<int64_t>(), 2);
+  EXPECT_EQ(s1.targets[0][0].item<int64_t>(), 6);
+  EXPECT_EQ(s1.n_targets, 5);
+}
+
+TEST(OrderedSegments, ACheckpointedPositionContinuesExactly) {
+  const auto tokens = counting(41);
+  sources::OrderedSegments a(tokens, 2, 3);
+  a.next();
+  a.next();
+  sources::OrderedSegments b(tokens, 2, 3);
+  transfer(a, b);
+  EXPECT_TRUE(torch::equal(a.next()->tokens, b.next()->tokens));
+  sources::OrderedSegments other(tokens, 2, 4);
+  try {
+    transfer(a, other);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("2 streams x 3 tokens"));
+    EXPECT_THAT(e.what(), HasSubstr("2 streams x 4 tokens"));
+  }
+}
+
+TEST(OrderedSegments, TooFewTokensIsAClearError) {
+  const auto tokens = counting(5);
+  try {
+    sources::OrderedSegments source(tokens, 4, 2);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("counting holds 5 tokens"));
+  }
+}
+
+// Every target t >= window, scored once, from exactly the `window` tokens before it (stride 1)
+// or from at least window - stride + 1 of them.
+TEST(SlidingWindows, ScoreEveryTargetFromItsWindowWhateverTheStride) {
+  const int64_t n = 50;
+  const int64_t window = 8;
+  const auto tokens = counting(n);
+  for (const int64_t stride : {1, 3, 8}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    sources::SlidingWindows source(tokens, window, stride, 4);
+    EXPECT_FALSE(source.continues_streams());
+    EXPECT_EQ(
+        source.metric_qualifier(),
+        stride == 1 ? "" : "@stride=" + std::to_string(stride));
+    std::vector<int64_t> scored;
+    int64_t batches = 0;
+    while (auto batch = source.next()) {
+      ++batches;
+      ASSERT_EQ(batch->tokens.size(0), window);
+      const int64_t s = batch->targets.size(0);
+      EXPECT_EQ(batch->n_targets, batch->targets.numel());
+      for (int64_t w = 0; w < batch->tokens.size(1); ++w) {
+        for (int64_t i = 0; i < s; ++i) {
+          const int64_t target = batch->targets[i][w].item<int64_t>();
+          // the target follows the input at its position
+          EXPECT_EQ(
+              target, batch->tokens[window - s + i][w].item<int64_t>() + 1);
+          // the window ends right before the window's last target
+          EXPECT_EQ(
+              batch->tokens[window - 1][w].item<int64_t>() + 1,
+              batch->targets[s - 1][w].item<int64_t>());
+          scored.push_back(target);
+        }
+      }
+    }
+    EXPECT_EQ(batches, source.batches_per_pass());
+    std::vector<int64_t> expected;
+    for (int64_t t = window; t < n; ++t) {
+      expected.push_back(t);
+    }
+    EXPECT_EQ(scored, expected);
+  }
+}
+
+TEST(SlidingWindows, ACheckpointedPositionContinuesExactly) {
+  const auto tokens = counting(60);
+  sources::SlidingWindows a(tokens, 6, 2, 3);
+  a.next();
+  sources::SlidingWindows b(tokens, 6, 2, 3);
+  transfer(a, b);
+  EXPECT_TRUE(torch::equal(a.next()->targets, b.next()->targets));
+}
+
+TEST(RandomWindows, DrawWindowsFromTheWholeSplitAndResumeTheirRandomState) {
+  const auto tokens = counting(1000);
+  sources::RandomWindows a(tokens, 16, 8, 42);
+  EXPECT_FALSE(a.continues_streams());
+  EXPECT_EQ(a.batches_per_pass(), 8); // ceil(999 / 128)
+  std::set<int64_t> starts;
+  for (int i = 0; i < 8; ++i) {
+    const auto batch = *a.next();
+    ASSERT_EQ(batch.tokens.sizes(), (std::vector<int64_t>{16, 8}));
+    EXPECT_EQ(batch.n_targets, 128);
+    EXPECT_TRUE(torch::equal(batch.targets, batch.tokens + 1));
+    // each window is 16 consecutive tokens
+    EXPECT_TRUE(torch::equal(
+        batch.tokens - batch.tokens[0],
+        torch::arange(16).unsqueeze(1).expand({16, 8})));
+    EXPECT_LE(batch.targets.max().item<int64_t>(), 999);
+    for (int64_t w = 0; w < 8; ++w) {
+      starts.insert(batch.tokens[0][w].item<int64_t>());
+    }
+  }
+  EXPECT_GT(starts.size(), 50u);
+  EXPECT_FALSE(a.next().has_value());
+  EXPECT_EQ(a.epoch(), 1);
+  sources::RandomWindows b(tokens, 16, 8, 42);
+  transfer(a, b);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(torch::equal(
+        sources::next_cycling(a).tokens, sources::next_cycling(b).tokens));
+  }
+  sources::RandomWindows other_seed(tokens, 16, 8, 43);
+  sources::RandomWindows same_seed(tokens, 16, 8, 42);
+  EXPECT_FALSE(
+      torch::equal(other_seed.next()->tokens, same_seed.next()->tokens));
+}
+
+TEST(Batch, SplitsEveryFieldAlongItsBatchDimensionAndRecountsTargets) {
+  sources::Batch batch;
+  batch.tokens = torch::arange(12).view({3, 4});
+  batch.targets = torch::arange(8).view({2, 4});
+  batch.target_mask =
+      torch::tensor({{true, true, false, false}, {true, false, false, true}});
+  batch.perm_mask = torch::zeros({3, 3, 4}, torch::kBool);
+  batch.labels = torch::arange(4);
+  batch.n_targets = sources::count_targets(batch);
+  EXPECT_EQ(batch.n_targets, 4);
+  const auto parts = batch.split(2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].n_targets, 3);
+  EXPECT_EQ(parts[1].n_targets, 1);
+  EXPECT_EQ(parts[1].tokens.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(parts[1].tokens[0][0].item<int64_t>(), 2);
+  EXPECT_EQ(parts[1].perm_mask.sizes(), (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(parts[1].labels[0].item<int64_t>(), 2);
+  EXPECT_FALSE(parts[1].segment_ids.defined());
+  EXPECT_THROW(batch.split(3), c10::Error);
+}
+
+} // namespace
+} // namespace xl::sources
