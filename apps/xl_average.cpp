@@ -16,8 +16,7 @@ int main(int argc, char** argv) {
         request.checkpoints,
         "checkpoints of the run (step_300, best, ...) or files (default: its snapshots, "
         "checkpoints/step_<S>.pt, kept by train.keep_snapshots)");
-    app.add_option(
-           "--last", request.last, "average only the newest N snapshots")
+    app.add_option("--last", request.last, "average only the newest N snapshots")
         ->check(xl::app::positive_count())
         ->excludes(names);
     app.add_option(
@@ -25,10 +24,8 @@ int main(int argc, char** argv) {
         request.out,
         "name of the result in the run's checkpoints/ (xl-eval --checkpoint NAME); not best, "
         "last or step_<S>, which the trainer writes");
-    app.add_flag(
-        "--force", request.force, "replace an earlier result named --out");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
+    app.add_flag("--force", request.force, "replace an earlier result named --out");
+    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;
     }
     return xl::app::run_average(request);

@@ -15,8 +15,7 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-bench: tokens/s and peak memory of training and evaluation"};
+    CLI::App app{"xl-bench: tokens/s and peak memory of training and evaluation"};
     xl::app::ConfigFlags flags;
     xl::bench::BenchOptions options;
     std::string json_path;
@@ -27,10 +26,8 @@ int main(int argc, char** argv) {
            options.n_token,
            "vocabulary size (0, the default: that of the config's prepared data)")
         ->check(xl::app::count_from(0));
-    app.add_option("--warmup", options.warmup, "untimed iterations")
-        ->check(xl::app::count_from(0));
-    app.add_option("--steps", options.steps, "timed iterations")
-        ->check(xl::app::positive_count());
+    app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::app::count_from(0));
+    app.add_option("--steps", options.steps, "timed iterations")->check(xl::app::positive_count());
     app.add_option(
            "--modes",
            options.modes,
@@ -48,11 +45,9 @@ int main(int argc, char** argv) {
           return std::string();
         });
     app.add_option("--json", json_path, "also write the results to this file");
-    app.add_flag(
-        "--force", force, "replace the file --json names if it exists");
+    app.add_flag("--force", force, "replace the file --json names if it exists");
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     xl::run::setup_logging(config.run.log_level);

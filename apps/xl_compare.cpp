@@ -21,10 +21,7 @@
 namespace {
 
 // The --csv and --plot files, checked before any run is read (two flags may not name one file).
-std::pair<
-    std::optional<std::filesystem::path>,
-    std::optional<std::filesystem::path>>
-check_outputs(
+std::pair<std::optional<std::filesystem::path>, std::optional<std::filesystem::path>> check_outputs(
     const std::optional<std::string>& csv,
     const std::optional<std::string>& plot,
     bool force) {
@@ -46,15 +43,12 @@ check_outputs(
 }
 
 // Each run's summary, with a warning for metrics it could not read.
-std::vector<xl::lab::RunSummary> summarize_runs(
-    const std::vector<std::string>& dirs) {
+std::vector<xl::lab::RunSummary> summarize_runs(const std::vector<std::string>& dirs) {
   std::vector<xl::lab::RunSummary> runs;
   for (const auto& dir : dirs) {
     runs.push_back(xl::lab::summarize_run(dir));
     if (runs.back().records == 0) {
-      spdlog::warn(
-          "{}: metrics.jsonl holds no readable records (its row is empty)",
-          dir);
+      spdlog::warn("{}: metrics.jsonl holds no readable records (its row is empty)", dir);
     } else if (runs.back().unreadable > 0) {
       spdlog::warn(
           "{}: {} lines of metrics.jsonl are no JSON record (skipped)",
@@ -81,16 +75,11 @@ int main(int argc, char** argv) {
         "--plot",
         plot,
         "also draw the runs' training and validation losses by step into this PNG file");
-    app.add_flag(
-        "--force",
-        force,
-        "replace the files --csv and --plot name if they exist");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
+    app.add_flag("--force", force, "replace the files --csv and --plot name if they exist");
+    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;
     }
-    xl::run::setup_logging(
-        "info"); // warnings on stderr: stdout holds the table
+    xl::run::setup_logging("info"); // warnings on stderr: stdout holds the table
     const auto [csv_file, plot_file] = check_outputs(csv, plot, force);
     const auto runs = summarize_runs(dirs);
     const auto table = xl::lab::compare_runs(runs);
@@ -99,8 +88,7 @@ int main(int argc, char** argv) {
       xl::run::write_output_file("--csv", *csv_file, xl::lab::to_csv(table));
     }
     if (plot_file) {
-      xl::run::write_output_file(
-          "--plot", *plot_file, xl::lab::plot_curves(runs));
+      xl::run::write_output_file("--plot", *plot_file, xl::lab::plot_curves(runs));
     }
     return 0;
   });

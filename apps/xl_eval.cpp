@@ -13,8 +13,7 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-eval: evaluate a trained run (perplexity or bits per character)"};
+    CLI::App app{"xl-eval: evaluate a trained run (perplexity or bits per character)"};
     xl::app::ConfigFlags flags;
     xl::app::EvalRequest request;
     xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
@@ -33,13 +32,9 @@ int main(int argc, char** argv) {
         request.dump_batches,
         "also write the scored batches to this safetensors file (batch_<s>/<field>), to feed "
         "another implementation the same inputs");
-    app.add_flag(
-        "--force",
-        request.force,
-        "replace the file --dump-batches names if it exists");
+    app.add_flag("--force", request.force, "replace the file --dump-batches names if it exists");
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     request.enforce_memory = !flags.skip_memory_check;

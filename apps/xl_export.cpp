@@ -10,14 +10,10 @@ int main(int argc, char** argv) {
     xl::app::ConfigFlags flags;
     xl::app::ExportRequest request;
     xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
-    app.add_option(
-           "--out", request.out, "the folder to write (outside any run)")
-        ->required();
-    app.add_flag(
-        "--force", request.force, "write into --out although it is not empty");
+    app.add_option("--out", request.out, "the folder to write (outside any run)")->required();
+    app.add_flag("--force", request.force, "write into --out although it is not empty");
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     return xl::app::run_export(config, request);

@@ -8,21 +8,17 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-import: make an xl run from Hugging Face TransfoXL weights"};
+    CLI::App app{"xl-import: make an xl run from Hugging Face TransfoXL weights"};
     xl::app::ConfigFlags flags;
     xl::app::ImportRequest request;
     xl::app::add_config_flags(app, flags);
-    app.add_option(
-           "--weights", request.weights, "safetensors file with HF names")
-        ->required();
+    app.add_option("--weights", request.weights, "safetensors file with HF names")->required();
     app.add_flag(
         "--reverse-clusters",
         request.reverse_clusters,
         "the weights order adaptive-softmax clusters like kimiyoung's PyTorch code");
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     request.enforce_memory = !flags.skip_memory_check;

@@ -23,9 +23,7 @@ void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
   app.add_option("--train", request.train, "training text file")->required();
   app.add_option("--valid", request.valid, "validation text file");
   app.add_option("--test", request.test, "test text file");
-  app.add_option(
-         "--out", request.out, "output folder (vocab.txt, train.bin, ...)")
-      ->required();
+  app.add_option("--out", request.out, "output folder (vocab.txt, train.bin, ...)")->required();
 }
 
 // How a word or byte vocabulary is built, or which one encodes.
@@ -53,9 +51,7 @@ void add_vocabulary_flags(CLI::App& app, xl::app::PrepRequest& request) {
          "<unk>)")
       ->check(xl::app::count_from(1));
   app.add_option(
-      "--vocab",
-      request.vocab,
-      "encode with this existing vocab.txt instead of building");
+      "--vocab", request.vocab, "encode with this existing vocab.txt instead of building");
 }
 
 // SentencePiece (xlnet) and NSMC's split (nsmc).
@@ -69,9 +65,7 @@ void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
       request.xlnet.sentencepiece.vocab_size,
       "xlnet: SentencePiece vocabulary size");
   app.add_option(
-         "--holdout",
-         request.holdout,
-         "nsmc: the last N training documents become the valid split")
+         "--holdout", request.holdout, "nsmc: the last N training documents become the valid split")
       ->check(xl::app::count_from(0));
   app.add_option(
       "--character-coverage",
@@ -83,19 +77,14 @@ void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-prep: build a vocabulary and encode corpora into xl token files"};
+    CLI::App app{"xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::app::add_common_flags(app);
     xl::app::PrepRequest request;
     add_corpus_flags(app, request);
     add_vocabulary_flags(app, request);
     add_xlnet_flags(app, request);
-    app.add_flag(
-        "--force",
-        request.force,
-        "replace the files of an earlier xl-prep in --out");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
+    app.add_flag("--force", request.force, "replace the files of an earlier xl-prep in --out");
+    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;
     }
     for (const auto* option : app.get_options()) {

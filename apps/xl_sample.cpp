@@ -16,10 +16,7 @@ int main(int argc, char** argv) {
         "--prompt",
         request.prompt,
         "the text to continue, encoded with the run's vocabulary (default: a new line)");
-    app.add_option(
-           "--prompt-file",
-           request.prompt_file,
-           "read the prompt from this file")
+    app.add_option("--prompt-file", request.prompt_file, "read the prompt from this file")
         ->excludes(prompt);
     app.add_option("--tokens", request.tokens, "tokens to generate per sample")
         ->check(xl::app::positive_count());
@@ -30,10 +27,7 @@ int main(int argc, char** argv) {
            request.temperature,
            "divides the log-probabilities (0: always the most probable token)")
         ->check(xl::app::finite_number());
-    app.add_option(
-           "--top-k",
-           request.top_k,
-           "draw from the k most probable tokens only (0: all)")
+    app.add_option("--top-k", request.top_k, "draw from the k most probable tokens only (0: all)")
         ->check(xl::app::count_from(0));
     app.add_option(
            "--top-p",
@@ -54,8 +48,7 @@ int main(int argc, char** argv) {
            "train.tgt_len)")
         ->check(xl::app::positive_count());
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     request.enforce_memory = !flags.skip_memory_check;

@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", spec.config, "the base config (YAML)")
         ->required()
         ->check(CLI::ExistingFile);
-    app.add_option(
-        "--set", spec.common, "overrides every run gets: key.path=value ...");
+    app.add_option("--set", spec.common, "overrides every run gets: key.path=value ...");
     app.add_option(
         "--grid",
         grid,
@@ -34,22 +33,17 @@ int main(int argc, char** argv) {
         "--variant",
         variants,
         "'NAME KEY=VALUE ...': a named run with its overrides (combined with the grid)");
-    app.add_option(
-        "--dir",
-        dir,
-        "directory of the runs (default: runs/<config name>_sweep)");
+    app.add_option("--dir", dir, "directory of the runs (default: runs/<config name>_sweep)");
     app.add_flag(
         "--dry-run",
         request.dry_run,
         "print each run's xl-train command (it resumes a run that has a checkpoint) and exit");
-    app.add_flag(
-        "--no-eval", no_eval, "do not run xl-eval on the finished runs");
+    app.add_flag("--no-eval", no_eval, "do not run xl-eval on the finished runs");
     app.add_flag(
         "--skip-memory-check",
         skip_memory_check,
         "train even when a config's memory estimate exceeds the available memory");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
+    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;
     }
     for (const auto& g : grid) {

@@ -7,15 +7,14 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-train: train a long-context language model from a YAML config"};
+    CLI::App app{"xl-train: train a long-context language model from a YAML config"};
     xl::app::ConfigFlags flags;
     bool resume = false;
     std::optional<int64_t> stop_at;
     xl::app::add_config_flags(app, flags);
     bool auto_resume = false;
-    auto* resume_flag = app.add_flag(
-        "--resume", resume, "continue the run from its last checkpoint");
+    auto* resume_flag =
+        app.add_flag("--resume", resume, "continue the run from its last checkpoint");
     app.add_flag(
            "--auto-resume",
            auto_resume,
@@ -28,8 +27,7 @@ int main(int argc, char** argv) {
            "checkpoint and stop at this step (continue later with --resume)")
         ->check(xl::app::positive_count());
     xl::config::Config config;
-    if (const auto status =
-            xl::app::parse_and_load(app, argc, argv, flags, config)) {
+    if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
     }
     xl::run::check_config_belongs(flags.path, config);
@@ -37,7 +35,6 @@ int main(int argc, char** argv) {
       resume = std::filesystem::exists(
           xl::run::paths_of(xl::run::directory_of(config)).last_checkpoint());
     }
-    return xl::app::run_training(
-        config, resume, stop_at, !flags.skip_memory_check);
+    return xl::app::run_training(config, resume, stop_at, !flags.skip_memory_check);
   });
 }

@@ -32,9 +32,7 @@ std::map<int64_t, double> train_losses(const fs::path& run) {
   return split_losses(run, "train");
 }
 
-std::map<int64_t, double> split_losses(
-    const fs::path& run,
-    const std::string& split) {
+std::map<int64_t, double> split_losses(const fs::path& run, const std::string& split) {
   std::map<int64_t, double> losses;
   std::string text = read_text(run / "metrics.jsonl");
   // A line still being written (or torn by a kill) has no newline yet.
@@ -58,18 +56,14 @@ fs::path prepare_digits_corpus(const fs::path& dir) {
   }
   prep::PrepOptions options;
   for (const char* split : {"train", "valid", "test"}) {
-    options.splits[split] =
-        write_file(dir / (std::string(split) + ".txt"), text);
+    options.splits[split] = write_file(dir / (std::string(split) + ".txt"), text);
   }
   options.out = dir / "data";
   prep::prepare_corpus(options);
   return options.out;
 }
 
-std::string nsmc_documents(
-    size_t first,
-    size_t count,
-    const std::string& separator) {
+std::string nsmc_documents(size_t first, size_t count, const std::string& separator) {
   std::istringstream in(read_text(testdata("nsmc/ratings_train.txt")));
   std::string line;
   std::string out;

@@ -66,18 +66,14 @@ struct CommandResult {
 };
 
 /// Runs a shell command in `cwd`, capturing its output and exit status.
-CommandResult run_command(
-    const std::string& command,
-    const fs::path& cwd = fs::current_path());
+CommandResult run_command(const std::string& command, const fs::path& cwd = fs::current_path());
 
 /// step -> training loss of a run directory's metrics.jsonl, from the last record of each step
 /// (a killed run may have logged steps that its resumed continuation logs again).
 std::map<int64_t, double> train_losses(const fs::path& run);
 
 /// The same for the records of `split` ("valid": the validations during training).
-std::map<int64_t, double> split_losses(
-    const fs::path& run,
-    const std::string& split);
+std::map<int64_t, double> split_losses(const fs::path& run, const std::string& split);
 
 /// A word corpus prepared by xl-prep in `dir`/data (returned): the line "0 1 2 3 4 5 6 7 8 9"
 /// 200 times in each of the train, valid and test splits, where every token predicts the next.
@@ -85,10 +81,7 @@ fs::path prepare_digits_corpus(const fs::path& dir);
 
 /// The review texts of NSMC's training rows [first, first + count) (bundled test data), each
 /// followed by `separator`.
-std::string nsmc_documents(
-    size_t first,
-    size_t count,
-    const std::string& separator = "\n");
+std::string nsmc_documents(size_t first, size_t count, const std::string& separator = "\n");
 
 /// The message of the xl::UserError that `f` throws (a test failure when it throws none).
 template <typename F>

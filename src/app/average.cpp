@@ -20,9 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The file the average goes to: a name the trainer does not write, new unless --force.
-fs::path average_file(
-    const AverageRequest& request,
-    const run::RunPaths& paths) {
+fs::path average_file(const AverageRequest& request, const run::RunPaths& paths) {
   run::check_plain_name("--out", request.out);
   if (run::written_by_trainer(request.out)) {
     throw UserError(fmt::format(
@@ -42,16 +40,13 @@ fs::path average_file(
 }
 
 // --checkpoints by name or path, each once.
-std::vector<fs::path> named_checkpoints(
-    const AverageRequest& request,
-    const run::RunPaths& paths) {
+std::vector<fs::path> named_checkpoints(const AverageRequest& request, const run::RunPaths& paths) {
   std::vector<fs::path> inputs;
   for (const auto& name : request.checkpoints) {
     inputs.push_back(paths.checkpoint(name));
-    const auto same = std::find_if(
-        inputs.begin(), inputs.end() - 1, [&](const auto& earlier) {
-          return fs::equivalent(earlier, inputs.back());
-        });
+    const auto same = std::find_if(inputs.begin(), inputs.end() - 1, [&](const auto& earlier) {
+      return fs::equivalent(earlier, inputs.back());
+    });
     if (same != inputs.end() - 1) {
       throw UserError(fmt::format(
           "--checkpoints names {} twice ({} and {}): each checkpoint counts once",
@@ -64,9 +59,7 @@ std::vector<fs::path> named_checkpoints(
 }
 
 // The run's snapshots, or the newest --last of them.
-std::vector<fs::path> snapshots(
-    const AverageRequest& request,
-    const run::RunPaths& paths) {
+std::vector<fs::path> snapshots(const AverageRequest& request, const run::RunPaths& paths) {
   auto inputs = paths.snapshots();
   if (inputs.empty()) {
     throw UserError(fmt::format(
@@ -87,9 +80,7 @@ std::vector<fs::path> snapshots(
         fmt::join(held, ", ")));
   }
   if (request.last && static_cast<size_t>(*request.last) < inputs.size()) {
-    inputs.erase(
-        inputs.begin(),
-        inputs.end() - static_cast<std::ptrdiff_t>(*request.last));
+    inputs.erase(inputs.begin(), inputs.end() - static_cast<std::ptrdiff_t>(*request.last));
   }
   return inputs;
 }
@@ -100,29 +91,26 @@ int run_average(const AverageRequest& request) {
   run::setup_logging("info");
   const run::RunPaths paths = run::paths_of(request.run_dir);
   const auto out = average_file(request, paths);
-  const auto inputs = request.checkpoints.empty()
-      ? snapshots(request, paths)
-      : named_checkpoints(request, paths);
+  const auto inputs =
+      request.checkpoints.empty() ? snapshots(request, paths) : named_checkpoints(request, paths);
   if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) {
-    throw UserError(fmt::format(
-        "--out {} would overwrite one of the checkpoints it averages",
-        request.out));
+    throw UserError(
+        fmt::format("--out {} would overwrite one of the checkpoints it averages", request.out));
   }
   lab::average_checkpoints(inputs, out);
   std::vector<std::string> names;
   for (const auto& input : inputs) {
     names.push_back(input.filename().string());
   }
-  std::cout
-      << fmt::format(
-             "averaged {} checkpoints ({}) into {}; evaluate with: xl-eval --run {} "
-             "--checkpoint {}",
-             inputs.size(),
-             fmt::join(names, ", "),
-             out.string(),
-             request.run_dir,
-             request.out)
-      << std::endl;
+  std::cout << fmt::format(
+                   "averaged {} checkpoints ({}) into {}; evaluate with: xl-eval --run {} "
+                   "--checkpoint {}",
+                   inputs.size(),
+                   fmt::join(names, ", "),
+                   out.string(),
+                   request.run_dir,
+                   request.out)
+            << std::endl;
   return 0;
 }
 

@@ -35,17 +35,13 @@ std::string version_line() {
       "xl {} (LibTorch {}, {})",
       version(),
       TORCH_VERSION,
-      torch::cuda::is_available()
-          ? fmt::format("{} CUDA device(s)", torch::cuda::device_count())
-          : std::string("no CUDA device"));
+      torch::cuda::is_available() ? fmt::format("{} CUDA device(s)", torch::cuda::device_count())
+                                  : std::string("no CUDA device"));
 }
 
 void add_config_flags(CLI::App& app, ConfigFlags& flags) {
   add_common_flags(app);
-  app.add_option(
-      "-c,--config",
-      flags.path,
-      "YAML config file (may name a `base:` to inherit)");
+  app.add_option("-c,--config", flags.path, "YAML config file (may name a `base:` to inherit)");
   app.add_option(
          "--set",
          flags.overrides,
@@ -53,10 +49,7 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
          "value of the same key wins)")
       ->expected(1, CLI::detail::expected_max_vector_size)
       ->take_all();
-  app.add_flag(
-      "--dump-config",
-      flags.dump,
-      "print the fully resolved config as YAML and exit");
+  app.add_flag("--dump-config", flags.dump, "print the fully resolved config as YAML and exit");
   // Runs during parsing, before required options are checked: `xl-eval --print-schema` needs
   // no --run.
   app.add_flag_callback(
@@ -95,8 +88,7 @@ void add_run_flags(
           "--run {}: {}; name a run directory (the folder holding config.yaml and "
           "checkpoints/)",
           run_dir,
-          std::filesystem::exists(run_dir, ec) ? "a file, not a folder"
-                                               : "no such folder"));
+          std::filesystem::exists(run_dir, ec) ? "a file, not a folder" : "no such folder"));
     }
     if (flags.path.empty()) {
       flags.path = run_dir + "/config.yaml";
@@ -125,8 +117,8 @@ CLI::Validator finite_number() {
         char* end = nullptr;
         errno = 0;
         const double x = std::strtod(value.c_str(), &end);
-        if (value.empty() || end != value.c_str() + value.size() ||
-            errno == ERANGE || !std::isfinite(x)) {
+        if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE ||
+            !std::isfinite(x)) {
           return fmt::format("expected a finite number, found '{}'", value);
         }
         return "";
@@ -187,8 +179,7 @@ void tune_allocator() {
       return;
     }
     std::cerr << "warning: XL_ALLOCATOR=" << choice
-              << " is not a choice (only 'malloc'); xl's cache stays on"
-              << std::endl;
+              << " is not a choice (only 'malloc'); xl's cache stays on" << std::endl;
   }
   // LibTorch's CPU allocator takes tensors straight from glibc malloc, which by
   // default maps and unmaps every large block and hands freed heap back to the
@@ -209,14 +200,12 @@ void bound_thread_spinning(char** argv) {
   // spin keeps about 95% of the speed alone and the shared case stable (docs/benchmarks.md).
   // libgomp reads its settings when it is loaded, before main, hence the re-exec; a setting
   // of the user's is kept.
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr ||
-      std::getenv("GOMP_SPINCOUNT") != nullptr) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) {
     return;
   }
   setenv("GOMP_SPINCOUNT", kSpinCount, 1);
-  execv(
-      "/proc/self/exe",
-      argv); // returns only on failure: go on with libgomp's default
+  execv("/proc/self/exe",
+        argv); // returns only on failure: go on with libgomp's default
 }
 
 int run_main(char** argv, const std::function<int()>& body) {

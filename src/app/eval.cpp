@@ -91,25 +91,18 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::paths_of(request.run_dir);
   if (request.dump_batches) {
-    run::check_output_file(
-        "--dump-batches", *request.dump_batches, request.force);
+    run::check_output_file("--dump-batches", *request.dump_batches, request.force);
   }
   // 2. The model and the batches.
   runtime::setup_runtime(config.train);
   const auto dataset = models::open_dataset(config);
   const torch::Device device = runtime::pick_device(config.train);
   const auto [model, checkpoint, step] = load_trained_model(
-      config,
-      paths,
-      request.checkpoint,
-      *dataset,
-      device,
-      request.enforce_memory);
+      config, paths, request.checkpoint, *dataset, device, request.enforce_memory);
   const std::string split = request.file.value_or(config.eval.split);
   auto setup = eval::eval_setup(
       config,
-      request.file ? dataset->file_batches(*request.file)
-                   : dataset->eval_batches(split, false),
+      request.file ? dataset->file_batches(*request.file) : dataset->eval_batches(split, false),
       false,
       device);
   setup.options.max_batches = request.max_steps;
@@ -118,15 +111,11 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
     spdlog::info("{}", note);
   }
   spdlog::info(
-      "evaluating {} (step {}) on {}: {}",
-      checkpoint.string(),
-      step,
-      split,
-      setup.setting);
+      "evaluating {} (step {}) on {}: {}", checkpoint.string(), step, split, setup.setting);
   // 3. The evaluation, and the batches it scored when asked.
   BatchDump dump;
-  const auto result = eval::evaluate(
-      *model, *setup.source, setup.options, [&](const sources::Batch& batch) {
+  const auto result =
+      eval::evaluate(*model, *setup.source, setup.options, [&](const sources::Batch& batch) {
         if (request.dump_batches) {
           dump.add(batch);
         }
@@ -139,11 +128,9 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       split,
       result,
       dataset->unit(),
-      record_fields(
-          config, request, paths, checkpoint, step, split, setup.setting));
+      record_fields(config, request, paths, checkpoint, step, split, setup.setting));
   spdlog::info("{}", report.line);
-  run::MetricsWriter(paths.metrics, config.run.tensorboard)
-      .write(report.record);
+  run::MetricsWriter(paths.metrics, config.run.tensorboard).write(report.record);
   std::cout << report.line << std::endl;
   return 0;
 }

@@ -19,40 +19,30 @@ namespace xl::app {
 
 int run_export(const config::Config& config, const ExportRequest& request) {
   run::setup_logging(config.run.log_level);
-  const auto out =
-      run::check_output_folder("--out", request.out, request.force);
+  const auto out = run::check_output_folder("--out", request.out, request.force);
   // Checked before the weights are read: what HF cannot express fails at once.
   const auto dataset = models::open_dataset(config);
   auto hf = models::hf_config(config, *dataset);
   hf["xl_version"] = version_line();
   const auto [model, checkpoint, step] = load_trained_model(
-      config,
-      run::paths_of(request.run_dir),
-      request.checkpoint,
-      *dataset,
-      torch::kCPU,
-      true);
+      config, run::paths_of(request.run_dir), request.checkpoint, *dataset, torch::kCPU, true);
   run::create_output_folder("--out", out);
-  io::save_safetensors(
-      out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
+  io::save_safetensors(out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
   atomic_write(out / "config.json", hf.dump(2) + "\n");
   const auto vocabulary = dataset->vocabulary_file();
   std::filesystem::copy_file(
-      vocabulary,
-      out / vocabulary.filename(),
-      std::filesystem::copy_options::overwrite_existing);
-  std::cout
-      << fmt::format(
-             "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
-             "in Python: {}.from_pretrained(\"{}\")",
-             checkpoint.string(),
-             step,
-             hf["architectures"][0].get<std::string>(),
-             out.string(),
-             vocabulary.filename().string(),
-             hf["architectures"][0].get<std::string>(),
-             out.string())
-      << std::endl;
+      vocabulary, out / vocabulary.filename(), std::filesystem::copy_options::overwrite_existing);
+  std::cout << fmt::format(
+                   "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
+                   "in Python: {}.from_pretrained(\"{}\")",
+                   checkpoint.string(),
+                   step,
+                   hf["architectures"][0].get<std::string>(),
+                   out.string(),
+                   vocabulary.filename().string(),
+                   hf["architectures"][0].get<std::string>(),
+                   out.string())
+            << std::endl;
   return 0;
 }
 

@@ -32,10 +32,7 @@ int run_import(const config::Config& config, const ImportRequest& request) {
   run::save_checkpoint(
       paths.best_checkpoint(),
       run::CheckpointInfo{
-          run::kCheckpointFormat,
-          0,
-          config::dump(config),
-          dataset->vocabulary_fingerprint()},
+          run::kCheckpointFormat, 0, config::dump(config), dataset->vocabulary_fingerprint()},
       [&](torch::serialize::OutputArchive& archive) {
         io::write_module(archive, "model", *model);
       });

@@ -26,8 +26,7 @@ void check_flags(const PrepRequest& request) {
   const std::vector<std::string> words{"word"};
   const std::vector<std::string> token_files{"word", "byte"};
   const std::vector<std::string> pieces{"xlnet"};
-  for (const auto& [flag, formats] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [flag, formats] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"--vocab-from", token_files},
            {"--vocab", token_files},
            {"--unk", words},
@@ -38,8 +37,7 @@ void check_flags(const PrepRequest& request) {
            {"--character-coverage", pieces},
            {"--holdout", {"nsmc"}}}) {
     if (request.given.count(flag) > 0 &&
-        std::find(formats.begin(), formats.end(), request.format) ==
-            formats.end()) {
+        std::find(formats.begin(), formats.end(), request.format) == formats.end()) {
       throw UserError(fmt::format(
           "{} applies to --format {} only, not to --format {}",
           flag,
@@ -71,9 +69,7 @@ void prepare_outputs(const PrepRequest& request, const Splits& splits) {
   const auto reused = xlnet ? request.spm_model : request.vocab;
   const std::string vocabulary = xlnet ? "spiece.model" : "vocab.txt";
   std::error_code ec;
-  if (!nsmc &&
-      (reused.empty() ||
-       !std::filesystem::equivalent(reused, folder / vocabulary, ec))) {
+  if (!nsmc && (reused.empty() || !std::filesystem::equivalent(reused, folder / vocabulary, ec))) {
     files.push_back(vocabulary);
   }
   for (const auto& file : files) {
@@ -113,9 +109,7 @@ int run_prep(const PrepRequest& request) {
   run::setup_logging("info");
   Splits splits;
   for (const auto& [name, path] :
-       {std::pair{"train", request.train},
-        {"valid", request.valid},
-        {"test", request.test}}) {
+       {std::pair{"train", request.train}, {"valid", request.valid}, {"test", request.test}}) {
     if (!path.empty()) {
       splits[name] = path;
     }
@@ -133,21 +127,18 @@ int run_prep(const PrepRequest& request) {
       xlnet.model = request.spm_model;
     }
     const auto report = prep::prepare_xlnet_corpus(xlnet);
-    spdlog::info(
-        "wrote {} (SentencePiece {} pieces)", request.out, report.vocab_size);
+    spdlog::info("wrote {} (SentencePiece {} pieces)", request.out, report.vocab_size);
     return 0;
   }
   auto options = request.options;
-  options.kind = request.format == "word" ? formats::VocabKind::kWord
-                                          : formats::VocabKind::kByte;
+  options.kind = request.format == "word" ? formats::VocabKind::kWord : formats::VocabKind::kByte;
   options.splits = splits;
   options.out = request.out;
   if (!request.vocab.empty()) {
     options.vocab = request.vocab;
   }
   const auto report = prep::prepare_corpus(options);
-  spdlog::info(
-      "wrote {} (vocabulary {} tokens)", request.out, report.vocab_size);
+  spdlog::info("wrote {} (vocabulary {} tokens)", request.out, report.vocab_size);
   return 0;
 }
 

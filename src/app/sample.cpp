@@ -49,12 +49,10 @@ void check_request(const config::Config& config, const SampleRequest& request) {
   }
   if (!(request.top_p > 0.0 && request.top_p <= 1.0)) {
     throw UserError(fmt::format(
-        "--top-p {}: expected a probability above 0, up to 1 (1: every token)",
-        request.top_p));
+        "--top-p {}: expected a probability above 0, up to 1 (1: every token)", request.top_p));
   }
   if (request.seed < 0) {
-    throw UserError(
-        fmt::format("--seed {}: expected a whole number >= 0", request.seed));
+    throw UserError(fmt::format("--seed {}: expected a whole number >= 0", request.seed));
   }
 }
 
@@ -65,8 +63,7 @@ std::vector<int64_t> prompt_ids(
     const formats::Vocab& vocab,
     const std::string& text,
     const SampleRequest& request) {
-  auto ids = vocab.encode(
-      text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
+  auto ids = vocab.encode(text, request.prompt_file.value_or("--prompt"), /*open_end=*/true);
   if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {
     const auto read_as_unk = std::count(ids.begin(), ids.end(), unk);
     int64_t written = 0;
@@ -82,11 +79,9 @@ std::vector<int64_t> prompt_ids(
     }
   }
   if (ids.empty()) {
-    const int64_t start =
-        vocab.index(vocab.kind() == formats::VocabKind::kWord ? "<eos>" : "\n");
+    const int64_t start = vocab.index(vocab.kind() == formats::VocabKind::kWord ? "<eos>" : "\n");
     if (start < 0) {
-      throw UserError(
-          "the vocabulary has no line break to start from: give a --prompt");
+      throw UserError("the vocabulary has no line break to start from: give a --prompt");
     }
     ids.push_back(start);
   }
@@ -105,8 +100,7 @@ eval::GenerateOptions generate_options(
   options.span = models::eval_span(config, false);
   options.segment = config.eval.tgt_len.value_or(config.train.tgt_len);
   const int64_t mem_len = options.span.mem_len.value_or(0);
-  options.window =
-      request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
+  options.window = request.window.value_or(mem_len > 0 ? mem_len : config.train.tgt_len);
   const auto& family = models::model_family(config);
   const std::optional<int64_t> n_ctx =
       family.position_limit ? family.position_limit(config) : std::nullopt;
@@ -133,30 +127,26 @@ eval::Generated print_samples(
     const std::vector<int64_t>& ids,
     const eval::GenerateOptions& options,
     int64_t samples) {
-  const auto prompt =
-      torch::tensor(ids).unsqueeze(1).repeat({1, samples}); // [P, B]
+  const auto prompt = torch::tensor(ids).unsqueeze(1).repeat({1, samples}); // [P, B]
   std::cout << text << std::flush;
   const auto is_word = [&](int64_t id) {
-    return vocab.kind() == formats::VocabKind::kWord &&
-        vocab.token(id) != "<eos>";
+    return vocab.kind() == formats::VocabKind::kWord && vocab.token(id) != "<eos>";
   };
   bool after_word = is_word(ids.back());
-  auto generated =
-      eval::generate(model, prompt, options, [&](const torch::Tensor& drawn) {
-        if (samples == 1) {
-          const int64_t id = drawn[0].item<int64_t>();
-          std::cout << vocab.decode({id}, after_word) << std::flush;
-          after_word = is_word(id);
-        }
-      });
+  auto generated = eval::generate(model, prompt, options, [&](const torch::Tensor& drawn) {
+    if (samples == 1) {
+      const int64_t id = drawn[0].item<int64_t>();
+      std::cout << vocab.decode({id}, after_word) << std::flush;
+      after_word = is_word(id);
+    }
+  });
   if (samples > 1) {
     const auto rows = generated.tokens.t().contiguous(); // [B, N]
     for (int64_t b = 0; b < samples; ++b) {
       const auto row = rows[b];
       std::cout << fmt::format("\n--- sample {} ---\n", b + 1) << text
                 << vocab.decode(
-                       {row.data_ptr<int64_t>(),
-                        row.data_ptr<int64_t>() + row.numel()},
+                       {row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel()},
                        is_word(ids.back()));
     }
   }
@@ -179,13 +169,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   auto sampling = config;
   sampling.eval.batch_size = request.samples;
   const auto [model, checkpoint, step] = load_trained_model(
-      sampling,
-      paths,
-      request.checkpoint,
-      *dataset,
-      device,
-      request.enforce_memory,
-      "sampling");
+      sampling, paths, request.checkpoint, *dataset, device, request.enforce_memory, "sampling");
   const std::string text = !request.prompt_file ? request.prompt
       : vocab.kind() == formats::VocabKind::kWord
       ? formats::read_utf8_text(*request.prompt_file, "prompt file")
@@ -205,8 +189,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       request.top_k,
       request.top_p,
       request.seed);
-  const auto generated =
-      print_samples(*model, vocab, text, ids, options, request.samples);
+  const auto generated = print_samples(*model, vocab, text, ids, options, request.samples);
   const auto n = static_cast<double>(generated.tokens.numel());
   spdlog::info(
       "{} tokens in {:.2f} s: {:.1f} tokens/s, {}; the prompt read in {:.2f} s; the samples' "
@@ -216,8 +199,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       n / std::max(generated.seconds, 1e-9),
       generated.used_memory
           ? fmt::format(
-                "one position per token over a memory of {}",
-                options.span.mem_len.value_or(0))
+                "one position per token over a memory of {}", options.span.mem_len.value_or(0))
           : fmt::format("re-reading up to {} tokens per token", options.window),
       generated.prompt_seconds,
       std::exp(-generated.log_probs.to(torch::kDouble).mean().item<double>()));

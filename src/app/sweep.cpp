@@ -81,9 +81,8 @@ int run_child(const std::vector<std::string>& argv) {
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    dup2(
-        STDERR_FILENO,
-        STDOUT_FILENO); // the sweep's stdout holds its table alone
+    dup2(STDERR_FILENO,
+         STDOUT_FILENO); // the sweep's stdout holds its table alone
     std::vector<char*> args;
     for (const auto& a : argv) {
       args.push_back(const_cast<char*>(a.c_str()));
@@ -136,8 +135,7 @@ RunOutcome sweep_run(
   RunOutcome outcome;
   const auto state = lab::run_state(r);
   if (state == lab::RunState::kFinished) {
-    spdlog::info(
-        "{}: finished at step {}, skipped", where, r.config.train.max_step);
+    spdlog::info("{}: finished at step {}, skipped", where, r.config.train.max_step);
   } else {
     spdlog::info(
         "{}: {} ({})",
@@ -147,13 +145,10 @@ RunOutcome sweep_run(
             r.overrides.begin(),
             r.overrides.end() - 2, // all but run.name and run.dir
             " "));
-    const int status =
-        run_child(train_argv(request.spec, r, request.enforce_memory));
+    const int status = run_child(train_argv(request.spec, r, request.enforce_memory));
     if (status > 128) { // stopped by a signal: the run is checkpointed
       spdlog::warn(
-          "{}: stopped by signal {}; the same command resumes the sweep",
-          where,
-          status - 128);
+          "{}: stopped by signal {}; the same command resumes the sweep", where, status - 128);
       outcome.signal_status = status;
       return outcome;
     }
@@ -177,9 +172,7 @@ RunOutcome sweep_run(
 }
 
 // The table and curves of the runs that wrote metrics, on stdout and in the sweep's folder.
-void write_sweep_table(
-    const SweepRequest& request,
-    const std::vector<lab::SweepRun>& runs) {
+void write_sweep_table(const SweepRequest& request, const std::vector<lab::SweepRun>& runs) {
   std::vector<lab::RunSummary> summaries;
   for (const auto& r : runs) {
     const auto dir = run::directory_of(r.config);
@@ -196,8 +189,7 @@ void write_sweep_table(
   run::write_output_file("--dir", csv, lab::to_csv(table));
   const auto png = request.spec.dir / lab::kSweepCurves;
   run::write_output_file("--dir", png, lab::plot_curves(summaries));
-  spdlog::info(
-      "the table is also in {}, the curves in {}", csv.string(), png.string());
+  spdlog::info("the table is also in {}, the curves in {}", csv.string(), png.string());
 }
 
 } // namespace
@@ -214,24 +206,20 @@ int run_sweep(const SweepRequest& request) {
   const auto runs = lab::expand_sweep(request.spec);
   if (request.dry_run) {
     for (const auto& r : runs) {
-      std::cout << command_line(
-                       train_argv(request.spec, r, request.enforce_memory))
-                << "\n";
+      std::cout << command_line(train_argv(request.spec, r, request.enforce_memory)) << "\n";
     }
     return 0;
   }
   std::vector<std::string> failed;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string where =
-        fmt::format("[{}/{}] {}", i + 1, runs.size(), runs[i].name);
+    const std::string where = fmt::format("[{}/{}] {}", i + 1, runs.size(), runs[i].name);
     const RunOutcome outcome = sweep_run(request, runs[i], where);
     if (outcome.signal_status > 128) {
       return outcome.signal_status;
     }
     failed.insert(failed.end(), outcome.failed.begin(), outcome.failed.end());
   }
-  if (stop_signal !=
-      0) { // after the last run ended: no table of a sweep asked to stop
+  if (stop_signal != 0) { // after the last run ended: no table of a sweep asked to stop
     return 128 + stop_signal;
   }
   write_sweep_table(request, runs);

@@ -33,15 +33,13 @@ namespace {
 // train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
 // parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
 // values. Returns what it did, for the log.
-std::string load_initial_weights(
-    const config::Config& config,
-    models::LanguageModelImpl& model) {
+std::string load_initial_weights(const config::Config& config, models::LanguageModelImpl& model) {
   std::filesystem::path path = *config.train.init_from;
   if (std::filesystem::is_directory(path)) {
     path = run::paths_of(path).best_checkpoint();
   }
-  const auto excluded = train::parameters_named(
-      config, model, config.train.init_exclude, "train.init_exclude");
+  const auto excluded =
+      train::parameters_named(config, model, config.train.init_exclude, "train.init_exclude");
   std::map<std::string, torch::Tensor> fresh;
   for (const auto& name : excluded) {
     fresh.emplace(name, model.named_parameters()[name].detach().clone());
@@ -52,9 +50,7 @@ std::string load_initial_weights(
        run::config_differences(info.config, config::dump(config), {"model"})) {
     if (difference.rfind("model.type:", 0) == 0) {
       throw UserError(fmt::format(
-          "train.init_from: {} holds another model family ({})",
-          path.string(),
-          difference));
+          "train.init_from: {} holds another model family ({})", path.string(), difference));
     }
   }
   auto left = io::read_module_matching(archive, "model", model, path.string());
@@ -95,16 +91,14 @@ std::string training_summary(
     formats::VocabKind unit) {
   const int64_t max_step = config.train.max_step;
   std::string how = "finished";
-  std::string next =
-      fmt::format("evaluate: xl-eval --run {}", paths.dir.string());
+  std::string next = fmt::format("evaluate: xl-eval --run {}", paths.dir.string());
   if (result.signal != 0) {
     how = fmt::format("stopped by signal {}", result.signal);
   } else if (result.step < max_step) {
     how = "stopped (--stop-at-step)";
   }
   if (result.step < max_step) {
-    next = fmt::format(
-        "continue: xl-train --config {} --resume", paths.config.string());
+    next = fmt::format("continue: xl-train --config {} --resume", paths.config.string());
   }
   std::string text = fmt::format(
       "{}: {} at step {} of {} ({} steps from step {} in {})\n",
@@ -116,15 +110,12 @@ std::string training_summary(
       result.first_step,
       run::format_duration(result.seconds));
   if (!result.last_train.empty()) {
-    text += fmt::format(
-        "  train (last logged window){}\n",
-        eval::terms_line(result.last_train, unit));
+    text +=
+        fmt::format("  train (last logged window){}\n", eval::terms_line(result.last_train, unit));
   }
   if (!result.last_valid.empty()) {
     text += fmt::format(
-        "  valid (step {}){}\n",
-        result.last_valid_step,
-        eval::terms_line(result.last_valid, unit));
+        "  valid (step {}){}\n", result.last_valid_step, eval::terms_line(result.last_valid, unit));
   }
   if (std::isfinite(result.best_valid_loss)) {
     text += fmt::format(
@@ -132,8 +123,7 @@ std::string training_summary(
         result.best_valid_loss,
         paths.best_checkpoint().string());
   }
-  text +=
-      fmt::format("  last checkpoint: {}\n", paths.last_checkpoint().string());
+  text += fmt::format("  last checkpoint: {}\n", paths.last_checkpoint().string());
   text += fmt::format("  {}\n", next);
   return text;
 }
@@ -153,8 +143,7 @@ torch::Device training_device(
   }
   torch::Device device = runtime::pick_device(config.train);
   if (env && device.is_cuda()) {
-    device = torch::Device(
-        torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
     c10::cuda::set_device(device.index());
   }
   return device;
@@ -184,12 +173,11 @@ run::RunPaths open_run_directory(
   }
   if (group->any(!failure.empty())) {
     throw UserError(
-        env->rank == 0
-            ? failure
-            : fmt::format(
-                  "rank {}: rank 0 could not prepare the run directory (its error says "
-                  "why)",
-                  env->rank));
+        env->rank == 0 ? failure
+                       : fmt::format(
+                             "rank {}: rank 0 could not prepare the run directory (its error says "
+                             "why)",
+                             env->rank));
   }
   if (env->rank != 0) {
     paths = run::paths_of(run::directory_of(config));
@@ -239,9 +227,8 @@ int run_training(
       device,
       enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
-  const std::string initialised = config.train.init_from && !resume
-      ? load_initial_weights(config, *model)
-      : "";
+  const std::string initialised =
+      config.train.init_from && !resume ? load_initial_weights(config, *model) : "";
   // 2. Which parameters train (a bad train.freeze fails here, before the run directory is
   //    written); the frozen ones compute no gradient, and data-parallel training reduces the
   //    others only.
@@ -253,16 +240,11 @@ int run_training(
     group = std::make_unique<runtime::Group>(
         *env,
         device,
-        std::chrono::milliseconds(
-            static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
+        std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
         std::chrono::minutes(30));
   }
-  const run::RunPaths paths =
-      open_run_directory(config, resume, env, group.get());
-  spdlog::info(
-      "run directory {} (resolved config: {})",
-      paths.dir.string(),
-      paths.config.string());
+  const run::RunPaths paths = open_run_directory(config, resume, env, group.get());
+  spdlog::info("run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
   spdlog::info("data {}: {}", config.data.dir, dataset->describe());
   if (!initialised.empty()) {
     spdlog::info("{}", initialised);
@@ -271,12 +253,10 @@ int run_training(
   model->to(device);
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   train::install_stop_handlers();
-  train::Trainer trainer(
-      config, paths, *dataset, model, device, parallel.get());
+  train::Trainer trainer(config, paths, *dataset, model, device, parallel.get());
   const train::TrainResult result = trainer.run(resume, stop_at);
   if (!env || env->rank == 0) {
-    std::cout << training_summary(config, paths, result, dataset->unit())
-              << std::flush;
+    std::cout << training_summary(config, paths, result, dataset->unit()) << std::flush;
   }
   return result.signal != 0 ? 128 + result.signal : 0;
 }

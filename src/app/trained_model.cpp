@@ -22,17 +22,13 @@ TrainedModel load_trained_model(
       device,
       enforce_memory);
   TrainedModel out{
-      models::build_model(config, dataset.vocab_size()),
-      paths.checkpoint(checkpoint_name)};
+      models::build_model(config, dataset.vocab_size()), paths.checkpoint(checkpoint_name)};
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(out.checkpoint, archive);
   run::require_matching_config(
       out.checkpoint, info.config, config::dump(config), {"model", "data"});
   run::require_same_vocabulary(
-      out.checkpoint,
-      info.vocabulary,
-      dataset.vocabulary_fingerprint(),
-      dataset.vocabulary_file());
+      out.checkpoint, info.vocabulary, dataset.vocabulary_fingerprint(), dataset.vocabulary_file());
   io::read_module(archive, "model", *out.model, out.checkpoint.string());
   out.model->to(device);
   out.step = info.step;

@@ -28,16 +28,15 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 void reset_peak(const torch::Device& device) {
   if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(
-        device.index() < 0 ? 0 : device.index());
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
   }
 }
 
 // Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak RSS.
 double peak_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
-        device.index() < 0 ? 0 : device.index());
+    const auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
     return static_cast<double>(stats.allocated_bytes[0].peak);
   }
   rusage usage{};
@@ -78,14 +77,12 @@ nlohmann::json measure(
   }
   runtime::synchronize(device);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json record = {
       {"mode", mode},
       {"tokens_per_s", static_cast<double>(total.targets) / seconds},
       {"input_tokens_per_s", static_cast<double>(total.inputs) / seconds},
-      {"ms_per_iteration",
-       1000.0 * seconds / static_cast<double>(options.steps)},
+      {"ms_per_iteration", 1000.0 * seconds / static_cast<double>(options.steps)},
       {"peak_memory_mib", peak_bytes(device) / kMiB},
       {"iterations", options.steps}};
   spdlog::info(
@@ -99,8 +96,7 @@ nlohmann::json measure(
 }
 
 bool wants(const BenchOptions& options, const std::string& mode) {
-  return ("," + options.modes + ",").find("," + mode + ",") !=
-      std::string::npos;
+  return ("," + options.modes + ",").find("," + mode + ",") != std::string::npos;
 }
 
 // Everything a mode needs: the config, the model, and random data to read batches from.
@@ -117,23 +113,17 @@ struct Bench {
 // The model FLOPs of `record`'s iterations (per input token; none for a family without a
 // count), their rate and its share of the matrix-product rate measured right after, in the
 // precision the model's matrices run in: bf16 under autocast, on either device.
-void add_model_flops(
-    const Bench& b,
-    nlohmann::json& record,
-    const std::optional<double>& flops) {
+void add_model_flops(const Bench& b, nlohmann::json& record, const std::optional<double>& flops) {
   if (!flops) {
     return;
   }
   const bool bf16 = b.config.train.bf16;
-  const double model_rate =
-      *flops * record["input_tokens_per_s"].get<double>() / 1e9;
+  const double model_rate = *flops * record["input_tokens_per_s"].get<double>() / 1e9;
   // Emulated bf16 (a CPU without its instructions) multiplies at well under 1 GFLOP/s: one
   // product of 2048 would take half a minute.
-  const int64_t n = b.device.is_cuda()   ? 8192
-      : bf16 && !runtime::cpu_has_bf16() ? 512
-                                         : 2048;
-  const double matmul_rate = runtime::matmul_gflops(
-      b.device, bf16 ? torch::kBFloat16 : torch::kFloat, n, 1.0);
+  const int64_t n = b.device.is_cuda() ? 8192 : bf16 && !runtime::cpu_has_bf16() ? 512 : 2048;
+  const double matmul_rate =
+      runtime::matmul_gflops(b.device, bf16 ? torch::kBFloat16 : torch::kFloat, n, 1.0);
   record["model_flops_per_token"] = *flops;
   record["model_gflops_per_s"] = model_rate;
   record["matmul_gflops_per_s"] = matmul_rate;
@@ -155,22 +145,14 @@ nlohmann::json bench_train(Bench& b) {
   // The dataset owns the tokens its sources read.
   const auto dataset = models::random_dataset(b.config, b.n_token, b.size);
   auto source = dataset->train_source();
-  auto optimizer = train::make_optimizer(
-      t, train::plan_parameters(b.config, *b.model).groups);
+  auto optimizer = train::make_optimizer(t, train::plan_parameters(b.config, *b.model).groups);
   std::vector<nn::Memory> mems(static_cast<size_t>(t.batch_chunk));
   const auto step_options = train::StepOptions::from(t, b.device);
   int64_t step = 0;
   auto record = measure("train", b.options, b.options.warmup, b.device, [&] {
     const auto batch = sources::next_cycling(*source);
     train::train_step(
-        *b.model,
-        *optimizer,
-        batch,
-        source->continues_streams(),
-        mems,
-        t.lr,
-        ++step,
-        step_options);
+        *b.model, *optimizer, batch, source->continues_streams(), mems, t.lr, ++step, step_options);
     return work_of(batch);
   });
   record["batch_size"] = t.batch_size;
@@ -182,23 +164,17 @@ nlohmann::json bench_train(Bench& b) {
   add_model_flops(
       b,
       record,
-      family.training_flops
-          ? std::optional<double>(family.training_flops(b.config, b.n_token))
-          : std::nullopt);
+      family.training_flops ? std::optional<double>(family.training_flops(b.config, b.n_token))
+                            : std::nullopt);
   return record;
 }
 
 // Evaluation batches as xl-eval runs them in `mode`, through the shared evaluator. Memory mode
 // warms up until the memory is full, as in the middle of an evaluation; `cache`: it keeps the
 // memory's projections between segments, as xl-eval does.
-nlohmann::json bench_eval(
-    Bench& b,
-    const config::Config& c,
-    const char* name,
-    bool cache) {
+nlohmann::json bench_eval(Bench& b, const config::Config& c, const char* name, bool cache) {
   const auto dataset = models::random_dataset(c, b.n_token, b.size);
-  auto setup = eval::eval_setup(
-      c, dataset->eval_batches("test", false), false, b.device);
+  auto setup = eval::eval_setup(c, dataset->eval_batches("test", false), false, b.device);
   setup.options.cache_projections = cache;
   eval::Evaluator evaluator(*b.model, setup.options);
   int64_t warmup = b.options.warmup;
@@ -213,48 +189,36 @@ nlohmann::json bench_eval(
   });
   record["batch_size"] = c.eval.batch_size;
   record["setting"] = setup.setting;
-  record["estimated_memory_mib"] =
-      models::estimate_evaluation_memory(c, b.n_token).total() / kMiB;
+  record["estimated_memory_mib"] = models::estimate_evaluation_memory(c, b.n_token).total() / kMiB;
   const models::ModelFamily& family = models::model_family(c);
-  if (setup.source
-          ->continues_streams()) { // memory mode: segments after a full memory
+  if (setup.source->continues_streams()) { // memory mode: segments after a full memory
     add_model_flops(
         b,
         record,
-        family.evaluation_flops ? std::optional<double>(family.evaluation_flops(
-                                      c,
-                                      b.n_token,
-                                      tgt_len,
-                                      setup.options.span.mem_len.value_or(0),
-                                      cache))
-                                : std::nullopt);
+        family.evaluation_flops
+            ? std::optional<double>(family.evaluation_flops(
+                  c, b.n_token, tgt_len, setup.options.span.mem_len.value_or(0), cache))
+            : std::nullopt);
   }
   return record;
 }
 
 } // namespace
 
-nlohmann::json run_benchmark(
-    const config::Config& c,
-    const BenchOptions& options) {
-  const int64_t n_token = options.n_token > 0
-      ? options.n_token
-      : models::open_dataset(c)->vocab_size();
+nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& options) {
+  const int64_t n_token =
+      options.n_token > 0 ? options.n_token : models::open_dataset(c)->vocab_size();
   runtime::setup_runtime(c.train);
   const torch::Device device = runtime::pick_device(c.train);
   if (wants(options, "train")) {
     models::check_memory(
-        models::estimate_training_memory(c, n_token),
-        "training",
-        device,
-        options.enforce_memory);
+        models::estimate_training_memory(c, n_token), "training", device, options.enforce_memory);
   }
   auto model = models::build_model(c, n_token);
   model->to(device);
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
-      std::max(c.train.batch_size * c.train.tgt_len,
-               c.eval.batch_size * c.train.tgt_len);
+      std::max(c.train.batch_size * c.train.tgt_len, c.eval.batch_size * c.train.tgt_len);
   Bench b{c, options, model, device, n_token, needed};
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
@@ -286,8 +250,7 @@ nlohmann::json run_benchmark(
     modal.eval.mode = mode;
     try {
       config::validate(modal);
-    } catch (
-        const UserError& e) { // e.g. a family without the vanilla evaluation
+    } catch (const UserError& e) { // e.g. a family without the vanilla evaluation
       spdlog::info("{}: skipped, {}", name, e.what());
       continue;
     }

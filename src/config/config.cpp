@@ -22,48 +22,37 @@ std::string labelled_readers() {
   std::vector<std::string> readers;
   for (const FamilySchema* schema : family_schemas()) {
     if (schema->labelled != nullptr) {
-      readers.push_back(fmt::format(
-          "model.type {} with {}", schema->name, schema->labelled_when));
+      readers.push_back(fmt::format("model.type {} with {}", schema->name, schema->labelled_when));
     }
   }
-  return readers.empty() ? "no model family"
-                         : fmt::format("{}", fmt::join(readers, " or "));
+  return readers.empty() ? "no model family" : fmt::format("{}", fmt::join(readers, " or "));
 }
 
 std::vector<std::string> section_names() {
   std::vector<std::string> names;
   Config config;
-  Config::sections(
-      config, [&](const char* name, auto&) { names.emplace_back(name); });
+  Config::sections(config, [&](const char* name, auto&) { names.emplace_back(name); });
   return names;
 }
 
 void validate_data(const Config& c) {
   if (c.data.dir.empty()) {
-    fail_rule(
-        c,
-        "data.dir",
-        "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
+    fail_rule(c, "data.dir", "required: the folder that xl-prep wrote (e.g. data/prepared/wt2)");
   }
   const FamilySchema* family = family_schema(c.model.type.name);
-  const bool labelled =
-      family != nullptr && family->labelled != nullptr && family->labelled(c);
+  const bool labelled = family != nullptr && family->labelled != nullptr && family->labelled(c);
   const std::string readers = labelled_readers();
   if (c.data.train_examples && !labelled) {
     fail_rule(
         c,
         "data.train_examples",
-        fmt::format(
-            "limits labelled examples, which only {} reads: set null",
-            readers));
+        fmt::format("limits labelled examples, which only {} reads: set null", readers));
   }
   if (c.train.group_by_length && !labelled) {
     fail_rule(
         c,
         "train.group_by_length",
-        fmt::format(
-            "groups labelled examples, which only {} reads: set false",
-            readers));
+        fmt::format("groups labelled examples, which only {} reads: set false", readers));
   }
 }
 
@@ -80,10 +69,7 @@ void validate_train(const Config& c) {
     fail_rule(
         c,
         "train.batch_chunk",
-        fmt::format(
-            "must divide train.batch_size = {}, found {}",
-            t.batch_size,
-            t.batch_chunk));
+        fmt::format("must divide train.batch_size = {}, found {}", t.batch_size, t.batch_chunk));
   }
   if (t.warmup_step > t.max_step) {
     fail_rule(
@@ -96,13 +82,11 @@ void validate_train(const Config& c) {
             t.warmup_step,
             t.max_step / 10));
   }
-  if ((t.scheduler == Scheduler::kCosine || t.scheduler == Scheduler::kPoly) &&
-      t.eta_min > t.lr) {
+  if ((t.scheduler == Scheduler::kCosine || t.scheduler == Scheduler::kPoly) && t.eta_min > t.lr) {
     fail_rule(
         c,
         "train.eta_min",
-        fmt::format(
-            "must not exceed train.lr = {}, found {}", t.lr, t.eta_min));
+        fmt::format("must not exceed train.lr = {}, found {}", t.lr, t.eta_min));
   }
   if (!t.init_exclude.empty() && !t.init_from) {
     fail_rule(
@@ -132,14 +116,10 @@ void validate_run(const Config& c) {
     fail_rule(
         c,
         "run.name",
-        "expected a plain name (the run's folder in runs/; run.dir names any folder), " +
-            problem);
+        "expected a plain name (the run's folder in runs/; run.dir names any folder), " + problem);
   }
   if (c.run.dir && c.run.dir->empty()) {
-    fail_rule(
-        c,
-        "run.dir",
-        "expected a folder, found an empty path (null: runs/<run.name>)");
+    fail_rule(c, "run.dir", "expected a folder, found an empty path (null: runs/<run.name>)");
   }
 }
 
@@ -157,10 +137,7 @@ std::mutex& schemas_lock() {
 
 } // namespace
 
-void fail_rule(
-    const Config& config,
-    const std::string& key,
-    const std::string& what) {
+void fail_rule(const Config& config, const std::string& key, const std::string& what) {
   throw ConfigError(config.where(key) + ": " + key + ": " + what);
 }
 
@@ -208,8 +185,7 @@ std::vector<const FamilySchema*> family_schemas() {
 FamilySectionSlot::FamilySectionSlot(const FamilySectionSlot& other)
     : section_(other.section_ ? other.section_->clone() : nullptr) {}
 
-FamilySectionSlot& FamilySectionSlot::operator=(
-    const FamilySectionSlot& other) {
+FamilySectionSlot& FamilySectionSlot::operator=(const FamilySectionSlot& other) {
   if (this != &other) {
     section_ = other.section_ ? other.section_->clone() : nullptr;
   }
@@ -229,8 +205,7 @@ const FamilySection* FamilySectionSlot::of(const std::string& type) const {
 
 FamilySection* FamilySectionSlot::reset(const std::string& type) {
   const FamilySchema* schema = family_schema(type);
-  section_ =
-      schema != nullptr && schema->section ? schema->section->clone() : nullptr;
+  section_ = schema != nullptr && schema->section ? schema->section->clone() : nullptr;
   return section_.get();
 }
 
@@ -243,8 +218,8 @@ const FamilySection& registered_section(const std::type_info& type) {
       return *schema->section;
     }
   }
-  throw std::logic_error(fmt::format(
-      "no model family registered a config section of type {}", type.name()));
+  throw std::logic_error(
+      fmt::format("no model family registered a config section of type {}", type.name()));
 }
 
 } // namespace
@@ -300,8 +275,7 @@ bool Limits::admits(double value) const {
 }
 
 bool Limits::admits(const std::string& value) const {
-  return choices.empty() ||
-      std::find(choices.begin(), choices.end(), value) != choices.end();
+  return choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end();
 }
 
 // ============================================================================
@@ -313,9 +287,7 @@ std::string Config::where(const std::string& key) const {
   return it == sources.end() ? "default" : it->second.str();
 }
 
-std::string closest_key(
-    const std::string& key,
-    const std::vector<std::string>& candidates) {
+std::string closest_key(const std::string& key, const std::vector<std::string>& candidates) {
   const auto distance = [](const std::string& a, const std::string& b) {
     std::vector<size_t> row(b.size() + 1);
     for (size_t j = 0; j <= b.size(); ++j) {
@@ -326,8 +298,7 @@ std::string closest_key(
       row[0] = i;
       for (size_t j = 1; j <= b.size(); ++j) {
         const size_t above = row[j];
-        row[j] = std::min(
-            {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
         diagonal = above;
       }
     }
@@ -350,18 +321,16 @@ Config from_tree(const Tree& tree, const std::string& origin) {
   const std::vector<std::string> names = section_names();
   for (const auto& [key, node] : tree.children) {
     if (std::find(names.begin(), names.end(), key) == names.end()) {
-      std::string message =
-          node.source.str() + ": unknown section '" + key + "'";
+      std::string message = node.source.str() + ": unknown section '" + key + "'";
       const std::string guess = closest_key(key, names);
-      message += guess.empty()
-          ? fmt::format(" (sections: {})", fmt::join(names, ", "))
-          : " (did you mean '" + guess + "'?)";
+      message += guess.empty() ? fmt::format(" (sections: {})", fmt::join(names, ", "))
+                               : " (did you mean '" + guess + "'?)";
       throw ConfigError(message);
     }
     if (!node.is_map) {
       throw ConfigError(
-          node.source.str() + ": " + key +
-          ": expected a mapping of keys, found " + show(node.leaf));
+          node.source.str() + ": " + key + ": expected a mapping of keys, found " +
+          show(node.leaf));
     }
   }
   Config::sections(config, [&](const char* name, auto& section) {
@@ -380,9 +349,7 @@ Config from_tree(const Tree& tree, const std::string& origin) {
   return config;
 }
 
-Config load(
-    const std::string& path,
-    const std::vector<std::string>& overrides) {
+Config load(const std::string& path, const std::vector<std::string>& overrides) {
   Tree tree = load_tree(path);
   for (const auto& assignment : overrides) {
     apply_override(tree, assignment);
@@ -414,9 +381,8 @@ std::string schema_reference() {
   const Config defaults;
   Config::sections(defaults, [&](const char* name, const auto& section) {
     using Section = std::decay_t<decltype(section)>;
-    out += fmt::format(
-        "\n### `{}`\n\n| key | type | default | meaning |\n|---|---|---|---|\n",
-        name);
+    out +=
+        fmt::format("\n### `{}`\n\n| key | type | default | meaning |\n|---|---|---|---|\n", name);
     Describer describer(out, name);
     Section::fields(section, describer);
   });

@@ -15,10 +15,7 @@ Source source_at(const std::string& file, const YAML::Node& node) {
   return Source{file, mark.is_null() ? 0 : mark.line + 1};
 }
 
-Tree from_yaml(
-    const YAML::Node& node,
-    const std::string& file,
-    const Source* fixed) {
+Tree from_yaml(const YAML::Node& node, const std::string& file, const Source* fixed) {
   Tree tree;
   tree.source = fixed != nullptr ? *fixed : source_at(file, node);
   if (!node.IsMap()) {
@@ -66,9 +63,7 @@ void merge_into(Tree& bottom, const Tree& top) {
 }
 
 // A file already on the inheritance stack would load forever.
-void check_no_cycle(
-    const fs::path& canonical,
-    const std::vector<fs::path>& stack) {
+void check_no_cycle(const fs::path& canonical, const std::vector<fs::path>& stack) {
   if (std::find(stack.begin(), stack.end(), canonical) == stack.end()) {
     return;
   }
@@ -91,8 +86,7 @@ YAML::Node parse_config_file(const fs::path& path) {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(
-        path.string() + ":" + std::to_string(e.mark.line + 1) +
-        ": invalid YAML: " + e.msg);
+        path.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
   if (root.IsNull()) {
     root = YAML::Node(YAML::NodeType::Map);
@@ -109,8 +103,7 @@ YAML::Node parse_config_file(const fs::path& path) {
 // The files `base:` names (one or a list), relative to the file that names them.
 std::vector<fs::path> base_files(const fs::path& path, const YAML::Node& base) {
   const Source base_source = source_at(path.string(), base);
-  const std::string expected =
-      ": base: expected a file name or a list of file names";
+  const std::string expected = ": base: expected a file name or a list of file names";
   std::vector<std::string> names;
   if (base.IsScalar()) {
     names.push_back(base.as<std::string>());
@@ -129,8 +122,7 @@ std::vector<fs::path> base_files(const fs::path& path, const YAML::Node& base) {
     const fs::path base_path = path.parent_path() / name;
     std::error_code ec;
     if (!fs::exists(base_path, ec)) {
-      throw ConfigError(
-          base_source.str() + ": base file not found: " + base_path.string());
+      throw ConfigError(base_source.str() + ": base file not found: " + base_path.string());
     }
     files.push_back(base_path);
   }
@@ -200,9 +192,7 @@ void apply_override(Tree& tree, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const Source source{"--set " + assignment, 0};
   if (eq == std::string::npos || eq == 0) {
-    throw ConfigError(
-        source.str() +
-        ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
+    throw ConfigError(source.str() + ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
   }
   const std::string path = assignment.substr(0, eq);
   YAML::Node value;

@@ -43,8 +43,7 @@ bool parse_scalar(const YAML::Node& node, int64_t& out) {
 }
 
 bool parse_scalar(const YAML::Node& node, double& out) {
-  static const std::regex kNumber(
-      "[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
+  static const std::regex kNumber("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
   if (!plain_scalar(node) || !std::regex_match(node.Scalar(), kNumber)) {
     return false;
   }
@@ -87,8 +86,7 @@ std::string format_double(double value) {
   std::string s = fmt::format("{}", value);
   const auto exponent = s.find_first_of("eE");
   const auto mantissa_end = exponent == std::string::npos ? s.size() : exponent;
-  if (s.find('.') == std::string::npos &&
-      s.find_first_of("ni") == std::string::npos) {
+  if (s.find('.') == std::string::npos && s.find_first_of("ni") == std::string::npos) {
     s.insert(mantissa_end, ".0");
   }
   return s;

@@ -35,10 +35,8 @@ void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
     cache_ = {}; // its rows belong to the memory this batch does not read
   }
   args.cache = options_.cache_projections ? &cache_ : nullptr;
-  auto out = model_.forward(
-      batch.to(options_.device),
-      continues_streams ? mems_ : nn::Memory{},
-      args);
+  auto out =
+      model_.forward(batch.to(options_.device), continues_streams ? mems_ : nn::Memory{}, args);
   totals_.add(out.terms);
   if (continues_streams) {
     mems_ = std::move(out.mems);
@@ -50,9 +48,7 @@ EvalResult Evaluator::result() const {
   EvalResult result;
   result.terms = totals_.totals();
   result.batches = batches_;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-          .count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return result;
 }
 
@@ -63,8 +59,7 @@ EvalResult evaluate(
     const std::function<void(const sources::Batch&)>& observe) {
   Evaluator evaluator(model, options);
   const int64_t pass = source.batches_per_pass();
-  run::Progress progress(
-      options.max_batches ? std::min(*options.max_batches, pass) : pass);
+  run::Progress progress(options.max_batches ? std::min(*options.max_batches, pass) : pass);
   bool stopped = false;
   sources::BaselineTotals baseline;
   while (!options.max_batches || evaluator.batches() < *options.max_batches) {
@@ -84,8 +79,7 @@ EvalResult evaluate(
     }
     evaluator.consume(*batch, source.continues_streams());
     progress.update(evaluator.batches(), batch->n_targets);
-    if (options.progress_seconds > 0 &&
-        progress.due(options.progress_seconds)) {
+    if (options.progress_seconds > 0 && progress.due(options.progress_seconds)) {
       spdlog::info("{}", progress.line(options.progress_unit));
     }
   }
@@ -93,8 +87,7 @@ EvalResult evaluate(
   result.qualifier = source.metric_qualifier();
   result.stopped = stopped;
   result.pass_batches = pass;
-  result.partial =
-      stopped || (options.max_batches && *options.max_batches < pass);
+  result.partial = stopped || (options.max_batches && *options.max_batches < pass);
   result.baseline = baseline;
   return result;
 }

@@ -12,8 +12,7 @@ namespace xl::eval {
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 } // namespace
@@ -41,8 +40,7 @@ torch::Tensor draw_tokens(
   auto logits = log_probs.to(torch::kFloat) / options.temperature;
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   if (options.top_k > 0 && options.top_k < logits.size(1)) {
-    const auto kth = std::get<0>(logits.topk(options.top_k, 1))
-                         .narrow(1, options.top_k - 1, 1);
+    const auto kth = std::get<0>(logits.topk(options.top_k, 1)).narrow(1, options.top_k - 1, 1);
     logits = logits.masked_fill(logits < kth, kNever);
   }
   if (options.top_p < 1.0) {
@@ -50,8 +48,7 @@ torch::Tensor draw_tokens(
     const auto probs = sorted.softmax(1);
     // A token is dropped when the tokens before it already reach p: the most probable stays.
     const auto dropped = (probs.cumsum(1) - probs) >= options.top_p;
-    logits = logits.masked_fill(
-        torch::zeros_like(dropped).scatter(1, order, dropped), kNever);
+    logits = logits.masked_fill(torch::zeros_like(dropped).scatter(1, order, dropped), kNever);
   }
   return torch::multinomial(logits.softmax(1), 1, false, generator).squeeze(1);
 }
@@ -80,10 +77,8 @@ class GenerationSteps {
       caching_ = true;
       const int64_t length = context_.size(0);
       for (int64_t first = 0; first < length; first += options_.segment) {
-        state = step(
-            context_.narrow(
-                0, first, std::min(options_.segment, length - first)),
-            state.mems);
+        state =
+            step(context_.narrow(0, first, std::min(options_.segment, length - first)), state.mems);
       }
       used_memory = !state.mems.empty();
     }
@@ -106,9 +101,7 @@ class GenerationSteps {
   }
 
  private:
-  models::ModelOutput step(
-      const torch::Tensor& tokens,
-      const nn::Memory& mems) {
+  models::ModelOutput step(const torch::Tensor& tokens, const nn::Memory& mems) {
     sources::Batch batch;
     batch.tokens = tokens.to(options_.device);
     args_.cache = caching_ ? &cache_ : nullptr;

@@ -29,8 +29,7 @@ std::optional<Metric> metric(
 namespace {
 
 std::string term_key(const models::TermTotal& term) {
-  return (term.kind == models::TermKind::kAccuracy ? "acc/" : "loss/") +
-      term.name;
+  return (term.kind == models::TermKind::kAccuracy ? "acc/" : "loss/") + term.name;
 }
 
 } // namespace
@@ -78,8 +77,7 @@ EvalReport report_evaluation(
   // The baseline reads beside a headline that counted the same targets.
   const auto& headline = result.headline();
   const auto& baseline = result.baseline;
-  const bool compared = baseline.targets > 0 &&
-      baseline.targets == headline.count &&
+  const bool compared = baseline.targets > 0 && baseline.targets == headline.count &&
       headline.kind == models::TermKind::kTokenNll;
   std::string versus;
   if (compared) {
@@ -96,19 +94,15 @@ EvalReport report_evaluation(
       versus,
       result.tokens(),
       run::format_count(result.tokens_per_second()),
-      result.partial ? fmt::format(
-                           " | PARTIAL: {} of {} batches",
-                           result.batches,
-                           result.pass_batches)
-                     : "");
+      result.partial
+          ? fmt::format(" | PARTIAL: {} of {} batches", result.batches, result.pass_batches)
+          : "");
   report.record = std::move(fields);
   add_terms(report.record, result.terms, unit, result.qualifier);
   if (compared) {
-    report.record["unigram_loss"] =
-        baseline.unigram_nll / static_cast<double>(baseline.targets);
+    report.record["unigram_loss"] = baseline.unigram_nll / static_cast<double>(baseline.targets);
     report.record["loss_per_char"] = headline.sum / baseline.chars;
-    report.record["unigram_loss_per_char"] =
-        baseline.unigram_nll / baseline.chars;
+    report.record["unigram_loss_per_char"] = baseline.unigram_nll / baseline.chars;
   }
   report.record["tokens"] = result.tokens();
   report.record["tokens_per_s"] = result.tokens_per_second();

@@ -52,20 +52,15 @@ IdFileHeader read_id_file_header(
     const unsigned char* bytes,
     uint64_t size,
     const IdFileFormat& format) {
-  const auto fail = [&](const std::string& what) {
-    throw UserError(path.string() + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { throw UserError(path.string() + ": " + what); };
   IdFileHeader header{};
   if (size < sizeof(header)) {
-    fail(fmt::format(
-        "not an xl {} ({} bytes, shorter than the 64-byte header)",
-        format.name,
-        size));
+    fail(
+        fmt::format("not an xl {} ({} bytes, shorter than the 64-byte header)", format.name, size));
   }
   std::memcpy(&header, bytes, sizeof(header));
   if (std::memcmp(header.magic, format.magic, sizeof(header.magic)) != 0) {
-    fail(fmt::format(
-        "not an xl {} (bad magic); {}", format.name, format.encode_hint));
+    fail(fmt::format("not an xl {} (bad magic); {}", format.name, format.encode_hint));
   }
   if (header.version != format.version) {
     fail(fmt::format(
@@ -80,8 +75,7 @@ IdFileHeader read_id_file_header(
   // The count is bounded first so that the size arithmetic cannot wrap around.
   const uint64_t expected = header.count > size
       ? std::numeric_limits<uint64_t>::max()
-      : sizeof(header) + header.count * header.width +
-          format.trailer_bytes(header.count);
+      : sizeof(header) + header.count * header.width + format.trailer_bytes(header.count);
   if (expected != size) {
     fail(fmt::format(
         "file is {} bytes but its header announces {} tokens ({} bytes): truncated or "
@@ -101,8 +95,7 @@ void encode_ids(
   buffer.reserve(kIdFileBlock);
   for (const int64_t id : ids) {
     for (uint32_t b = 0; b < width; ++b) {
-      buffer.push_back(
-          static_cast<unsigned char>(static_cast<uint64_t>(id) >> (8 * b)));
+      buffer.push_back(static_cast<unsigned char>(static_cast<uint64_t>(id) >> (8 * b)));
     }
     if (buffer.size() == kIdFileBlock) {
       block(buffer.data(), buffer.size());
@@ -119,10 +112,8 @@ int64_t first_id_at_or_above(
     uint32_t width,
     uint64_t count,
     uint64_t limit) {
-  return width == 2
-      ? first_at_or_above(reinterpret_cast<const uint16_t*>(data), count, limit)
-      : first_at_or_above(
-            reinterpret_cast<const uint32_t*>(data), count, limit);
+  return width == 2 ? first_at_or_above(reinterpret_cast<const uint16_t*>(data), count, limit)
+                    : first_at_or_above(reinterpret_cast<const uint32_t*>(data), count, limit);
 }
 
 } // namespace xl::formats

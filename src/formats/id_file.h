@@ -14,17 +14,14 @@ namespace xl::formats {
 struct IdFileHeader {
   char magic[8];
   uint32_t version;
-  uint32_t width; // bytes per id: 2 or 4
-  uint64_t count; // ids
-  uint64_t
-      vocab_checksum; // of the vocabulary or SentencePiece model the ids index
+  uint32_t width;          // bytes per id: 2 or 4
+  uint64_t count;          // ids
+  uint64_t vocab_checksum; // of the vocabulary or SentencePiece model the ids index
   uint64_t vocab_size;
   uint64_t data_checksum; // hash64 over what follows the header
   unsigned char reserved[16];
 };
-static_assert(
-    sizeof(IdFileHeader) == 64,
-    "an id file's header must be 64 bytes");
+static_assert(sizeof(IdFileHeader) == 64, "an id file's header must be 64 bytes");
 
 struct IdFileFormat {
   const char* magic; // 8 characters

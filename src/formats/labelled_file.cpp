@@ -27,16 +27,14 @@ int64_t parse_label(std::string_view field) {
 
 } // namespace
 
-std::vector<LabelledText> read_labelled_texts(
-    const std::filesystem::path& path) {
+std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& path) {
   const std::string text = read_utf8_text(path, "labelled text file");
   std::vector<LabelledText> examples;
   const auto lines = split_lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     const auto line = lines[i];
     const size_t tab = line.find('\t');
-    const int64_t label =
-        tab == std::string_view::npos ? -1 : parse_label(line.substr(0, tab));
+    const int64_t label = tab == std::string_view::npos ? -1 : parse_label(line.substr(0, tab));
     if (label < 0) {
       throw UserError(fmt::format(
           "{}:{}: expected 'label<TAB>text' with a non-negative integer label, "

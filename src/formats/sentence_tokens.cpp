@@ -24,19 +24,13 @@ uint64_t bitmap_bytes(uint64_t count) {
 // Version 2 added the data checksum.
 const IdFileFormat& format() {
   static const IdFileFormat kFormat{
-      "XLPIECES",
-      2,
-      "pieces file",
-      "encode it with xl-prep --format xlnet",
-      bitmap_bytes};
+      "XLPIECES", 2, "pieces file", "encode it with xl-prep --format xlnet", bitmap_bytes};
   return kFormat;
 }
 
 } // namespace
 
-SentenceTokens encode_raw_text(
-    const std::filesystem::path& path,
-    const SentencePiece& model) {
+SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model) {
   const std::string text = read_utf8_text(path, "corpus file");
   SentenceTokens out;
   out.name = path.string();
@@ -66,23 +60,17 @@ void write_sentence_tokens(
     const std::filesystem::path& path,
     const SentenceTokens& tokens,
     const SentencePiece& model) {
-  TORCH_CHECK(
-      tokens.ids.size() == tokens.sent_ids.size(),
-      "ids and sentence ids differ in length");
+  TORCH_CHECK(tokens.ids.size() == tokens.sent_ids.size(), "ids and sentence ids differ in length");
   auto header = make_id_file_header(
-      format(),
-      tokens.ids.size(),
-      model.checksum(),
-      static_cast<uint64_t>(model.size()));
+      format(), tokens.ids.size(), model.checksum(), static_cast<uint64_t>(model.size()));
   std::string bytes(reinterpret_cast<const char*>(&header), sizeof(header));
   bytes.reserve(sizeof(header) + header.count * (header.width + 1));
   for (const int64_t id : tokens.ids) {
     TORCH_CHECK(id >= 0 && id < model.size(), "piece id ", id, " out of range");
   }
-  encode_ids(
-      tokens.ids, header.width, [&](const unsigned char* data, size_t n) {
-        bytes.append(reinterpret_cast<const char*>(data), n);
-      });
+  encode_ids(tokens.ids, header.width, [&](const unsigned char* data, size_t n) {
+    bytes.append(reinterpret_cast<const char*>(data), n);
+  });
   std::string bits(bitmap_bytes(header.count), '\0');
   for (size_t i = 0; i < tokens.sent_ids.size(); ++i) {
     if (tokens.sent_ids[i] != 0) {
@@ -90,24 +78,16 @@ void write_sentence_tokens(
     }
   }
   bytes += bits;
-  const uint64_t checksum =
-      hash64(bytes.data() + sizeof(header), bytes.size() - sizeof(header));
-  std::memcpy(
-      bytes.data() + offsetof(IdFileHeader, data_checksum),
-      &checksum,
-      sizeof(checksum));
+  const uint64_t checksum = hash64(bytes.data() + sizeof(header), bytes.size() - sizeof(header));
+  std::memcpy(bytes.data() + offsetof(IdFileHeader, data_checksum), &checksum, sizeof(checksum));
   atomic_write(path, bytes);
 }
 
-SentenceTokens read_sentence_tokens(
-    const std::filesystem::path& path,
-    const SentencePiece& model) {
+SentenceTokens read_sentence_tokens(const std::filesystem::path& path, const SentencePiece& model) {
   const std::string bytes = read_file(path, "encoded corpus");
   const auto* start = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto header = read_id_file_header(path, start, bytes.size(), format());
-  const auto fail = [&](const std::string& what) {
-    throw UserError(path.string() + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { throw UserError(path.string() + ": " + what); };
   if (header.vocab_checksum != model.checksum() ||
       header.vocab_size != static_cast<uint64_t>(model.size())) {
     fail(fmt::format(
@@ -126,8 +106,7 @@ SentenceTokens read_sentence_tokens(
         "re-run xl-prep");
   }
   const unsigned char* data = start + sizeof(header);
-  if (const int64_t i = first_id_at_or_above(
-          data, header.width, header.count, header.vocab_size);
+  if (const int64_t i = first_id_at_or_above(data, header.width, header.count, header.vocab_size);
       i >= 0) {
     fail(fmt::format(
         "piece id {} at position {} is outside the vocabulary of {} ({})",

@@ -18,33 +18,19 @@ namespace {
 
 constexpr std::string_view kWordMark = "\xe2\x96\x81"; // U+2581
 
-constexpr std::array<std::string_view, 9> kSpecialPieces = {
-    "<unk>",
-    "<s>",
-    "</s>",
-    "<cls>",
-    "<sep>",
-    "<pad>",
-    "<mask>",
-    "<eod>",
-    "<eop>"};
+constexpr std::array<std::string_view, 9> kSpecialPieces =
+    {"<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"};
 
 // data_utils.special_pieces, as written there (no ', <, = or >).
 constexpr std::string_view kStartPunctuation = "!\"#$%&()*+,-./:;?@[\\]^_`{|}~";
 
 bool is_start_piece(std::string_view piece) {
-  return piece.substr(0, kWordMark.size()) == kWordMark ||
-      piece.substr(0, 1) == "<" ||
-      (piece.size() == 1 &&
-       kStartPunctuation.find(piece[0]) != std::string_view::npos);
+  return piece.substr(0, kWordMark.size()) == kWordMark || piece.substr(0, 1) == "<" ||
+      (piece.size() == 1 && kStartPunctuation.find(piece[0]) != std::string_view::npos);
 }
 
-void replace_all(
-    std::string& text,
-    std::string_view from,
-    std::string_view to) {
-  for (size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size())) {
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
   }
 }
@@ -65,8 +51,7 @@ std::string normalize_text(std::string_view line) {
 }
 
 SentencePiece::SentencePiece(const std::filesystem::path& model)
-    : path_(model),
-      processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+    : path_(model), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   const std::string proto = read_file(model, "SentencePiece model");
   if (!processor_->LoadFromSerializedProto(proto).ok()) {
     throw UserError(model.string() + ": not a SentencePiece model");
@@ -100,8 +85,7 @@ const std::string& SentencePiece::piece(int64_t id) const {
   return processor_->IdToPiece(static_cast<int>(id));
 }
 
-std::vector<std::string> SentencePiece::encode_pieces(
-    std::string_view text) const {
+std::vector<std::string> SentencePiece::encode_pieces(std::string_view text) const {
   const std::string normalized = normalize_text(text);
   std::vector<std::string> pieces;
   for (auto& piece : processor_->EncodeAsPieces(normalized)) {
@@ -116,8 +100,7 @@ std::vector<std::string> SentencePiece::encode_pieces(
     auto split = processor_->EncodeAsPieces(digits);
     // The piece did not start a word, but encoding it alone added the mark: drop it.
     const bool marked = piece.compare(0, kWordMark.size(), kWordMark) == 0;
-    if (!marked && !split.empty() &&
-        split.front().compare(0, kWordMark.size(), kWordMark) == 0) {
+    if (!marked && !split.empty() && split.front().compare(0, kWordMark.size(), kWordMark) == 0) {
       if (split.front().size() == kWordMark.size()) {
         split.erase(split.begin());
       } else {

@@ -34,10 +34,7 @@ size_t whitespace_length(std::string_view s, size_t i) {
     const unsigned b1 = at(1);
     const unsigned b2 = at(2);
     if (b1 == 0x80) { // U+2000..U+200A, U+2028, U+2029, U+202F
-      return ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 ||
-              b2 == 0xaf)
-          ? 3
-          : 0;
+      return ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 || b2 == 0xaf) ? 3 : 0;
     }
     if (b1 == 0x81) { // U+205F
       return b2 == 0x9f ? 3 : 0;
@@ -54,12 +51,8 @@ size_t whitespace_length(std::string_view s, size_t i) {
 
 Utf8Check check_utf8(std::string_view text) {
   Utf8Check out;
-  const auto byte = [&](size_t i) {
-    return static_cast<unsigned char>(text[i]);
-  };
-  const auto continuation = [&](size_t i) {
-    return i < text.size() && (byte(i) & 0xc0U) == 0x80U;
-  };
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto continuation = [&](size_t i) { return i < text.size() && (byte(i) & 0xc0U) == 0x80U; };
   for (size_t i = 0; i < text.size();) {
     const unsigned c = byte(i);
     size_t length = 0;
@@ -69,14 +62,12 @@ Utf8Check check_utf8(std::string_view text) {
       length = continuation(i + 1) ? 2 : 0;
     } else if (c >= 0xe0 && c <= 0xef) {
       // no overlong forms (E0 needs A0..BF), no surrogates (ED needs 80..9F)
-      const bool second = continuation(i + 1) &&
-          (c != 0xe0 || byte(i + 1) >= 0xa0) &&
+      const bool second = continuation(i + 1) && (c != 0xe0 || byte(i + 1) >= 0xa0) &&
           (c != 0xed || byte(i + 1) < 0xa0);
       length = second && continuation(i + 2) ? 3 : 0;
     } else if (c >= 0xf0 && c <= 0xf4) {
       // no overlong forms (F0 needs 90..BF), nothing above U+10FFFF (F4 needs 80..8F)
-      const bool second = continuation(i + 1) &&
-          (c != 0xf0 || byte(i + 1) >= 0x90) &&
+      const bool second = continuation(i + 1) && (c != 0xf0 || byte(i + 1) >= 0x90) &&
           (c != 0xf4 || byte(i + 1) < 0x90);
       length = second && continuation(i + 2) && continuation(i + 3) ? 4 : 0;
     }
@@ -92,16 +83,11 @@ Utf8Check check_utf8(std::string_view text) {
   return out;
 }
 
-std::string read_utf8_text(
-    const std::filesystem::path& path,
-    const std::string& what) {
+std::string read_utf8_text(const std::filesystem::path& path, const std::string& what) {
   std::string text = read_file(path, what);
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
     throw UserError(fmt::format(
-        "{} {} is not text: it holds a NUL byte (at byte {})",
-        what,
-        path.string(),
-        nul));
+        "{} {} is not text: it holds a NUL byte (at byte {})", what, path.string(), nul));
   }
   const auto check = check_utf8(text);
   if (check.invalid * 100 > text.size()) {
@@ -176,8 +162,7 @@ std::vector<std::string_view> split_sentences(std::string_view line) {
   }
   // From the first word's start to the last word's end: the stripped line.
   const size_t first = static_cast<size_t>(words.front().data() - line.data());
-  const size_t last = static_cast<size_t>(
-      words.back().data() + words.back().size() - line.data());
+  const size_t last = static_cast<size_t>(words.back().data() + words.back().size() - line.data());
   std::vector<std::string_view> sentences;
   size_t start = first;
   size_t i = first;

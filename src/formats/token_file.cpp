@@ -19,10 +19,7 @@ namespace {
 
 const IdFileFormat& format() {
   static const IdFileFormat kFormat{
-      "XLTOKENS",
-      TokenFile::kFormatVersion,
-      "token file",
-      "encode corpora with xl-prep"};
+      "XLTOKENS", TokenFile::kFormatVersion, "token file", "encode corpora with xl-prep"};
   return kFormat;
 }
 
@@ -33,10 +30,7 @@ void write_token_file(
     const std::vector<int64_t>& ids,
     const Vocab& vocab) {
   auto header = make_id_file_header(
-      format(),
-      ids.size(),
-      vocab.checksum(),
-      static_cast<uint64_t>(vocab.size()));
+      format(), ids.size(), vocab.checksum(), static_cast<uint64_t>(vocab.size()));
   for (size_t i = 0; i < ids.size(); ++i) {
     TORCH_CHECK(
         ids[i] >= 0 && ids[i] < vocab.size(),
@@ -55,9 +49,7 @@ void write_token_file(
   header.data_checksum = checksum;
   atomic_write(path, [&](const ByteSink& sink) {
     sink(&header, sizeof(header));
-    encode_ids(ids, header.width, [&](const unsigned char* data, size_t n) {
-      sink(data, n);
-    });
+    encode_ids(ids, header.width, [&](const unsigned char* data, size_t n) { sink(data, n); });
   });
 }
 
@@ -68,8 +60,8 @@ TokenFile::TokenFile(
     : path_(path) {
   map();
   try {
-    const auto header = read_id_file_header(
-        path, static_cast<const unsigned char*>(map_), map_size_, format());
+    const auto header =
+        read_id_file_header(path, static_cast<const unsigned char*>(map_), map_size_, format());
     if (header.vocab_checksum != vocab.checksum() ||
         header.vocab_size != static_cast<uint64_t>(vocab.size())) {
       throw UserError(fmt::format(
@@ -96,14 +88,11 @@ TokenFile::TokenFile(
 void TokenFile::map() {
   std::error_code ec;
   if (!std::filesystem::exists(path_, ec)) {
-    throw UserError(
-        "token file not found: " + path_.string() + " (run xl-prep first)");
+    throw UserError("token file not found: " + path_.string() + " (run xl-prep first)");
   }
   const int fd = ::open(path_.c_str(), O_RDONLY);
   if (fd < 0) {
-    throw UserError(
-        "cannot open token file " + path_.string() + ": " +
-        std::strerror(errno));
+    throw UserError("cannot open token file " + path_.string() + ": " + std::strerror(errno));
   }
   struct stat st {};
   ::fstat(fd, &st);
@@ -116,15 +105,12 @@ void TokenFile::map() {
   ::close(fd);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
-    throw UserError(
-        "cannot map token file " + path_.string() + ": " +
-        std::strerror(errno));
+    throw UserError("cannot map token file " + path_.string() + ": " + std::strerror(errno));
   }
 }
 
-void TokenFile::check_data(
-    const IdFileHeader& header,
-    const std::filesystem::path& vocab_path) const {
+void TokenFile::check_data(const IdFileHeader& header, const std::filesystem::path& vocab_path)
+    const {
   // One pass over the data: its checksum, and every id against the vocabulary.
   const size_t bytes = map_size_ - sizeof(header);
   uint64_t checksum = 0;
@@ -133,8 +119,7 @@ void TokenFile::check_data(
     const size_t n = std::min(kIdFileBlock, bytes - at);
     checksum = hash64(data_ + at, n, checksum);
     if (outside < 0) {
-      const int64_t i = first_id_at_or_above(
-          data_ + at, width_, n / width_, header.vocab_size);
+      const int64_t i = first_id_at_or_above(data_ + at, width_, n / width_, header.vocab_size);
       outside = i < 0 ? -1 : static_cast<int64_t>(at / width_) + i;
     }
   }
@@ -221,8 +206,7 @@ torch::Tensor TokenFile::slice(int64_t start, int64_t length) const {
   // Little-endian hosts only (x86-64, aarch64): the on-disk layout is the
   // in-memory one.
   const auto dtype = width_ == 2 ? torch::kUInt16 : torch::kUInt32;
-  return torch::from_blob(const_cast<void*>(base), {length}, dtype)
-      .to(torch::kInt64);
+  return torch::from_blob(const_cast<void*>(base), {length}, dtype).to(torch::kInt64);
 }
 
 } // namespace xl::formats

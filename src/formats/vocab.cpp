@@ -77,18 +77,15 @@ Vocab Vocab::build_word(
     }
   }
   // Counter.most_common: descending count, ties in first-seen order.
-  std::stable_sort(
-      entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-        return a.count > b.count;
-      });
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.count > b.count;
+  });
   std::vector<std::string> tokens = specials;
   for (const auto& e : entries) {
-    if (e.count < min_freq ||
-        (max_size && static_cast<int64_t>(tokens.size()) >= *max_size)) {
+    if (e.count < min_freq || (max_size && static_cast<int64_t>(tokens.size()) >= *max_size)) {
       break; // sorted by count: the rest are rarer still
     }
-    if (std::find(specials.begin(), specials.end(), e.token) ==
-        specials.end()) {
+    if (std::find(specials.begin(), specials.end(), e.token) == specials.end()) {
       tokens.push_back(e.token);
     }
   }
@@ -109,9 +106,7 @@ Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
       order.push_back(b);
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return counts[a] > counts[b];
-  });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
   std::vector<std::string> tokens;
   for (const int b : order) {
     tokens.emplace_back(1, static_cast<char>(b));
@@ -120,12 +115,9 @@ Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
 }
 
 void Vocab::save(const std::filesystem::path& path) const {
-  std::string out =
-      fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
+  std::string out = fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
   for (const auto& t : tokens_) {
-    out += kind_ == VocabKind::kByte
-        ? std::to_string(static_cast<unsigned char>(t[0]))
-        : t;
+    out += kind_ == VocabKind::kByte ? std::to_string(static_cast<unsigned char>(t[0])) : t;
     out += '\n';
   }
   atomic_write(path, out);
@@ -138,8 +130,7 @@ UserError not_a_vocabulary(
     const std::filesystem::path& path,
     size_t line,
     const std::string& what) {
-  return UserError(fmt::format(
-      "{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
+  return UserError(fmt::format("{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
 }
 
 // The kind and the declared token count of the header line.
@@ -152,8 +143,7 @@ std::pair<VocabKind, int64_t> read_header(
   } else if (header.find(" kind=byte ") != std::string::npos) {
     kind = VocabKind::kByte;
   } else {
-    throw not_a_vocabulary(
-        path, 1, "expected kind=word or kind=byte in the header");
+    throw not_a_vocabulary(path, 1, "expected kind=word or kind=byte in the header");
   }
   const auto size_at = header.find(" size=");
   if (size_at == std::string::npos) {
@@ -163,12 +153,9 @@ std::pair<VocabKind, int64_t> read_header(
   char* end = nullptr;
   errno = 0;
   const int64_t declared = std::strtoll(digits.c_str(), &end, 10);
-  if (end == digits.c_str() || errno == ERANGE || declared < 0 ||
-      (*end != '\0' && *end != ' ')) {
+  if (end == digits.c_str() || errno == ERANGE || declared < 0 || (*end != '\0' && *end != ' ')) {
     throw not_a_vocabulary(
-        path,
-        1,
-        "expected size=N (a count) in the header, found '" + digits + "'");
+        path, 1, "expected size=N (a count) in the header, found '" + digits + "'");
   }
   return {kind, declared};
 }
@@ -192,8 +179,7 @@ std::string read_token(
   } catch (const std::exception&) {
   }
   if (value < 0 || value > 255 || std::to_string(value) != s) {
-    throw not_a_vocabulary(
-        path, number, "expected a byte value 0..255, found '" + s + "'");
+    throw not_a_vocabulary(path, number, "expected a byte value 0..255, found '" + s + "'");
   }
   return std::string(1, static_cast<char>(value));
 }
@@ -205,9 +191,7 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   const auto lines = split_lines(text);
   if (lines.empty() || lines[0].rfind(kHeader, 0) != 0) {
     throw not_a_vocabulary(
-        path,
-        1,
-        std::string("expected a first line starting with '") + kHeader + "'");
+        path, 1, std::string("expected a first line starting with '") + kHeader + "'");
   }
   const auto [kind, declared] = read_header(path, std::string(lines[0]));
   std::vector<std::string> tokens;
@@ -218,10 +202,7 @@ Vocab Vocab::load(const std::filesystem::path& path) {
     throw not_a_vocabulary(
         path,
         lines.size(),
-        fmt::format(
-            "header says {} tokens, file has {} (truncated?)",
-            declared,
-            tokens.size()));
+        fmt::format("header says {} tokens, file has {} (truncated?)", declared, tokens.size()));
   }
   Vocab vocab(kind, std::move(tokens));
   if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
@@ -239,22 +220,18 @@ const std::string& Vocab::token(int64_t id) const {
   return tokens_.at(static_cast<size_t>(id));
 }
 
-std::vector<int64_t> Vocab::encode_file(
-    const std::filesystem::path& path) const {
+std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const {
   return encode(read_corpus(path), path.string());
 }
 
-std::vector<int64_t> Vocab::encode(
-    std::string_view text,
-    const std::string& where,
-    bool open_end) const {
+std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& where, bool open_end)
+    const {
   std::vector<int64_t> ids;
   if (kind_ == VocabKind::kByte) {
     std::array<int64_t, 256> table;
     table.fill(-1);
     for (size_t i = 0; i < tokens_.size(); ++i) {
-      table[static_cast<unsigned char>(tokens_[i][0])] =
-          static_cast<int64_t>(i);
+      table[static_cast<unsigned char>(tokens_[i][0])] = static_cast<int64_t>(i);
     }
     ids.reserve(text.size());
     for (size_t i = 0; i < text.size(); ++i) {
@@ -274,14 +251,12 @@ std::vector<int64_t> Vocab::encode(
   const int64_t eos = index("<eos>");
   const int64_t unk = index("<unk>");
   if (eos < 0) {
-    throw UserError(
-        "the word vocabulary has no <eos> token; cannot encode " + where);
+    throw UserError("the word vocabulary has no <eos> token; cannot encode " + where);
   }
   ids.reserve(text.size() / 5);
   const auto lines = split_lines(text);
   // A prompt's unfinished last line is continued, not ended.
-  const bool continued =
-      open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  const bool continued = open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
   size_t line_number = 0;
   for (const auto line : lines) {
     ++line_number;
@@ -308,8 +283,7 @@ std::vector<int64_t> Vocab::encode(
   return ids;
 }
 
-std::string Vocab::decode(const std::vector<int64_t>& ids, bool after_word)
-    const {
+std::string Vocab::decode(const std::vector<int64_t>& ids, bool after_word) const {
   std::string text;
   for (const int64_t id : ids) {
     const std::string& t = token(id);

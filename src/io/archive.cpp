@@ -8,9 +8,7 @@ namespace xl::io {
 
 namespace {
 
-c10::IValue read_value(
-    torch::serialize::InputArchive& archive,
-    const std::string& key) {
+c10::IValue read_value(torch::serialize::InputArchive& archive, const std::string& key) {
   c10::IValue value;
   TORCH_CHECK(archive.try_read(key, value), "archive has no entry '", key, "'");
   return value;
@@ -18,17 +16,11 @@ c10::IValue read_value(
 
 } // namespace
 
-void write_int(
-    torch::serialize::OutputArchive& archive,
-    const std::string& key,
-    int64_t value) {
+void write_int(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value) {
   archive.write(key, c10::IValue(value));
 }
 
-void write_double(
-    torch::serialize::OutputArchive& archive,
-    const std::string& key,
-    double value) {
+void write_double(torch::serialize::OutputArchive& archive, const std::string& key, double value) {
   archive.write(key, c10::IValue(value));
 }
 
@@ -39,25 +31,19 @@ void write_string(
   archive.write(key, c10::IValue(value));
 }
 
-int64_t read_int(
-    torch::serialize::InputArchive& archive,
-    const std::string& key) {
+int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key) {
   const auto value = read_value(archive, key);
   TORCH_CHECK(value.isInt(), "archive entry '", key, "' is not an integer");
   return value.toInt();
 }
 
-double read_double(
-    torch::serialize::InputArchive& archive,
-    const std::string& key) {
+double read_double(torch::serialize::InputArchive& archive, const std::string& key) {
   const auto value = read_value(archive, key);
   TORCH_CHECK(value.isDouble(), "archive entry '", key, "' is not a number");
   return value.toDouble();
 }
 
-std::string read_string(
-    torch::serialize::InputArchive& archive,
-    const std::string& key) {
+std::string read_string(torch::serialize::InputArchive& archive, const std::string& key) {
   const auto value = read_value(archive, key);
   TORCH_CHECK(value.isString(), "archive entry '", key, "' is not a string");
   return value.toStringRef();
@@ -131,8 +117,7 @@ void read_matching(
   for (auto& child : module.named_children()) {
     torch::serialize::InputArchive sub;
     if (archive.try_read(child.key(), sub)) {
-      read_matching(
-          sub, *child.value(), prefix + child.key() + ".", left, wrong);
+      read_matching(sub, *child.value(), prefix + child.key() + ".", left, wrong);
     } else {
       for (const auto& p : child.value()->named_parameters()) {
         left.push_back(prefix + child.key() + "." + p.key());
@@ -156,10 +141,7 @@ std::vector<std::string> read_module_matching(
     read_matching(sub, module, "", left, wrong);
   } catch (const c10::Error& e) {
     throw UserError(fmt::format(
-        "{}: cannot read the tensors of '{}': {}",
-        what,
-        key,
-        e.what_without_backtrace()));
+        "{}: cannot read the tensors of '{}': {}", what, key, e.what_without_backtrace()));
   }
   if (!wrong.empty()) {
     throw UserError(fmt::format(

@@ -26,8 +26,7 @@ std::optional<std::vector<T>> integers(const nlohmann::json& array) {
   }
   std::vector<T> out;
   for (const auto& v : array) {
-    if (!(std::is_signed_v<T> ? v.is_number_integer()
-                              : v.is_number_unsigned())) {
+    if (!(std::is_signed_v<T> ? v.is_number_integer() : v.is_number_unsigned())) {
       return std::nullopt;
     }
     out.push_back(v.get<T>());
@@ -59,14 +58,11 @@ const char* dtype_name(torch::ScalarType type) {
       return d.name;
     }
   }
-  throw UserError(
-      std::string("safetensors: unsupported dtype ") + c10::toString(type));
+  throw UserError(std::string("safetensors: unsupported dtype ") + c10::toString(type));
 }
 
 // A file that breaks the format.
-UserError not_safetensors(
-    const std::filesystem::path& path,
-    const std::string& what) {
+UserError not_safetensors(const std::filesystem::path& path, const std::string& what) {
   return UserError(path.string() + ": not a valid safetensors file: " + what);
 }
 
@@ -83,15 +79,10 @@ std::pair<nlohmann::json, size_t> read_header(
   }
   if (header_size > bytes.size() - 8) {
     throw not_safetensors(
-        path,
-        fmt::format(
-            "header of {} bytes in a file of {} bytes",
-            header_size,
-            bytes.size()));
+        path, fmt::format("header of {} bytes in a file of {} bytes", header_size, bytes.size()));
   }
   try {
-    return {
-        nlohmann::json::parse(bytes.substr(8, header_size)), 8 + header_size};
+    return {nlohmann::json::parse(bytes.substr(8, header_size)), 8 + header_size};
   } catch (const nlohmann::json::exception& e) {
     throw not_safetensors(path, std::string("header is not JSON: ") + e.what());
   }
@@ -99,10 +90,7 @@ std::pair<nlohmann::json, size_t> read_header(
 
 // The bytes a tensor of `type` and `shape` takes, or more than `data_size` where that is more
 // than the file holds (checked before anything is allocated).
-size_t claimed_bytes(
-    c10::ScalarType type,
-    const std::vector<int64_t>& shape,
-    size_t data_size) {
+size_t claimed_bytes(c10::ScalarType type, const std::vector<int64_t>& shape, size_t data_size) {
   size_t nbytes = c10::elementSize(type);
   for (const int64_t d : shape) {
     if (d < 0 || (d > 0 && nbytes > data_size / static_cast<size_t>(d))) {
@@ -141,12 +129,11 @@ torch::Tensor read_tensor(
     }
   }
   if (found == nullptr) {
-    throw not_safetensors(
-        path, fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
+    throw not_safetensors(path, fmt::format("tensor '{}' has unsupported dtype {}", name, dtype));
   }
   const size_t nbytes = claimed_bytes(found->type, shape, data_size);
-  if (offsets.size() != 2 || offsets[1] < offsets[0] ||
-      offsets[1] > data_size || offsets[1] - offsets[0] != nbytes) {
+  if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size ||
+      offsets[1] - offsets[0] != nbytes) {
     throw not_safetensors(
         path,
         fmt::format(
@@ -180,11 +167,9 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
         continue;
       }
       out.tensors_.emplace(
-          name,
-          read_tensor(path, name, entry, bytes.data() + data_start, data_size));
+          name, read_tensor(path, name, entry, bytes.data() + data_start, data_size));
     } catch (const nlohmann::json::exception& e) {
-      throw not_safetensors(
-          path, fmt::format("entry '{}': {}", name, e.what()));
+      throw not_safetensors(path, fmt::format("entry '{}': {}", name, e.what()));
     }
   }
   return out;

@@ -112,8 +112,7 @@ bool read_entry(const Reader& r, uint64_t at, Entry& entry) {
     const uint64_t len = r.get(x + 2, 2);
     if (id == 1) {
       uint64_t f = x + 4;
-      for (uint64_t* field :
-           {&entry.uncompressed, &entry.compressed, &entry.local}) {
+      for (uint64_t* field : {&entry.uncompressed, &entry.compressed, &entry.local}) {
         if (*field == kMax32 && f + 8 <= x + 4 + len && f + 8 <= extra_end) {
           *field = r.get(f, 8);
           f += 8;
@@ -131,11 +130,9 @@ std::string record_error(const Reader& r, const Entry& entry) {
   if (!r.has(entry.local, 30) || r.get(entry.local, 4) != kLocal) {
     return fmt::format("record '{}' has no local header", entry.name);
   }
-  const uint64_t start = entry.local + 30 + r.get(entry.local + 26, 2) +
-      r.get(entry.local + 28, 2);
+  const uint64_t start = entry.local + 30 + r.get(entry.local + 26, 2) + r.get(entry.local + 28, 2);
   if (!r.has(start, entry.compressed)) {
-    return fmt::format(
-        "record '{}' runs past the end of the archive", entry.name);
+    return fmt::format("record '{}' runs past the end of the archive", entry.name);
   }
   if (entry.method == 0) {
     if (entry.compressed != entry.uncompressed) {

@@ -17,13 +17,9 @@ namespace {
 using Flat = std::map<std::string, torch::Tensor>;
 
 // The entries of `flat` under `prefix`, nested as io::write_module nests a module's.
-void nest(
-    torch::serialize::OutputArchive& archive,
-    const Flat& flat,
-    const std::string& prefix) {
+void nest(torch::serialize::OutputArchive& archive, const Flat& flat, const std::string& prefix) {
   std::vector<std::string> children;
-  for (auto it = flat.lower_bound(prefix);
-       it != flat.end() && it->first.rfind(prefix, 0) == 0;
+  for (auto it = flat.lower_bound(prefix); it != flat.end() && it->first.rfind(prefix, 0) == 0;
        ++it) {
     const std::string rest = it->first.substr(prefix.size());
     const auto dot = rest.find('.');
@@ -56,8 +52,7 @@ void average_checkpoints(
     const auto info = run::load_checkpoint(inputs[i], archive);
     const Flat weights = io::read_tensors(archive, "model");
     if (weights.empty()) {
-      throw UserError(
-          fmt::format("{} holds no model weights", inputs[i].string()));
+      throw UserError(fmt::format("{} holds no model weights", inputs[i].string()));
     }
     if (i == 0) {
       newest = info;
@@ -67,18 +62,12 @@ void average_checkpoints(
       }
       continue;
     }
-    run::require_matching_config(
-        inputs[i], info.config, newest.config, {"model", "data"});
-    run::require_same_vocabulary(
-        inputs[i], info.vocabulary, newest.vocabulary, inputs.front());
+    run::require_matching_config(inputs[i], info.config, newest.config, {"model", "data"});
+    run::require_same_vocabulary(inputs[i], info.vocabulary, newest.vocabulary, inputs.front());
     const bool same_names = weights.size() == sums.size() &&
-        std::equal(weights.begin(),
-                   weights.end(),
-                   sums.begin(),
-                   [](const auto& a, const auto& b) {
-                     return a.first == b.first &&
-                         a.second.sizes() == b.second.sizes();
-                   });
+        std::equal(weights.begin(), weights.end(), sums.begin(), [](const auto& a, const auto& b) {
+                              return a.first == b.first && a.second.sizes() == b.second.sizes();
+                            });
     if (!same_names) {
       throw UserError(fmt::format(
           "{} holds other tensors than {}: they are not checkpoints of one model",
@@ -95,8 +84,7 @@ void average_checkpoints(
   // The mean in each tensor's own type (float32 weights stay float32).
   Flat mean;
   for (auto& [name, sum] : sums) {
-    mean[name] =
-        sum.div_(static_cast<double>(inputs.size())).to(types.at(name));
+    mean[name] = sum.div_(static_cast<double>(inputs.size())).to(types.at(name));
   }
   save_checkpoint(out, newest, [&](torch::serialize::OutputArchive& archive) {
     torch::serialize::OutputArchive model;

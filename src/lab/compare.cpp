@@ -50,14 +50,11 @@ std::vector<CurvePoint> points(const std::map<int64_t, double>& by_step) {
 }
 
 std::string number(std::optional<double> value, int digits = 4) {
-  return value && std::isfinite(*value) ? fmt::format("{:.{}f}", *value, digits)
-                                        : "";
+  return value && std::isfinite(*value) ? fmt::format("{:.{}f}", *value, digits) : "";
 }
 
 // The metric of a loss in `unit` ("ppl": e^loss, "bpc": loss / ln 2).
-std::optional<double> metric_of(
-    const std::string& unit,
-    std::optional<double> loss) {
+std::optional<double> metric_of(const std::string& unit, std::optional<double> loss) {
   if (!loss) {
     return std::nullopt;
   }
@@ -78,8 +75,7 @@ class MetricsFold {
 
   void add(const nlohmann::json& r) {
     ++summary_.records;
-    const bool evaluation =
-        r.contains("mode"); // xl-eval's, written after the training
+    const bool evaluation = r.contains("mode"); // xl-eval's, written after the training
     track_time(r, evaluation);
     if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
       return;
@@ -95,8 +91,7 @@ class MetricsFold {
       summary_.evaluations
           [split + "/" + r["mode"].get<std::string>() +
            (r.value("partial", false) ? " (partial)" : "") +
-           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)"
-                                        : "")] = loss;
+           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)" : "")] = loss;
     } else if (split == "train") {
       train_[r.value("step", int64_t{0})] = loss;
     } else if (split == "valid") {
@@ -110,8 +105,7 @@ class MetricsFold {
     summary_.valid = points(valid_);
     summary_.steps = train_.empty() ? 0 : train_.rbegin()->first;
     for (const auto& [step, loss] : valid_) {
-      summary_.best_valid_loss =
-          std::min(summary_.best_valid_loss.value_or(loss), loss);
+      summary_.best_valid_loss = std::min(summary_.best_valid_loss.value_or(loss), loss);
     }
   }
 
@@ -150,13 +144,11 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
   try {
     summary.config = run::flatten_config(read_file(config_path, "run config"));
   } catch (const std::exception& e) {
-    throw UserError(
-        fmt::format("{}: not a run directory ({})", dir.string(), e.what()));
+    throw UserError(fmt::format("{}: not a run directory ({})", dir.string(), e.what()));
   }
   std::ifstream in(dir / "metrics.jsonl");
   if (!in) {
-    throw UserError(
-        fmt::format("{}: no metrics.jsonl (not trained yet?)", dir.string()));
+    throw UserError(fmt::format("{}: no metrics.jsonl (not trained yet?)", dir.string()));
   }
   MetricsFold fold(summary);
   for (std::string line; std::getline(in, line);) {
@@ -248,8 +240,7 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
         r.best_valid_loss ? cell(r.metric, r.best_valid_loss) : ""};
     for (const auto& name : evaluations) {
       const auto it = r.evaluations.find(name);
-      row.push_back(
-          it == r.evaluations.end() ? "" : cell(r.metric, it->second));
+      row.push_back(it == r.evaluations.end() ? "" : cell(r.metric, it->second));
     }
     for (const auto& key : differing) {
       const auto it = r.config.find(key);

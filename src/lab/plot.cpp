@@ -46,8 +46,7 @@ double tick_step(double lo, double hi, int count) {
 }
 
 std::string tick_label(double value, double step) {
-  const int digits =
-      step >= 1.0 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
+  const int digits = step >= 1.0 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
   return fmt::format("{:.{}f}", value, digits);
 }
 
@@ -70,9 +69,7 @@ struct Frame {
 };
 
 // The steps and losses of every finite point, padded by 5% of the loss range.
-Frame frame_for(
-    const std::vector<RunSummary>& runs,
-    const PlotOptions& options) {
+Frame frame_for(const std::vector<RunSummary>& runs, const PlotOptions& options) {
   Frame f;
   f.right = options.width - 330.0;
   f.bottom = options.height - 60.0;
@@ -116,8 +113,7 @@ void draw_axes(cairo_t* cr, const Frame& f, const PlotOptions& options) {
     cairo_move_to(cr, f.x_of(x) - 4.0 * label.size(), f.bottom + 18);
     cairo_show_text(cr, label.c_str());
   }
-  for (double y = std::ceil(f.y_min / y_step) * y_step; y <= f.y_max;
-       y += y_step) {
+  for (double y = std::ceil(f.y_min / y_step) * y_step; y <= f.y_max; y += y_step) {
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
     cairo_move_to(cr, f.left, f.y_of(y));
     cairo_line_to(cr, f.right, f.y_of(y));
@@ -138,11 +134,7 @@ void draw_axes(cairo_t* cr, const Frame& f, const PlotOptions& options) {
 
 // One run's curve: a line through its finite points (a gap at each non-finite one), with
 // points on the validation curve.
-void draw_curve(
-    cairo_t* cr,
-    const Frame& f,
-    const std::vector<CurvePoint>& curve,
-    bool valid) {
+void draw_curve(cairo_t* cr, const Frame& f, const std::vector<CurvePoint>& curve, bool valid) {
   cairo_set_line_width(cr, valid ? 3.0 : 1.2);
   bool drawing = false;
   for (const auto& p : curve) {
@@ -161,23 +153,14 @@ void draw_curve(
   }
   for (const auto& p : curve) {
     if (std::isfinite(p.loss)) {
-      cairo_arc(
-          cr,
-          f.x_of(static_cast<double>(p.step)),
-          f.y_of(p.loss),
-          4,
-          0,
-          2 * M_PI);
+      cairo_arc(cr, f.x_of(static_cast<double>(p.step)), f.y_of(p.loss), 4, 0, 2 * M_PI);
       cairo_fill(cr);
     }
   }
 }
 
 // Each run's colour and folder name, right of the plot area.
-void draw_legend(
-    cairo_t* cr,
-    const Frame& f,
-    const std::vector<RunSummary>& runs) {
+void draw_legend(cairo_t* cr, const Frame& f, const std::vector<RunSummary>& runs) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const double y = f.top + 10 + 22.0 * static_cast<double>(i);
     set_colour(cr, i);
@@ -195,14 +178,11 @@ void draw_legend(
 
 std::string encode_png(cairo_surface_t* surface) {
   std::string png;
-  const auto append =
-      [](void* closure, const unsigned char* data, unsigned int size) {
-        static_cast<std::string*>(closure)->append(
-            reinterpret_cast<const char*>(data), size);
-        return CAIRO_STATUS_SUCCESS;
-      };
-  if (cairo_surface_write_to_png_stream(surface, append, &png) !=
-      CAIRO_STATUS_SUCCESS) {
+  const auto append = [](void* closure, const unsigned char* data, unsigned int size) {
+    static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), size);
+    return CAIRO_STATUS_SUCCESS;
+  };
+  if (cairo_surface_write_to_png_stream(surface, append, &png) != CAIRO_STATUS_SUCCESS) {
     throw std::runtime_error("cairo could not encode the plot as PNG");
   }
   return png;
@@ -214,31 +194,22 @@ std::array<uint8_t, 3> run_colour(size_t i) {
   return kPalette[i % kPalette.size()];
 }
 
-std::string plot_curves(
-    const std::vector<RunSummary>& runs,
-    const PlotOptions& options) {
+std::string plot_curves(const std::vector<RunSummary>& runs, const PlotOptions& options) {
   const Frame frame = frame_for(runs, options);
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
-      cairo_image_surface_create(
-          CAIRO_FORMAT_RGB24, options.width, options.height),
+      cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height),
       cairo_surface_destroy);
   std::unique_ptr<cairo_t, decltype(&cairo_destroy)> context(
       cairo_create(surface.get()), cairo_destroy);
   cairo_t* cr = context.get();
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
-  cairo_select_font_face(
-      cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, 13);
   draw_axes(cr, frame, options);
   // The curves, clipped to the plot area, then the legend.
   cairo_save(cr);
-  cairo_rectangle(
-      cr,
-      frame.left,
-      frame.top,
-      frame.right - frame.left,
-      frame.bottom - frame.top);
+  cairo_rectangle(cr, frame.left, frame.top, frame.right - frame.left, frame.bottom - frame.top);
   cairo_clip(cr);
   for (size_t i = 0; i < runs.size(); ++i) {
     set_colour(cr, i);

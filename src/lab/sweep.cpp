@@ -18,8 +18,8 @@ namespace xl::lab {
 namespace {
 
 bool name_character(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' ||
-      c == '_' || c == '+' || c == '-';
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '+' ||
+      c == '-';
 }
 
 // A value as part of a directory name: "[200,2000]" -> "200-2000"; brackets, braces and
@@ -55,9 +55,7 @@ std::vector<std::string> split_words(const std::string& text) {
 }
 
 // The sweep names its runs' folders; an override of either would train elsewhere.
-void refuse_run_location(
-    const std::string& where,
-    const std::string& assignment) {
+void refuse_run_location(const std::string& where, const std::string& assignment) {
   const std::string key = assignment.substr(0, assignment.find('='));
   if (key == "run.name" || key == "run.dir" || key == "run") {
     throw UserError(fmt::format(
@@ -72,9 +70,8 @@ void refuse_run_location(
 GridAxis parse_grid_axis(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw UserError(fmt::format(
-        "--grid {}: expected KEY=V1,V2,... (e.g. train.lr=0.001,0.00025)",
-        text));
+    throw UserError(
+        fmt::format("--grid {}: expected KEY=V1,V2,... (e.g. train.lr=0.001,0.00025)", text));
   }
   refuse_run_location("--grid " + text, text);
   GridAxis axis{text.substr(0, eq), {}};
@@ -97,8 +94,7 @@ GridAxis parse_grid_axis(const std::string& text) {
 
 SweepVariant parse_variant(const std::string& text) {
   auto words = split_words(text);
-  if (words.empty() ||
-      !std::all_of(words[0].begin(), words[0].end(), name_character) ||
+  if (words.empty() || !std::all_of(words[0].begin(), words[0].end(), name_character) ||
       words[0].find('=') != std::string::npos) {
     throw UserError(fmt::format(
         "--variant '{}': expected a name (letters, digits, ._+-) then KEY=VALUE overrides, "
@@ -107,9 +103,7 @@ SweepVariant parse_variant(const std::string& text) {
   }
   if (const auto problem = plain_name_problem(words[0]); !problem.empty()) {
     throw UserError(fmt::format(
-        "--variant '{}': expected a plain name for the run's folder, {}",
-        text,
-        problem));
+        "--variant '{}': expected a plain name for the run's folder, {}", text, problem));
   }
   if (words[0] == kSweepTable || words[0] == kSweepCurves) {
     throw UserError(fmt::format(
@@ -119,8 +113,7 @@ SweepVariant parse_variant(const std::string& text) {
   }
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i].find('=') == std::string::npos) {
-      throw UserError(fmt::format(
-          "--variant '{}': '{}' is no KEY=VALUE override", text, words[i]));
+      throw UserError(fmt::format("--variant '{}': '{}' is no KEY=VALUE override", text, words[i]));
     }
     refuse_run_location("--variant '" + text + "'", words[i]);
   }
@@ -129,21 +122,17 @@ SweepVariant parse_variant(const std::string& text) {
 
 std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
   if (spec.variants.empty() && spec.grid.empty()) {
-    throw UserError(
-        "a sweep needs a --grid KEY=V1,V2,... or a --variant 'NAME KEY=VALUE ...'");
+    throw UserError("a sweep needs a --grid KEY=V1,V2,... or a --variant 'NAME KEY=VALUE ...'");
   }
   for (const auto& assignment : spec.common) {
     refuse_run_location("--set " + assignment, assignment);
   }
   // Every combination of the grid, the last axis fastest: (name parts, overrides).
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>
-      points{{}};
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> points{{}};
   for (const auto& axis : spec.grid) {
     const auto dot = axis.key.rfind('.');
-    const std::string short_key =
-        dot == std::string::npos ? axis.key : axis.key.substr(dot + 1);
-    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>
-        next;
+    const std::string short_key = dot == std::string::npos ? axis.key : axis.key.substr(dot + 1);
+    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> next;
     for (const auto& point : points) {
       for (const auto& value : axis.values) {
         auto grown = point;
@@ -168,16 +157,11 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
       run.name = fmt::format("{}", fmt::join(name_parts, ","));
       if (!names.insert(run.name).second) {
         throw UserError(fmt::format(
-            "two runs of the sweep would be named '{}': give the variants other names",
-            run.name));
+            "two runs of the sweep would be named '{}': give the variants other names", run.name));
       }
       run.overrides = spec.common;
-      run.overrides.insert(
-          run.overrides.end(),
-          variant.overrides.begin(),
-          variant.overrides.end());
-      run.overrides.insert(
-          run.overrides.end(), grid_overrides.begin(), grid_overrides.end());
+      run.overrides.insert(run.overrides.end(), variant.overrides.begin(), variant.overrides.end());
+      run.overrides.insert(run.overrides.end(), grid_overrides.begin(), grid_overrides.end());
       run.overrides.push_back("run.name=" + run.name);
       run.overrides.push_back("run.dir=" + (spec.dir / run.name).string());
       run.config = config::load(spec.config, run.overrides);
@@ -188,8 +172,7 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
 }
 
 RunState run_state(const SweepRun& run) {
-  const auto checkpoint =
-      run::paths_of(run::directory_of(run.config)).last_checkpoint();
+  const auto checkpoint = run::paths_of(run::directory_of(run.config)).last_checkpoint();
   if (!std::filesystem::exists(checkpoint)) {
     return RunState::kNew;
   }
@@ -199,10 +182,7 @@ RunState run_state(const SweepRun& run) {
     return RunState::kInterrupted;
   }
   run::require_matching_config(
-      checkpoint,
-      info.config,
-      config::dump(run.config),
-      {"model", "data", "train"});
+      checkpoint, info.config, config::dump(run.config), {"model", "data", "train"});
   return RunState::kFinished;
 }
 

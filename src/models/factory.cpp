@@ -21,8 +21,7 @@ void require_even_d_model(const config::Config& c) {
         c,
         "model.d_model",
         fmt::format(
-            "the sinusoidal position embedding needs an even d_model, found {}",
-            c.model.d_model));
+            "the sinusoidal position embedding needs an even d_model, found {}", c.model.d_model));
   }
 }
 

@@ -8,8 +8,7 @@ namespace xl::models {
 namespace {
 
 // The family whose hf_tensors accepts `model`, and those tensors.
-std::pair<const ModelFamily*, std::vector<HFTensor>> family_tensors(
-    LanguageModelImpl& model) {
+std::pair<const ModelFamily*, std::vector<HFTensor>> family_tensors(LanguageModelImpl& model) {
   for (const ModelFamily& family : model_families()) {
     if (family.hf_tensors == nullptr) {
       continue;
@@ -35,9 +34,7 @@ void import_hf(
   family.import_hf(model, weights, options);
 }
 
-nlohmann::json hf_config(
-    const config::Config& config,
-    const sources::Dataset& dataset) {
+nlohmann::json hf_config(const config::Config& config, const sources::Dataset& dataset) {
   const ModelFamily& family = model_family(config);
   if (family.hf_config == nullptr) {
     throw UserError(family.no_hf_model);

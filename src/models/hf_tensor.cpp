@@ -56,18 +56,14 @@ void HFImporter::copy(const std::string& name, const torch::Tensor& dest) {
   dest.copy_(source);
 }
 
-void HFImporter::check_tied(
-    const std::string& name,
-    const torch::Tensor& value) {
+void HFImporter::check_tied(const std::string& name, const torch::Tensor& value) {
   if (!weights_.contains(name)) {
     return;
   }
   used_.insert(name);
   const auto& source = weights_.at(name);
-  if (source.sizes() != value.sizes() ||
-      !torch::equal(source.to(value.dtype()), value)) {
-    problems_.push_back(
-        name + ": the model ties it, but the file holds different values");
+  if (source.sizes() != value.sizes() || !torch::equal(source.to(value.dtype()), value)) {
+    problems_.push_back(name + ": the model ties it, but the file holds different values");
   }
 }
 

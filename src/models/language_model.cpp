@@ -12,8 +12,7 @@ void add_lm_term(
   const auto& mask = batch.target_mask;
   LossTerm lm{
       "lm",
-      mask.defined() ? -torch::where(mask, log_probs, 0.0).sum()
-                     : -log_probs.sum(),
+      mask.defined() ? -torch::where(mask, log_probs, 0.0).sum() : -log_probs.sum(),
       mask.defined() ? batch.n_targets : log_probs.numel(),
       1.0,
       TermKind::kTokenNll};
@@ -23,18 +22,14 @@ void add_lm_term(
   }
 }
 
-void check_lm_batch(
-    const sources::Batch& batch,
-    const ForwardArgs& args,
-    const char* family) {
+void check_lm_batch(const sources::Batch& batch, const ForwardArgs& args, const char* family) {
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
   TORCH_CHECK(
       tokens.defined() && tokens.dim() == 2 &&
-          (targets.defined()
-               ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
+          (targets.defined() ? targets.dim() == 2 && targets.size(1) == tokens.size(1) &&
                    targets.size(0) <= tokens.size(0)
-               : args.next_token),
+                             : args.next_token),
       family,
       " expects tokens [L, B] and targets [T <= L, B], got ",
       tokens.defined() ? tokens.sizes() : torch::IntArrayRef{},

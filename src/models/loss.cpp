@@ -4,9 +4,7 @@ namespace xl::models {
 
 namespace {
 
-void check_same_terms(
-    const std::vector<TermTotal>& totals,
-    const std::vector<std::string>& names) {
+void check_same_terms(const std::vector<TermTotal>& totals, const std::vector<std::string>& names) {
   bool same = totals.size() == names.size();
   for (size_t i = 0; same && i < names.size(); ++i) {
     same = totals[i].name == names[i];
@@ -20,13 +18,7 @@ void check_same_terms(
     for (const auto& n : names) {
       now += " " + n;
     }
-    TORCH_CHECK(
-        false,
-        "loss terms changed between batches: [",
-        seen,
-        " ] then [",
-        now,
-        " ]");
+    TORCH_CHECK(false, "loss terms changed between batches: [", seen, " ] then [", now, " ]");
   }
 }
 
@@ -40,9 +32,7 @@ std::vector<std::string> names_of(const std::vector<TermTotal>& totals) {
 
 } // namespace
 
-void accumulate(
-    std::vector<TermTotal>& totals,
-    const std::vector<TermTotal>& more) {
+void accumulate(std::vector<TermTotal>& totals, const std::vector<TermTotal>& more) {
   if (totals.empty()) {
     totals = more;
     return;
@@ -57,21 +47,11 @@ void accumulate(
 std::vector<TermTotal> totals_of(
     const std::vector<LossTerm>& terms,
     const std::vector<double>& sums) {
-  TORCH_CHECK(
-      terms.size() == sums.size(),
-      terms.size(),
-      " terms but ",
-      sums.size(),
-      " sums");
+  TORCH_CHECK(terms.size() == sums.size(), terms.size(), " terms but ", sums.size(), " sums");
   std::vector<TermTotal> totals;
   totals.reserve(terms.size());
   for (size_t i = 0; i < terms.size(); ++i) {
-    totals.push_back(
-        {terms[i].name,
-         terms[i].kind,
-         terms[i].weight,
-         sums[i],
-         terms[i].count});
+    totals.push_back({terms[i].name, terms[i].kind, terms[i].weight, sums[i], terms[i].count});
   }
   return totals;
 }

@@ -55,11 +55,7 @@ double layer_transient(const LayerShape& s, const Pass& p) {
 
 // Activations of `n_layer` layers: all kept, or with activation checkpointing each layer's
 // input plus one layer rebuilt at a time.
-double kept_activations(
-    double n_layer,
-    const LayerShape& s,
-    const Pass& p,
-    bool checkpointing) {
+double kept_activations(double n_layer, const LayerShape& s, const Pass& p, bool checkpointing) {
   const double one = layer_activations(s, p);
   if (!checkpointing) {
     return n_layer * one;
@@ -137,45 +133,36 @@ std::string MemoryEstimate::describe() const {
       human_bytes(runtime));
 }
 
-MemoryEstimate estimate_training_memory(
-    const config::Config& c,
-    int64_t n_token) {
+MemoryEstimate estimate_training_memory(const config::Config& c, int64_t n_token) {
   const config::TrainConfig& t = c.train;
   const MemoryShape f = model_family(c).memory_shape(c, n_token);
-  const double b = static_cast<double>(t.batch_size) /
-      static_cast<double>(std::max<int64_t>(t.batch_chunk, 1));
+  const double b =
+      static_cast<double>(t.batch_size) / static_cast<double>(std::max<int64_t>(t.batch_chunk, 1));
   const auto q = static_cast<double>(t.tgt_len);
   const Pass pass{b, q, q + f.mem_len, f.streams};
   MemoryEstimate e;
   e.parameters = f.parameters;
   e.weights = kFloat * f.parameters;
   e.optimizer = optimizer_bytes(t, f.parameters) + 2 * kFloat * f.largest;
-  e.activations =
-      kept_activations(f.n_layer, f.layer, pass, t.activation_checkpointing) +
-      layer_backward(f.layer, pass) +
-      output_activations(b * f.training_rows, f.classes, true);
+  e.activations = kept_activations(f.n_layer, f.layer, pass, t.activation_checkpointing) +
+      layer_backward(f.layer, pass) + output_activations(b * f.training_rows, f.classes, true);
   e.memories = memory_bytes(f.n_layer, b, f.mem_len, f.layer.d);
   e.runtime = kRuntime;
   return e;
 }
 
-MemoryEstimate estimate_evaluation_memory(
-    const config::Config& c,
-    int64_t n_token) {
+MemoryEstimate estimate_evaluation_memory(const config::Config& c, int64_t n_token) {
   const MemoryShape f = model_family(c).memory_shape(c, n_token);
   const auto b = static_cast<double>(c.eval.batch_size);
   // Vanilla windows are training windows scoring eval.stride positions, without memory;
   // memory-mode segments are eval.tgt_len long and score every position.
   const bool vanilla = c.eval.mode == config::EvalMode::kVanilla;
-  const auto q = static_cast<double>(
-      vanilla ? c.train.tgt_len : c.eval.tgt_len.value_or(c.train.tgt_len));
+  const auto q =
+      static_cast<double>(vanilla ? c.train.tgt_len : c.eval.tgt_len.value_or(c.train.tgt_len));
   const Span span = eval_span(c, false);
-  const double m = vanilla
-      ? 0.0
-      : static_cast<double>(
-            span.mem_len.value_or(0) + span.ext_len.value_or(0));
-  const double rows =
-      f.eval_rows.value_or(vanilla ? static_cast<double>(c.eval.stride) : q);
+  const double m =
+      vanilla ? 0.0 : static_cast<double>(span.mem_len.value_or(0) + span.ext_len.value_or(0));
+  const double rows = f.eval_rows.value_or(vanilla ? static_cast<double>(c.eval.stride) : q);
   MemoryEstimate e;
   e.parameters = f.parameters;
   e.weights = kFloat * f.parameters;
@@ -222,11 +209,7 @@ void check_memory(
     const torch::Device& device,
     bool enforce) {
   check_memory(
-      need,
-      what,
-      runtime::available_memory(device),
-      runtime::device_name(device),
-      enforce);
+      need, what, runtime::available_memory(device), runtime::device_name(device), enforce);
 }
 
 } // namespace xl::models

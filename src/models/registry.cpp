@@ -45,17 +45,16 @@ const std::deque<ModelFamily>& model_families() {
 }
 
 void register_model_family(ModelFamily family) {
-  if (family.name.empty() || family.build == nullptr ||
-      family.eval_span == nullptr || family.open_dataset == nullptr ||
-      family.random_dataset == nullptr || family.memory_shape == nullptr) {
+  if (family.name.empty() || family.build == nullptr || family.eval_span == nullptr ||
+      family.open_dataset == nullptr || family.random_dataset == nullptr ||
+      family.memory_shape == nullptr) {
     throw UserError(fmt::format(
         "model family '{}': a family needs a name, build, eval_span, open_dataset, "
         "random_dataset and memory_shape",
         family.name));
   }
   if (family.hf_config == nullptr && family.no_hf_model.empty()) {
-    family.no_hf_model =
-        fmt::format("Hugging Face has no model for the {} family", family.name);
+    family.no_hf_model = fmt::format("Hugging Face has no model for the {} family", family.name);
   }
   const std::lock_guard<std::mutex> guard(registry_lock());
   register_schema(family);

@@ -51,16 +51,14 @@ void AdaptiveOptions::validate() const {
       " leaves no dimension for the last of ",
       cutoffs().size() + 1,
       " bins");
-  TORCH_CHECK(
-      div_val() == 1 || !cutoffs().empty(), "div_val > 1 needs cutoffs");
+  TORCH_CHECK(div_val() == 1 || !cutoffs().empty(), "div_val > 1 needs cutoffs");
 }
 
 // ============================================================================
 // AdaptiveEmbedding
 // ============================================================================
 
-AdaptiveEmbeddingImpl::AdaptiveEmbeddingImpl(const AdaptiveOptions& options_)
-    : options(options_) {
+AdaptiveEmbeddingImpl::AdaptiveEmbeddingImpl(const AdaptiveOptions& options_) : options(options_) {
   reset();
 }
 
@@ -71,13 +69,11 @@ void AdaptiveEmbeddingImpl::reset() {
   const auto bounds = options.bounds();
   const size_t bins = options.div_val() == 1 ? 1 : bounds.size() - 1;
   for (size_t i = 0; i < bins; ++i) {
-    const int64_t rows =
-        options.div_val() == 1 ? options.n_token() : bounds[i + 1] - bounds[i];
+    const int64_t rows = options.div_val() == 1 ? options.n_token() : bounds[i + 1] - bounds[i];
     emb_layers->push_back(torch::nn::Embedding(rows, options.bin_dim(i)));
     if (options.has_proj(i)) {
       // ParameterList keeps the tensor's requires_grad flag, so set it.
-      emb_projs->append(torch::empty({options.d_proj(), options.bin_dim(i)})
-                            .requires_grad_());
+      emb_projs->append(torch::empty({options.d_proj(), options.bin_dim(i)}).requires_grad_());
     }
   }
 }
@@ -123,8 +119,7 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
   const auto bounds = options.bounds();
   torch::Tensor out;
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const auto indices =
-        ((flat >= bounds[i]) & (flat < bounds[i + 1])).nonzero().squeeze(1);
+    const auto indices = ((flat >= bounds[i]) & (flat < bounds[i + 1])).nonzero().squeeze(1);
     if (indices.numel() == 0) {
       continue;
     }
@@ -147,8 +142,7 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
 // AdaptiveLogSoftmax
 // ============================================================================
 
-AdaptiveLogSoftmaxImpl::AdaptiveLogSoftmaxImpl(
-    const AdaptiveSoftmaxOptions& options_)
+AdaptiveLogSoftmaxImpl::AdaptiveLogSoftmaxImpl(const AdaptiveSoftmaxOptions& options_)
     : options(options_) {
   reset();
 }
@@ -165,8 +159,7 @@ void AdaptiveLogSoftmaxImpl::reset() {
   const AdaptiveOptions& a = options.adaptive();
   a.validate();
   TORCH_CHECK(
-      options.tie_projs().empty() ||
-          options.tie_projs().size() == a.cutoffs().size() + 1,
+      options.tie_projs().empty() || options.tie_projs().size() == a.cutoffs().size() + 1,
       "tie_projs needs one entry per bin (",
       a.cutoffs().size() + 1,
       "), got ",
@@ -178,28 +171,23 @@ void AdaptiveLogSoftmaxImpl::reset() {
   out_biases.assign(tables, torch::Tensor());
   out_projs.assign(bins, torch::Tensor());
   for (size_t i = 0; i < tables; ++i) {
-    const int64_t rows =
-        a.div_val() == 1 ? a.n_token() : bounds[i + 1] - bounds[i];
+    const int64_t rows = a.div_val() == 1 ? a.n_token() : bounds[i + 1] - bounds[i];
     if (!weight_tied(i)) {
-      out_weights[i] = register_parameter(
-          "out_weight_" + std::to_string(i),
-          torch::empty({rows, a.bin_dim(i)}));
+      out_weights[i] =
+          register_parameter("out_weight_" + std::to_string(i), torch::empty({rows, a.bin_dim(i)}));
     }
-    out_biases[i] = register_parameter(
-        "out_bias_" + std::to_string(i), torch::zeros({rows}));
+    out_biases[i] = register_parameter("out_bias_" + std::to_string(i), torch::zeros({rows}));
   }
   for (size_t i = 0; i < bins; ++i) {
     const size_t table = a.div_val() == 1 ? 0 : i;
     if (a.has_proj(table) && !proj_tied(i)) {
       out_projs[i] = register_parameter(
-          "out_proj_" + std::to_string(i),
-          torch::empty({a.d_proj(), a.bin_dim(table)}));
+          "out_proj_" + std::to_string(i), torch::empty({a.d_proj(), a.bin_dim(table)}));
     }
   }
   const int64_t clusters = static_cast<int64_t>(bins) - 1;
   if (clusters > 0) {
-    cluster_weight = register_parameter(
-        "cluster_weight", torch::zeros({clusters, a.d_embed()}));
+    cluster_weight = register_parameter("cluster_weight", torch::zeros({clusters, a.d_embed()}));
     cluster_bias = register_parameter("cluster_bias", torch::zeros({clusters}));
   }
 }
@@ -208,9 +196,8 @@ void AdaptiveLogSoftmaxImpl::tie_to(const AdaptiveEmbeddingImpl& embedding) {
   const AdaptiveOptions& a = options.adaptive();
   const AdaptiveOptions& e = embedding.options;
   TORCH_CHECK(
-      a.n_token() == e.n_token() && a.d_embed() == e.d_embed() &&
-          a.d_proj() == e.d_proj() && a.cutoffs() == e.cutoffs() &&
-          a.div_val() == e.div_val(),
+      a.n_token() == e.n_token() && a.d_embed() == e.d_embed() && a.d_proj() == e.d_proj() &&
+          a.cutoffs() == e.cutoffs() && a.div_val() == e.div_val(),
       "cannot tie an adaptive softmax to an embedding of another shape");
   for (size_t i = 0; i < out_weights.size(); ++i) {
     if (weight_tied(i)) {
@@ -280,21 +267,17 @@ torch::Tensor projected_logits(
 
 } // namespace
 
-torch::Tensor AdaptiveLogSoftmaxImpl::head_log_probs(
-    const torch::Tensor& hidden) const {
+torch::Tensor AdaptiveLogSoftmaxImpl::head_log_probs(const torch::Tensor& hidden) const {
   auto w = weight(0);
   auto b = bias(0);
   if (cluster_weight.defined()) {
     w = torch::cat({w, cluster_weight}, 0);
     b = torch::cat({b, cluster_bias}, 0);
   }
-  return torch::log_softmax(
-      projected_logits(hidden, w, b, proj(0)).to(torch::kFloat), -1);
+  return torch::log_softmax(projected_logits(hidden, w, b, proj(0)).to(torch::kFloat), -1);
 }
 
-torch::Tensor AdaptiveLogSoftmaxImpl::tail_logits(
-    size_t i,
-    const torch::Tensor& hidden) const {
+torch::Tensor AdaptiveLogSoftmaxImpl::tail_logits(size_t i, const torch::Tensor& hidden) const {
   return projected_logits(hidden, weight(i), bias(i), proj(i));
 }
 
@@ -311,21 +294,14 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
       hidden.sizes(),
       " and ",
       target.sizes());
-  if (options.fused_loss() && hidden.scalar_type() == torch::kFloat &&
-      hidden.size(0) > 0) {
+  if (options.fused_loss() && hidden.scalar_type() == torch::kFloat && hidden.size(0) > 0) {
     const auto device = hidden.device().type();
     return adaptive_log_prob(
-        {a.bounds(),
-         out_weights,
-         out_biases,
-         out_projs,
-         cluster_weight,
-         cluster_bias},
+        {a.bounds(), out_weights, out_biases, out_projs, cluster_weight, cluster_bias},
         hidden,
         target,
-        at::autocast::is_autocast_enabled(device)
-            ? at::autocast::get_autocast_dtype(device)
-            : torch::kFloat);
+        at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device)
+                                                  : torch::kFloat);
   }
   const auto head = head_log_probs(hidden);
   const auto bounds = a.bounds();
@@ -334,21 +310,18 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
   }
   auto out = torch::zeros({hidden.size(0)}, head.options());
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const auto indices =
-        ((target >= bounds[i]) & (target < bounds[i + 1])).nonzero().squeeze(1);
+    const auto indices = ((target >= bounds[i]) & (target < bounds[i + 1])).nonzero().squeeze(1);
     if (indices.numel() == 0) {
       continue;
     }
-    const auto local =
-        (target.index_select(0, indices) - bounds[i]).unsqueeze(1);
+    const auto local = (target.index_select(0, indices) - bounds[i]).unsqueeze(1);
     const auto head_i = head.index_select(0, indices);
     torch::Tensor logp;
     if (i == 0) {
       logp = head_i.gather(1, local).squeeze(1);
     } else {
-      const auto tail = torch::log_softmax(
-          tail_logits(i, hidden.index_select(0, indices)).to(torch::kFloat),
-          -1);
+      const auto tail =
+          torch::log_softmax(tail_logits(i, hidden.index_select(0, indices)).to(torch::kFloat), -1);
       const int64_t cluster = bounds[1] + static_cast<int64_t>(i) - 1;
       logp = head_i.select(1, cluster) + tail.gather(1, local).squeeze(1);
     }
@@ -366,8 +339,7 @@ torch::Tensor AdaptiveLogSoftmaxImpl::log_probs(const torch::Tensor& hidden) {
   std::vector<torch::Tensor> parts{head.narrow(1, 0, bounds[1])};
   for (size_t i = 1; i + 1 < bounds.size(); ++i) {
     const int64_t cluster = bounds[1] + static_cast<int64_t>(i) - 1;
-    const auto tail =
-        torch::log_softmax(tail_logits(i, hidden).to(torch::kFloat), -1);
+    const auto tail = torch::log_softmax(tail_logits(i, hidden).to(torch::kFloat), -1);
     parts.push_back(head.narrow(1, cluster, 1) + tail);
   }
   return torch::cat(parts, 1);

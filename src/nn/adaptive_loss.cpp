@@ -12,10 +12,7 @@ namespace {
 
 // out = a @ b written into float32 `out`: in place when the product is float32, else through
 // the product's own dtype (bf16 products cannot write float32).
-void mm_into(
-    torch::Tensor out,
-    const torch::Tensor& a,
-    const torch::Tensor& b) {
+void mm_into(torch::Tensor out, const torch::Tensor& a, const torch::Tensor& b) {
   if (a.scalar_type() == out.scalar_type()) {
     torch::mm_out(out, a, b);
   } else {
@@ -45,23 +42,19 @@ torch::Tensor row_logsumexp(const torch::Tensor& logits) {
   auto lse = torch::empty({rows}, logits.options().dtype(torch::kFloat));
   for (int64_t r = 0; r < rows; r += step) {
     const int64_t len = std::min(step, rows - r);
-    lse.narrow(0, r, len).copy_(
-        torch::logsumexp(logits.narrow(0, r, len).to(torch::kFloat), 1));
+    lse.narrow(0, r, len).copy_(torch::logsumexp(logits.narrow(0, r, len).to(torch::kFloat), 1));
   }
   return lse;
 }
 
 // What one bin's backward needs; logits undefined when no row fell in the bin.
 struct BinState {
-  torch::Tensor
-      rows; // [M] rows of hidden in the bin (undefined for the head: all)
-  torch::Tensor x; // [M, d_proj] those rows, in the matrix products' dtype
-  torch::Tensor h; // [M, d_i] after the bin's projection (x without one), alike
-  torch::Tensor
-      logits; // [M, n] in the products' dtype; the head's has the cluster logits last
-  torch::Tensor lse; // [M] log-sum-exp of each row
-  torch::Tensor
-      cols; // [M, 1] the column each row's log-probability was read from
+  torch::Tensor rows;   // [M] rows of hidden in the bin (undefined for the head: all)
+  torch::Tensor x;      // [M, d_proj] those rows, in the matrix products' dtype
+  torch::Tensor h;      // [M, d_i] after the bin's projection (x without one), alike
+  torch::Tensor logits; // [M, n] in the products' dtype; the head's has the cluster logits last
+  torch::Tensor lse;    // [M] log-sum-exp of each row
+  torch::Tensor cols;   // [M, 1] the column each row's log-probability was read from
 };
 
 // d log p[col] / d logits = onehot(col) - softmax, scaled by each row's incoming gradient
@@ -113,8 +106,7 @@ class AdaptiveLossBackward : public torch::autograd::Node {
       return out;
     }
     const torch::NoGradGuard no_grad;
-    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
-        c10::autocast_dispatch_keyset);
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const size_t tables = params.weights.size();
     std::vector<torch::Tensor> grad_w(tables), grad_b(tables);
     if (tables == 1) {
@@ -164,11 +156,9 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     }
     // Cast again rather than kept from the forward: a bf16 copy of a shared table would
     // outlive the step's peak.
-    const auto w =
-        (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i])
-            .to(dtype);
-    const auto grad_bias = logits_to_grad(
-        s, (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1));
+    const auto w = (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i]).to(dtype);
+    const auto grad_bias =
+        logits_to_grad(s, (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1));
     gb.copy_(grad_bias.narrow(0, 0, n));
     const auto& grad_logits = s.logits;
     const auto gl = grad_logits.narrow(1, 0, n);
@@ -215,8 +205,7 @@ struct BinTables {
         : params.biases[i];
   }
   torch::Tensor project(size_t i, const torch::Tensor& x) const {
-    return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype))
-                                     : x;
+    return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype)) : x;
   }
 };
 
@@ -228,9 +217,8 @@ void check_inputs(
   const size_t n_bins = params.bounds.size() - 1;
   const size_t tables = params.weights.size();
   TORCH_CHECK(
-      hidden.dim() == 2 && hidden.size(0) > 0 &&
-          hidden.scalar_type() == torch::kFloat && target.dim() == 1 &&
-          target.size(0) == hidden.size(0),
+      hidden.dim() == 2 && hidden.size(0) > 0 && hidden.scalar_type() == torch::kFloat &&
+          target.dim() == 1 && target.size(0) == hidden.size(0),
       "adaptive_log_prob expects float32 hidden [N > 0, d] and target [N], got ",
       hidden.sizes(),
       " (",
@@ -239,8 +227,7 @@ void check_inputs(
       target.sizes());
   TORCH_CHECK(
       (tables == 1 || tables == n_bins) && params.biases.size() == tables &&
-          params.projs.size() == n_bins &&
-          params.cluster_weight.defined() == (n_bins > 1),
+          params.projs.size() == n_bins && params.cluster_weight.defined() == (n_bins > 1),
       "adaptive_log_prob: ",
       tables,
       " tables, ",
@@ -281,8 +268,7 @@ torch::Tensor score_head(
   }
   head.logits = torch::addmm(b, head.h, w.t());
   head.lse = row_logsumexp(head.logits);
-  head.cols =
-      torch::where(bin == 0, target, bin + (params.bounds[1] - 1)).unsqueeze(1);
+  head.cols = torch::where(bin == 0, target, bin + (params.bounds[1] - 1)).unsqueeze(1);
   return log_prob_at(head);
 }
 
@@ -302,8 +288,7 @@ void score_tail(
   s.rows = rows;
   s.x = hidden_lowp.index_select(0, rows);
   s.h = t.project(i, s.x);
-  s.logits =
-      torch::addmm(t.bias(i).to(t.dtype), s.h, t.weight(i).to(t.dtype).t());
+  s.logits = torch::addmm(t.bias(i).to(t.dtype), s.h, t.weight(i).to(t.dtype).t());
   s.lse = row_logsumexp(s.logits);
   s.cols = (target.index_select(0, rows) - t.params.bounds[i]).unsqueeze(1);
   out.index_add_(0, rows, log_prob_at(s));
@@ -357,15 +342,12 @@ torch::Tensor adaptive_log_prob(
   {
     const torch::NoGradGuard no_grad;
     // The casts below are autocast's, made once per bin and undone for the loss.
-    const c10::impl::ExcludeDispatchKeyGuard no_autocast(
-        c10::autocast_dispatch_keyset);
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const BinTables tables{node->params, dtype};
     const auto hidden_lowp = hidden.to(dtype);
-    const auto cutoffs = torch::tensor(
-        std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1),
-        target.options());
-    const auto bin =
-        torch::bucketize(target, cutoffs, /*out_int32=*/false, /*right=*/true);
+    const auto cutoffs =
+        torch::tensor(std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1), target.options());
+    const auto bin = torch::bucketize(target, cutoffs, /*out_int32=*/false, /*right=*/true);
     out = score_head(node->bins[0], tables, hidden_lowp, target, bin);
     for (size_t i = 1; i < n_bins; ++i) {
       score_tail(node->bins[i], i, tables, hidden_lowp, target, bin, out);

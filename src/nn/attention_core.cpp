@@ -29,8 +29,7 @@ void check_attention_inputs(
         mem.sizes());
   }
   TORCH_CHECK(
-      mask.dim() == 2 && mask.size(0) == h.size(0) &&
-          mask.size(1) == mlen + h.size(0),
+      mask.dim() == 2 && mask.size(0) == h.size(0) && mask.size(1) == mlen + h.size(0),
       "mask must be [",
       h.size(0),
       ", ",
@@ -39,12 +38,8 @@ void check_attention_inputs(
       mask.sizes());
 }
 
-torch::Tensor split_heads(
-    const torch::Tensor& x,
-    int64_t n_head,
-    int64_t d_head) {
-  return x.reshape({x.size(0), x.size(1), n_head, d_head})
-      .permute({1, 2, 0, 3});
+torch::Tensor split_heads(const torch::Tensor& x, int64_t n_head, int64_t d_head) {
+  return x.reshape({x.size(0), x.size(1), n_head, d_head}).permute({1, 2, 0, 3});
 }
 
 namespace {
@@ -59,15 +54,13 @@ void append_rows(
     int64_t n_head,
     int64_t d_head) {
   const int64_t len = kv.size(0), bsz = kv.size(1);
-  const auto heads = kv.reshape({len, bsz, 2, n_head, d_head})
-                         .permute({2, 1, 3, 0, 4}); // [2, B, H, L, Dh]
-  int64_t begin =
-      keep > 0 ? cache.start + cache.k.size(2) - cache.tail - keep : 0;
+  const auto heads =
+      kv.reshape({len, bsz, 2, n_head, d_head}).permute({2, 1, 3, 0, 4}); // [2, B, H, L, Dh]
+  int64_t begin = keep > 0 ? cache.start + cache.k.size(2) - cache.tail - keep : 0;
   const int64_t rows = keep + len;
   if (!cache.buffer.defined() || 3 * rows > 2 * cache.buffer.size(3)) {
     // Twice the rows: new buffers (new pages) only while the memory grows.
-    auto buffer =
-        torch::empty({2, bsz, n_head, 2 * rows, d_head}, kv.options());
+    auto buffer = torch::empty({2, bsz, n_head, 2 * rows, d_head}, kv.options());
     if (keep > 0) {
       buffer.narrow(3, 0, keep).copy_(cache.buffer.narrow(3, begin, keep));
     }
@@ -76,8 +69,7 @@ void append_rows(
   } else if (begin + rows > cache.buffer.size(3)) {
     // At least a third of the buffer is free: the kept rows move to its start once every
     // (capacity - rows) / L calls, through a copy (the ranges overlap).
-    cache.buffer.narrow(3, 0, keep)
-        .copy_(cache.buffer.narrow(3, begin, keep).clone());
+    cache.buffer.narrow(3, 0, keep).copy_(cache.buffer.narrow(3, begin, keep).clone());
     begin = 0;
   }
   cache.buffer.narrow(3, begin + keep, len).copy_(heads);
@@ -112,9 +104,7 @@ Heads project_qkv(
   }
   const auto proj = qkv_net->forward(source);
   const auto q = split_heads(
-      proj.narrow(0, proj.size(0) - qlen, qlen).narrow(2, 0, inner),
-      o.n_head(),
-      o.d_head());
+      proj.narrow(0, proj.size(0) - qlen, qlen).narrow(2, 0, inner), o.n_head(), o.d_head());
   if (cache == nullptr) {
     return Heads{
         q,
@@ -124,12 +114,7 @@ Heads project_qkv(
   if (!cached) {
     cache->buffer = torch::Tensor();
   }
-  append_rows(
-      *cache,
-      proj.narrow(2, inner, 2 * inner),
-      cached ? mlen : 0,
-      o.n_head(),
-      o.d_head());
+  append_rows(*cache, proj.narrow(2, inner, 2 * inner), cached ? mlen : 0, o.n_head(), o.d_head());
   return Heads{q, cache->k, cache->v};
 }
 
@@ -158,8 +143,7 @@ torch::Tensor position_scores(const torch::Tensor& q, const torch::Tensor& rk) {
       q.size(3),
       ", S], got ",
       rk.sizes());
-  return torch::matmul(
-             q.transpose(0, 1).reshape({n_head, bsz * qlen, q.size(3)}), rk)
+  return torch::matmul(q.transpose(0, 1).reshape({n_head, bsz * qlen, q.size(3)}), rk)
       .view({n_head, bsz, qlen, rk.size(2)})
       .transpose(0, 1);
 }
@@ -170,21 +154,18 @@ torch::Tensor attend(
     const torch::Tensor& scores,
     const torch::Tensor& mask,
     const torch::Tensor& v) {
-  auto logits =
-      scores.to(torch::kFloat); // float32 scores: themselves, masked in place
+  auto logits = scores.to(torch::kFloat); // float32 scores: themselves, masked in place
   if (mask.defined()) {
     // A finite floor (the reference implementations' -1e30) rather than -inf: identical
     // wherever a row keeps a key, and a row that keeps none attends uniformly instead of NaN.
     // Added rather than filled in (a vectorised pass; a score plus -1e30 rounds to -1e30), with
     // the floor made once for the batch and the heads.
-    logits.add_(
-        torch::zeros(mask.sizes(), logits.options()).masked_fill_(mask, -1e30));
+    logits.add_(torch::zeros(mask.sizes(), logits.options()).masked_fill_(mask, -1e30));
   }
   auto probs = torch::softmax(logits, -1).to(v.scalar_type());
   probs = dropatt->forward(probs);
   const auto out = torch::matmul(probs, v); // [B, H, L, Dh]
-  return out.permute({2, 0, 1, 3})
-      .reshape({out.size(2), out.size(0), o.n_head() * o.d_head()});
+  return out.permute({2, 0, 1, 3}).reshape({out.size(2), out.size(0), o.n_head() * o.d_head()});
 }
 
 torch::Tensor finish(

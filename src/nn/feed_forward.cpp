@@ -4,24 +4,20 @@
 
 namespace xl::nn {
 
-FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_)
-    : options(options_) {
+FeedForwardImpl::FeedForwardImpl(const FeedForwardOptions& options_) : options(options_) {
   reset();
 }
 
 void FeedForwardImpl::reset() {
-  fc1 = register_module(
-      "fc1", torch::nn::Linear(options.d_model(), options.d_inner()));
-  fc2 = register_module(
-      "fc2", torch::nn::Linear(options.d_inner(), options.d_model()));
+  fc1 = register_module("fc1", torch::nn::Linear(options.d_model(), options.d_inner()));
+  fc2 = register_module("fc2", torch::nn::Linear(options.d_inner(), options.d_model()));
   layer_norm = register_module(
       "layer_norm",
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})
-                               .eps(options.layer_norm_eps())));
+      torch::nn::LayerNorm(
+          torch::nn::LayerNormOptions({options.d_model()}).eps(options.layer_norm_eps())));
   drop = register_module("drop", torch::nn::Dropout(options.dropout()));
   inner_drop = register_module(
-      "inner_drop",
-      torch::nn::Dropout(options.inner_dropout().value_or(options.dropout())));
+      "inner_drop", torch::nn::Dropout(options.inner_dropout().value_or(options.dropout())));
 }
 
 void FeedForwardImpl::reset_parameters(const InitOptions& init) {

@@ -2,8 +2,7 @@
 
 namespace xl::nn {
 
-LearnedPositionsImpl::LearnedPositionsImpl(
-    const LearnedPositionsOptions& options_)
+LearnedPositionsImpl::LearnedPositionsImpl(const LearnedPositionsOptions& options_)
     : options(options_) {
   reset();
 }
@@ -18,8 +17,7 @@ void LearnedPositionsImpl::reset() {
       ", ",
       options.d_model());
   table = register_parameter(
-      "table",
-      torch::empty({options.n_table(), options.n_ctx(), options.d_model()}));
+      "table", torch::empty({options.n_table(), options.n_ctx(), options.d_model()}));
 }
 
 void LearnedPositionsImpl::reset_parameters(const InitOptions& init) {
@@ -27,16 +25,9 @@ void LearnedPositionsImpl::reset_parameters(const InitOptions& init) {
   init.weight(table);
 }
 
-torch::Tensor LearnedPositionsImpl::forward(
-    int64_t index,
-    int64_t first,
-    int64_t len) {
+torch::Tensor LearnedPositionsImpl::forward(int64_t index, int64_t first, int64_t len) {
   TORCH_CHECK(
-      index >= 0 && index < options.n_table(),
-      "position table ",
-      index,
-      " of ",
-      options.n_table());
+      index >= 0 && index < options.n_table(), "position table ", index, " of ", options.n_table());
   TORCH_CHECK(
       first >= 0 && len >= 0 && first + len <= options.n_ctx(),
       "positions ",

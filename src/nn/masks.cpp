@@ -12,8 +12,7 @@ torch::Tensor causal_mask(
       !same_length || mem_len > 0,
       "same_length needs a memory (mem_len > 0): without one no query would see any key");
   const int64_t klen = mlen + qlen;
-  const auto ones =
-      torch::ones({qlen, klen}, torch::dtype(torch::kBool).device(device));
+  const auto ones = torch::ones({qlen, klen}, torch::dtype(torch::kBool).device(device));
   auto mask = torch::triu(ones, 1 + mlen);
   if (same_length) {
     const int64_t excess = klen - mem_len;

@@ -26,8 +26,7 @@ Memory update_memory(
   Memory next;
   next.reserve(hiddens.size());
   for (size_t i = 0; i < hiddens.size(); ++i) {
-    const auto cat =
-        mems.empty() ? hiddens[i] : torch::cat({mems[i], hiddens[i]}, 0);
+    const auto cat = mems.empty() ? hiddens[i] : torch::cat({mems[i], hiddens[i]}, 0);
     next.push_back(cat.slice(0, begin, end).detach());
   }
   return next;

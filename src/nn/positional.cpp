@@ -13,8 +13,7 @@ torch::Tensor relative_positions(
   return positions;
 }
 
-SinusoidEmbeddingImpl::SinusoidEmbeddingImpl(
-    const SinusoidEmbeddingOptions& options_)
+SinusoidEmbeddingImpl::SinusoidEmbeddingImpl(const SinusoidEmbeddingOptions& options_)
     : options(options_) {
   reset();
 }
@@ -25,15 +24,12 @@ void SinusoidEmbeddingImpl::reset() {
       "SinusoidEmbedding needs an even d_model, got ",
       options.d_model());
   const auto d = static_cast<double>(options.d_model());
-  inv_freq = register_buffer(
-      "inv_freq", 1.0 / torch::pow(10000.0, torch::arange(0.0, d, 2.0) / d));
+  inv_freq = register_buffer("inv_freq", 1.0 / torch::pow(10000.0, torch::arange(0.0, d, 2.0) / d));
 }
 
 torch::Tensor SinusoidEmbeddingImpl::forward(const torch::Tensor& positions) {
   TORCH_CHECK(
-      positions.dim() == 1,
-      "SinusoidEmbedding expects positions [S], got ",
-      positions.sizes());
+      positions.dim() == 1, "SinusoidEmbedding expects positions [S], got ", positions.sizes());
   const auto angles = torch::outer(positions.to(inv_freq.dtype()), inv_freq);
   return torch::cat({angles.sin(), angles.cos()}, -1);
 }

@@ -53,8 +53,7 @@ class CheckpointBackward : public torch::autograd::Node {
         rng_(RngState::capture(device_)),
         bf16_(at::autocast::is_autocast_enabled(device_.type())) {
     TORCH_CHECK(
-        !bf16_ ||
-            at::autocast::get_autocast_dtype(device_.type()) == at::kBFloat16,
+        !bf16_ || at::autocast::get_autocast_dtype(device_.type()) == at::kBFloat16,
         "recompute: only bf16 autocast can be replayed, found ",
         at::autocast::get_autocast_dtype(device_.type()));
   }
@@ -99,8 +98,7 @@ class CheckpointBackward : public torch::autograd::Node {
     variable_list input_grads;
     input_grads.reserve(leaves.size());
     for (const auto& leaf : leaves) {
-      input_grads.push_back(
-          leaf.requires_grad() ? leaf.grad() : torch::Tensor());
+      input_grads.push_back(leaf.requires_grad() ? leaf.grad() : torch::Tensor());
     }
     return input_grads;
   }
@@ -120,9 +118,7 @@ class CheckpointBackward : public torch::autograd::Node {
 
 } // namespace
 
-std::vector<torch::Tensor> recompute(
-    const Block& block,
-    const std::vector<torch::Tensor>& inputs) {
+std::vector<torch::Tensor> recompute(const Block& block, const std::vector<torch::Tensor>& inputs) {
   TORCH_CHECK(!inputs.empty(), "recompute: a block needs at least one input");
   bool records = false;
   for (const auto& input : inputs) {

@@ -2,14 +2,12 @@
 
 namespace xl::nn {
 
-RelDecoderLayerImpl::RelDecoderLayerImpl(const DecoderLayerOptions& options_)
-    : options(options_) {
+RelDecoderLayerImpl::RelDecoderLayerImpl(const DecoderLayerOptions& options_) : options(options_) {
   reset();
 }
 
 void RelDecoderLayerImpl::reset() {
-  rel_attn =
-      register_module("rel_attn", RelPartialAttention(options.attention()));
+  rel_attn = register_module("rel_attn", RelPartialAttention(options.attention()));
   pos_ff = register_module("pos_ff", FeedForward(options.feed_forward()));
 }
 

@@ -13,16 +13,13 @@ torch::Tensor rel_shift(const torch::Tensor& x) {
     // end (the masked ones) are the next row's. (With gradients, overlapping views would make
     // the backward pass slow.)
     return x.as_strided(
-        {b, n, l, s},
-        {x.stride(0), x.stride(1), s - 1, 1},
-        x.storage_offset() + l - 1);
+        {b, n, l, s}, {x.stride(0), x.stride(1), s - 1, 1}, x.storage_offset() + l - 1);
   }
   const auto padded = torch::cat({x.new_zeros({b, n, l, 1}), x}, 3);
   return padded.view({b, n, s + 1, l}).narrow(2, 1, s).reshape({b, n, l, s});
 }
 
-RelPartialAttentionImpl::RelPartialAttentionImpl(
-    const AttentionOptions& options_)
+RelPartialAttentionImpl::RelPartialAttentionImpl(const AttentionOptions& options_)
     : options(options_) {
   reset();
 }
@@ -56,14 +53,10 @@ torch::Tensor RelPartialAttentionImpl::forward(
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   const auto rk = project_positions(cache, r, [&] { // [S, H*Dh] -> [H, Dh, S]
-    return r_net(r)
-        .view({klen, options.n_head(), options.d_head()})
-        .permute({1, 2, 0});
+    return r_net(r).view({klen, options.n_head(), options.d_head()}).permute({1, 2, 0});
   });
-  const auto ac = torch::matmul(
-      biased_query(options, heads.q, rel.u), heads.k.transpose(2, 3));
-  const auto bd =
-      rel_shift(position_scores(biased_query(options, heads.q, rel.v), rk));
+  const auto ac = torch::matmul(biased_query(options, heads.q, rel.u), heads.k.transpose(2, 3));
+  const auto bd = rel_shift(position_scores(biased_query(options, heads.q, rel.v), rk));
   const auto attn_vec = attend(options, dropatt, ac + bd, mask, heads.v);
   return finish(options, o_net, drop, layer_norm, h, attn_vec);
 }

@@ -21,10 +21,8 @@ torch::Tensor xlnet_rel_shift(
   const int64_t qlen = x.size(3) - klen;
   // column of (query q, key j) = j + L - p
   const auto columns =
-      torch::arange(klen, positions.options()).view({1, 1, klen}) +
-      (qlen - positions).unsqueeze(2);
-  return x.gather(
-      3, columns.unsqueeze(1).expand({x.size(0), x.size(1), x.size(2), klen}));
+      torch::arange(klen, positions.options()).view({1, 1, klen}) + (qlen - positions).unsqueeze(2);
+  return x.gather(3, columns.unsqueeze(1).expand({x.size(0), x.size(1), x.size(2), klen}));
 }
 
 TwoStreamAttentionImpl::TwoStreamAttentionImpl(const AttentionOptions& options_)
@@ -33,12 +31,11 @@ TwoStreamAttentionImpl::TwoStreamAttentionImpl(const AttentionOptions& options_)
 }
 
 void TwoStreamAttentionImpl::reset() {
-  TORCH_CHECK(
-      !options.pre_lnorm(), "XLNet's attention is post-LN; pre_lnorm is unset");
+  TORCH_CHECK(!options.pre_lnorm(), "XLNet's attention is post-LN; pre_lnorm is unset");
   register_attention_modules(*this);
   r_net = register_module("r_net", position_projection(options));
-  seg_embed = register_parameter(
-      "seg_embed", torch::empty({2, options.n_head(), options.d_head()}));
+  seg_embed =
+      register_parameter("seg_embed", torch::empty({2, options.n_head(), options.d_head()}));
 }
 
 void TwoStreamAttentionImpl::reset_parameters(const InitOptions& init) {
@@ -54,11 +51,8 @@ torch::Tensor TwoStreamAttentionImpl::attend_stream(
     const torch::Tensor& k_r,
     const Heads& heads) {
   const int64_t klen = heads.k.size(2);
-  const auto query = [&](const torch::Tensor& bias) {
-    return biased_query(options, q, bias);
-  };
-  const auto ac = torch::matmul(
-      query(terms.r_w_bias), heads.k.transpose(2, 3)); // [B, H, Q, K]
+  const auto query = [&](const torch::Tensor& bias) { return biased_query(options, q, bias); };
+  const auto ac = torch::matmul(query(terms.r_w_bias), heads.k.transpose(2, 3)); // [B, H, Q, K]
   const auto q_r = query(terms.r_r_bias);
   const auto bd = xlnet_rel_shift(
       k_r.size(0) == 1 ? position_scores(q_r, k_r[0].transpose(1, 2))
@@ -68,11 +62,8 @@ torch::Tensor TwoStreamAttentionImpl::attend_stream(
   auto scores = ac + bd;
   if (queries.other_segment.defined()) {
     // [B, H, Q, 2]: the score of "same segment" and of "other segment" for each query
-    const auto ef =
-        torch::matmul(query(terms.r_s_bias), seg_embed.permute({1, 2, 0}));
-    scores = scores +
-        torch::where(
-                 queries.other_segment, ef.narrow(3, 1, 1), ef.narrow(3, 0, 1));
+    const auto ef = torch::matmul(query(terms.r_s_bias), seg_embed.permute({1, 2, 0}));
+    scores = scores + torch::where(queries.other_segment, ef.narrow(3, 1, 1), ef.narrow(3, 0, 1));
   }
   return attend(options, dropatt, scores, queries.mask, heads.v);
 }
@@ -94,8 +85,7 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
   const auto& r = terms.r;
   const int64_t klen = h.size(0) + (mem.defined() ? mem.size(0) : 0);
   TORCH_CHECK(
-      r.dim() == 3 && r.size(1) == klen + h.size(0) &&
-          r.size(2) == options.d_model() &&
+      r.dim() == 3 && r.size(1) == klen + h.size(0) && r.size(2) == options.d_model() &&
           (r.size(0) == 1) == !terms.direction.defined(),
       "position embeddings must be [1 or 2 (with directions), ",
       klen + h.size(0),
@@ -131,8 +121,7 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
       torch::nn::functional::linear(g, qkv_net->weight.narrow(0, 0, inner)),
       options.n_head(),
       options.d_head());
-  const auto g_vec =
-      attend_stream(q_g, terms.query, terms, k_r, heads) * terms.query_valid;
+  const auto g_vec = attend_stream(q_g, terms.query, terms, k_r, heads) * terms.query_valid;
   return {h_out, finish(options, o_net, drop, layer_norm, g, g_vec)};
 }
 

@@ -2,14 +2,12 @@
 
 namespace xl::nn {
 
-TwoStreamLayerImpl::TwoStreamLayerImpl(const DecoderLayerOptions& options_)
-    : options(options_) {
+TwoStreamLayerImpl::TwoStreamLayerImpl(const DecoderLayerOptions& options_) : options(options_) {
   reset();
 }
 
 void TwoStreamLayerImpl::reset() {
-  rel_attn =
-      register_module("rel_attn", TwoStreamAttention(options.attention()));
+  rel_attn = register_module("rel_attn", TwoStreamAttention(options.attention()));
   ff = register_module("ff", FeedForward(options.feed_forward()));
 }
 

@@ -4,8 +4,7 @@
 
 namespace xl::nn {
 
-VanillaAttentionImpl::VanillaAttentionImpl(const AttentionOptions& options_)
-    : options(options_) {
+VanillaAttentionImpl::VanillaAttentionImpl(const AttentionOptions& options_) : options(options_) {
   reset();
 }
 
@@ -26,8 +25,7 @@ torch::Tensor VanillaAttentionImpl::forward(
   const auto attn_vec = attend(
       options,
       dropatt,
-      torch::matmul(
-          heads.q * attention_scale(options), heads.k.transpose(2, 3)),
+      torch::matmul(heads.q * attention_scale(options), heads.k.transpose(2, 3)),
       mask,
       heads.v);
   return finish(options, o_net, drop, layer_norm, h, attn_vec);

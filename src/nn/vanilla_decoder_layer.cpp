@@ -2,8 +2,7 @@
 
 namespace xl::nn {
 
-VanillaDecoderLayerImpl::VanillaDecoderLayerImpl(
-    const DecoderLayerOptions& options_)
+VanillaDecoderLayerImpl::VanillaDecoderLayerImpl(const DecoderLayerOptions& options_)
     : options(options_) {
   reset();
 }

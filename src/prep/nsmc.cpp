@@ -47,20 +47,16 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
     const auto line = lines[i];
     const size_t first = line.find('\t');
     const size_t last = line.rfind('\t');
-    const auto where = [&] {
-      return fmt::format("{}:{}", tsv.string(), i + 1);
-    };
+    const auto where = [&] { return fmt::format("{}:{}", tsv.string(), i + 1); };
     if (first == std::string_view::npos || first == last) {
-      throw UserError(
-          where() + ": expected 3 tab-separated columns (id, document, label)");
+      throw UserError(where() + ": expected 3 tab-separated columns (id, document, label)");
     }
     const auto label_field = line.substr(last + 1);
     if (label_field != "0" && label_field != "1") {
-      throw UserError(fmt::format(
-          "{}: the label must be 0 or 1, found '{}'", where(), label_field));
+      throw UserError(
+          fmt::format("{}: the label must be 0 or 1, found '{}'", where(), label_field));
     }
-    const std::string document =
-        unquote(line.substr(first + 1, last - first - 1));
+    const std::string document = unquote(line.substr(first + 1, last - first - 1));
     const auto sentences = formats::split_sentences(document);
     if (sentences.empty()) {
       ++out.counts.empty;

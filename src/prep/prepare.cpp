@@ -19,23 +19,20 @@ formats::Vocab load_or_build_vocab(const PrepOptions& options) {
     formats::Vocab vocab = formats::Vocab::load(*options.vocab);
     if (vocab.kind() != options.kind) {
       throw UserError(
-          "vocabulary " + options.vocab->string() + " is " +
-          to_string(vocab.kind()) + "-level, but --format " +
-          to_string(options.kind) + " was asked for");
+          "vocabulary " + options.vocab->string() + " is " + to_string(vocab.kind()) +
+          "-level, but --format " + to_string(options.kind) + " was asked for");
     }
     return vocab;
   }
   std::vector<std::filesystem::path> files;
   for (const char* split : {"train", "valid", "test"}) {
-    if (options.splits.count(split) != 0 &&
-        (options.vocab_from == "all" || files.empty())) {
+    if (options.splits.count(split) != 0 && (options.vocab_from == "all" || files.empty())) {
       files.push_back(options.splits.at(split));
     }
   }
   if (options.kind == formats::VocabKind::kByte) {
     if (options.unk || options.min_freq > 1 || options.max_size) {
-      throw UserError(
-          "--unk, --min-freq and --max-size are for word vocabularies (--format word)");
+      throw UserError("--unk, --min-freq and --max-size are for word vocabularies (--format word)");
     }
     return formats::Vocab::build_byte(files);
   }
@@ -45,15 +42,13 @@ formats::Vocab load_or_build_vocab(const PrepOptions& options) {
   if (unk) {
     specials.emplace_back("<unk>");
   }
-  if (options.max_size &&
-      *options.max_size < static_cast<int64_t>(specials.size())) {
+  if (options.max_size && *options.max_size < static_cast<int64_t>(specials.size())) {
     throw UserError(fmt::format(
         "--max-size {} leaves no room for the special tokens ({})",
         *options.max_size,
         fmt::join(specials, " ")));
   }
-  return formats::Vocab::build_word(
-      files, specials, options.min_freq, options.max_size);
+  return formats::Vocab::build_word(files, specials, options.min_freq, options.max_size);
 }
 
 } // namespace
@@ -63,23 +58,19 @@ PrepReport prepare_corpus(const PrepOptions& options) {
     throw UserError("xl-prep needs a training split (--train FILE)");
   }
   if (options.vocab_from != "train" && options.vocab_from != "all") {
-    throw UserError(
-        "--vocab-from: expected train or all, found '" + options.vocab_from +
-        "'");
+    throw UserError("--vocab-from: expected train or all, found '" + options.vocab_from + "'");
   }
   const formats::Vocab vocab = load_or_build_vocab(options);
   PrepReport report;
   report.vocab_size = vocab.size();
-  spdlog::info(
-      "vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
+  spdlog::info("vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
   // Encode everything before writing anything, so a bad split leaves the output
   // folder as it was.
   std::map<std::string, std::vector<int64_t>> encoded;
   for (const auto& [name, path] : options.splits) {
     encoded[name] = vocab.encode_file(path);
     report.tokens[name] = static_cast<int64_t>(encoded[name].size());
-    spdlog::info(
-        "{}: {} tokens from {}", name, encoded[name].size(), path.string());
+    spdlog::info("{}: {} tokens from {}", name, encoded[name].size(), path.string());
   }
   for (const auto& [name, ids] : encoded) {
     formats::write_token_file(options.out / (name + ".bin"), ids, vocab);
@@ -91,29 +82,24 @@ PrepReport prepare_corpus(const PrepOptions& options) {
 PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
   const auto model_path = options.out / "spiece.model";
   if (options.model) {
-    const formats::SentencePiece reused(
-        *options.model); // refused under its own name
+    const formats::SentencePiece reused(*options.model); // refused under its own name
     atomic_write(model_path, read_file(reused.path(), "SentencePiece model"));
   } else if (options.splits.count("train") == 0) {
     throw UserError(
         "xl-prep needs a training split (--train FILE) to train SentencePiece "
         "on, or an existing model (--spm-model FILE)");
   } else {
-    train_sentencepiece(
-        {options.splits.at("train")}, model_path, options.sentencepiece);
+    train_sentencepiece({options.splits.at("train")}, model_path, options.sentencepiece);
   }
   const formats::SentencePiece model(model_path);
   PrepReport report;
   report.vocab_size = model.size();
-  spdlog::info(
-      "SentencePiece model {}: {} pieces", model_path.string(), model.size());
+  spdlog::info("SentencePiece model {}: {} pieces", model_path.string(), model.size());
   for (const auto& [name, path] : options.splits) {
     const auto tokens = formats::encode_raw_text(path, model);
-    formats::write_sentence_tokens(
-        options.out / (name + ".pieces"), tokens, model);
+    formats::write_sentence_tokens(options.out / (name + ".pieces"), tokens, model);
     report.tokens[name] = static_cast<int64_t>(tokens.ids.size());
-    spdlog::info(
-        "{}: {} pieces from {}", name, tokens.ids.size(), path.string());
+    spdlog::info("{}: {} pieces from {}", name, tokens.ids.size(), path.string());
   }
   return report;
 }

@@ -20,12 +20,10 @@ namespace {
 // Control symbols take ids 3..7 in this order, the user symbols follow (data_utils and
 // sp10m.cased.v3's training flags).
 constexpr const char* kControlSymbols = "<cls>,<sep>,<pad>,<mask>,<eod>";
-constexpr const char* kUserSymbols =
-    "<eop>,.,(,),\",-,\xe2\x80\x93,\xc2\xa3,\xe2\x82\xac";
+constexpr const char* kUserSymbols = "<eop>,.,(,),\",-,\xe2\x80\x93,\xc2\xa3,\xe2\x82\xac";
 class LineIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit LineIterator(std::vector<std::string> lines)
-      : lines_(std::move(lines)) {}
+  explicit LineIterator(std::vector<std::string> lines) : lines_(std::move(lines)) {}
   bool done() const override {
     return next_ >= lines_.size();
   }
@@ -54,16 +52,14 @@ void train_sentencepiece(
   const auto listed = [](std::string_view list) {
     return static_cast<int64_t>(std::count(list.begin(), list.end(), ',')) + 1;
   };
-  const int64_t specials =
-      3 + listed(kControlSymbols) + listed(kUserSymbols); // <unk> <s> </s>
+  const int64_t specials = 3 + listed(kControlSymbols) + listed(kUserSymbols); // <unk> <s> </s>
   if (options.vocab_size <= specials) {
     throw UserError(fmt::format(
         "--vocab-size {}: expected more than the {} special pieces of XLNet's vocabulary",
         options.vocab_size,
         specials));
   }
-  if (!(options.character_coverage > 0.0 &&
-        options.character_coverage <= 1.0)) {
+  if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
     throw UserError(fmt::format(
         "--character-coverage {}: expected a fraction above 0, up to 1",
         options.character_coverage));
@@ -79,8 +75,7 @@ void train_sentencepiece(
     }
   }
   if (lines.empty()) {
-    throw UserError(
-        "no text to train SentencePiece on in " + files.front().string());
+    throw UserError("no text to train SentencePiece on in " + files.front().string());
   }
   const std::unordered_map<std::string, std::string> args = {
       {"model_type", "unigram"},
@@ -95,13 +90,10 @@ void train_sentencepiece(
   sentencepiece::SetRandomGeneratorSeed(options.seed);
   LineIterator iterator(std::move(lines));
   std::string proto;
-  const auto status =
-      sentencepiece::SentencePieceTrainer::Train(args, &iterator, &proto);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &proto);
   if (!status.ok()) {
     throw UserError(fmt::format(
-        "SentencePiece training on {} failed: {}",
-        files.front().string(),
-        status.ToString()));
+        "SentencePiece training on {} failed: {}", files.front().string(), status.ToString()));
   }
   atomic_write(model, proto);
 }

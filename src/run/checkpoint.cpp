@@ -51,18 +51,14 @@ Verified verify(const std::filesystem::path& path) {
     // Written before checkpoints carried checksums, or cut short: the zip's own CRC-32s are
     // what is left to check. Without a zip header it is no checkpoint at all.
     if (v.bytes.empty()) {
-      v.error =
-          "the file is empty: a save that never completed, or not a checkpoint";
+      v.error = "the file is empty: a save that never completed, or not a checkpoint";
     } else if (v.bytes.compare(0, 4, "PK\x03\x04") != 0) {
       v.error = fmt::format(
           "not a checkpoint: {} bytes with neither xl's checksum at the end nor a zip "
           "archive's header",
           v.length);
-    } else if (const auto zip = io::zip_records_error(v.bytes.data(), v.length);
-               !zip.empty()) {
-      v.error =
-          "no checksum at its end (cut short, or written by an earlier xl): " +
-          zip;
+    } else if (const auto zip = io::zip_records_error(v.bytes.data(), v.length); !zip.empty()) {
+      v.error = "no checksum at its end (cut short, or written by an earlier xl): " + zip;
     }
     return v;
   }
@@ -72,8 +68,7 @@ Verified verify(const std::filesystem::path& path) {
   hash.update(v.bytes.data(), v.length);
   if (t.length != v.length || hash.digest() != t.checksum) {
     v.error = t.length != v.length
-        ? fmt::format(
-              "{} archive bytes where {} were saved", v.length, t.length)
+        ? fmt::format("{} archive bytes where {} were saved", v.length, t.length)
         : "its bytes do not match the checksum saved with them";
   }
   return v;
@@ -81,8 +76,7 @@ Verified verify(const std::filesystem::path& path) {
 
 // best.pt for last.pt and the other way round.
 std::filesystem::path sibling(const std::filesystem::path& path) {
-  return path.parent_path() /
-      (path.filename() == "best.pt" ? "last.pt" : "best.pt");
+  return path.parent_path() / (path.filename() == "best.pt" ? "last.pt" : "best.pt");
 }
 
 void flatten(
@@ -108,8 +102,7 @@ CheckpointInfo read_info(
   c10::IValue magic;
   if (!archive.try_read(kMagicKey, magic) || !magic.isString() ||
       magic.toStringRef() != kMagicValue) {
-    throw UserError(
-        path.string() + " is a LibTorch archive but not an xl checkpoint");
+    throw UserError(path.string() + " is a LibTorch archive but not an xl checkpoint");
   }
   CheckpointInfo info;
   c10::IValue value;
@@ -215,12 +208,10 @@ CheckpointInfo load_checkpoint(
     std::error_code exists;
     std::string hint;
     if (std::filesystem::exists(other, exists)) {
-      hint = verify(other).error.empty()
-          ? fmt::format("; {} still verifies", other.string())
-          : fmt::format("; {} is corrupt too", other.string());
+      hint = verify(other).error.empty() ? fmt::format("; {} still verifies", other.string())
+                                         : fmt::format("; {} is corrupt too", other.string());
     }
-    throw UserError(fmt::format(
-        "corrupt checkpoint: {} ({}){}", path.string(), file.error, hint));
+    throw UserError(fmt::format("corrupt checkpoint: {} ({}){}", path.string(), file.error, hint));
   }
   if (!file.has_checksum) {
     spdlog::warn(
@@ -302,10 +293,8 @@ std::vector<std::string> config_differences(
     const std::string& current_config,
     const std::vector<std::string>& sections) {
   std::vector<std::string> out;
-  for (const auto& d :
-       differing_keys(checkpoint_config, current_config, sections)) {
-    out.push_back(
-        fmt::format("{}: checkpoint {}, config {}", d.key, d.saved, d.current));
+  for (const auto& d : differing_keys(checkpoint_config, current_config, sections)) {
+    out.push_back(fmt::format("{}: checkpoint {}, config {}", d.key, d.saved, d.current));
   }
   return out;
 }
@@ -326,8 +315,8 @@ ResumeChanges resume_changes(
       "train.lr_layer_decay",
       "train.decay_vectors"};
   ResumeChanges changes;
-  for (const auto& d : differing_keys(
-           checkpoint_config, current_config, {"train", "eval", "run"})) {
+  for (const auto& d :
+       differing_keys(checkpoint_config, current_config, {"train", "eval", "run"})) {
     (kRefused.count(d.key) > 0 ? changes.refused : changes.applied)
         .push_back(fmt::format("{}: {} -> {}", d.key, d.saved, d.current));
   }
@@ -340,8 +329,7 @@ void require_matching_config(
     const std::string& current_config,
     const std::vector<std::string>& sections) {
   // Another family differs in nearly every key: its type says it in one line.
-  for (const auto& d :
-       differing_keys(checkpoint_config, current_config, {"model"})) {
+  for (const auto& d : differing_keys(checkpoint_config, current_config, {"model"})) {
     if (d.key == "model.type") {
       throw UserError(fmt::format(
           "checkpoint {} holds a model of type {}, but the config is of type {}: use the config it "
@@ -351,8 +339,7 @@ void require_matching_config(
           d.current));
     }
   }
-  const auto differences =
-      config_differences(checkpoint_config, current_config, sections);
+  const auto differences = config_differences(checkpoint_config, current_config, sections);
   if (!differences.empty()) {
     throw UserError(fmt::format(
         "checkpoint {} was made with a different config:\n  {}",

@@ -6,22 +6,18 @@
 
 namespace xl::run {
 
-void setup_logging(
-    const std::string& level,
-    const std::optional<std::filesystem::path>& file) {
+void setup_logging(const std::string& level, const std::optional<std::filesystem::path>& file) {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   console->set_level(spdlog::level::from_str(level));
   console->set_pattern("[%H:%M:%S] %^%l%$ %v");
   std::vector<spdlog::sink_ptr> sinks{console};
   if (file) {
-    auto file_sink =
-        std::make_shared<spdlog::sinks::basic_file_sink_mt>(file->string());
+    auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file->string());
     file_sink->set_level(spdlog::level::debug);
     file_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %l %v");
     sinks.push_back(file_sink);
   }
-  auto logger =
-      std::make_shared<spdlog::logger>("xl", sinks.begin(), sinks.end());
+  auto logger = std::make_shared<spdlog::logger>("xl", sinks.begin(), sinks.end());
   logger->set_level(spdlog::level::debug);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);

@@ -23,18 +23,11 @@
 
 namespace xl::run {
 
-MetricsWriter::MetricsWriter(
-    const std::filesystem::path& path,
-    bool tensorboard)
-    : path_(path),
-      fd_(::open(
-          path.c_str(),
-          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-          0644)) {
+MetricsWriter::MetricsWriter(const std::filesystem::path& path, bool tensorboard)
+    : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
   if (fd_ < 0) {
     throw UserError(
-        "cannot open metrics file for writing: " + path.string() + ": " +
-        std::strerror(errno));
+        "cannot open metrics file for writing: " + path.string() + ": " + std::strerror(errno));
   }
   if (tensorboard) {
     events_ = std::make_unique<EventWriter>(path.parent_path());
@@ -50,10 +43,8 @@ namespace {
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now.time_since_epoch())
-                      .count() %
-      1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[32];
@@ -64,8 +55,7 @@ std::string utc_now() {
 // The process's arguments, space-separated, from the kernel's copy.
 std::string command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw(
-      (std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!raw.empty() && raw.back() == '\0') {
     raw.pop_back();
   }
@@ -90,8 +80,7 @@ void MetricsWriter::write(nlohmann::json record) {
     }
     return;
   }
-  std::string reason =
-      written < 0 ? std::strerror(errno) : "short write (disk full?)";
+  std::string reason = written < 0 ? std::strerror(errno) : "short write (disk full?)";
   // Take the torn line back.
   if (written > 0 && (before < 0 || ::ftruncate(fd_, before) != 0)) {
     reason += "; a torn line is left at its end";
@@ -113,8 +102,7 @@ std::string thread_wait() {
       settings.push_back(fmt::format("{}={}", name, value));
     }
   }
-  return settings.empty() ? "libgomp default"
-                          : fmt::format("{}", fmt::join(settings, " "));
+  return settings.empty() ? "libgomp default" : fmt::format("{}", fmt::join(settings, " "));
 }
 
 } // namespace
@@ -127,13 +115,12 @@ nlohmann::json start_record(const torch::Device& device, int64_t step) {
       {"version", version()},
       {"libtorch", TORCH_VERSION},
       {"device",
-       device.is_cuda() ? fmt::format(
-                              "{} ({})",
-                              device.str(),
-                              at::cuda::getDeviceProperties(
-                                  device.has_index() ? device.index() : 0)
-                                  ->name)
-                        : std::string("cpu")},
+       device.is_cuda()
+           ? fmt::format(
+                 "{} ({})",
+                 device.str(),
+                 at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0)->name)
+           : std::string("cpu")},
       {"threads", torch::get_num_threads()},
       {"thread_wait", thread_wait()},
       // XL_ALLOCATOR=malloc leaves large blocks to malloc (app/cli.cpp)
@@ -147,8 +134,7 @@ int64_t last_logged_step(const std::filesystem::path& path) {
   while (std::getline(in, line)) {
     // A torn last line has no newline, and getline cannot tell: parse failures are skipped.
     const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_object() && record.contains("step") &&
-        record["step"].is_number_integer()) {
+    if (record.is_object() && record.contains("step") && record["step"].is_number_integer()) {
       last = std::max(last, record["step"].get<int64_t>());
     }
   }
@@ -163,9 +149,7 @@ size_t drop_torn_last_line(const std::filesystem::path& path) {
   }
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    throw UserError(
-        "cannot open metrics file: " + path.string() + ": " +
-        std::strerror(errno));
+    throw UserError("cannot open metrics file: " + path.string() + ": " + std::strerror(errno));
   }
   // Scan back from the end in blocks for the last newline.
   constexpr size_t kBlock = 4096;
@@ -186,8 +170,7 @@ size_t drop_torn_last_line(const std::filesystem::path& path) {
     }
     end = begin;
   }
-  const bool cut =
-      keep < size && ::ftruncate(fd, static_cast<off_t>(keep)) != 0;
+  const bool cut = keep < size && ::ftruncate(fd, static_cast<off_t>(keep)) != 0;
   const int truncate_errno = errno;
   ::close(fd);
   if (cut) {

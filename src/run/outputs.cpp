@@ -24,8 +24,8 @@ fs::path resolved(const fs::path& path) {
 bool is_run_directory(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "config.yaml", ec) &&
-      (fs::is_directory(dir / "checkpoints", ec) ||
-       fs::exists(dir / "metrics.jsonl", ec) || fs::exists(dir / ".lock", ec));
+      (fs::is_directory(dir / "checkpoints", ec) || fs::exists(dir / "metrics.jsonl", ec) ||
+       fs::exists(dir / ".lock", ec));
 }
 
 // The deepest part of `path` that exists, and refuses one that is not a writable folder.
@@ -39,8 +39,8 @@ void check_writable_parent(const std::string& flag, const fs::path& path) {
     existing = ".";
   }
   if (!fs::is_directory(existing, ec)) {
-    throw UserError(fmt::format(
-        "{} {}: {} is not a folder", flag, path.string(), existing.string()));
+    throw UserError(
+        fmt::format("{} {}: {} is not a folder", flag, path.string(), existing.string()));
   }
   if (::access(existing.c_str(), W_OK | X_OK) != 0) {
     throw UserError(fmt::format(
@@ -53,8 +53,7 @@ void check_writable_parent(const std::string& flag, const fs::path& path) {
 
 void check_not_empty(const std::string& flag, const std::string& path) {
   if (path.empty()) {
-    throw UserError(
-        fmt::format("{}: expected a path, found an empty one", flag));
+    throw UserError(fmt::format("{}: expected a path, found an empty one", flag));
   }
 }
 
@@ -104,24 +103,19 @@ std::string file_role(const fs::path& run, const fs::path& path) {
 
 void check_plain_name(const std::string& flag, const std::string& name) {
   if (const auto problem = plain_name_problem(name); !problem.empty()) {
-    throw UserError(fmt::format(
-        "{} '{}': expected a plain name (no folder), {}", flag, name, problem));
+    throw UserError(
+        fmt::format("{} '{}': expected a plain name (no folder), {}", flag, name, problem));
   }
 }
 
-fs::path check_output_file(
-    const std::string& flag,
-    const std::string& path,
-    bool force) {
+fs::path check_output_file(const std::string& flag, const std::string& path, bool force) {
   check_not_empty(flag, path);
   const fs::path file(path);
   std::error_code ec;
   if (fs::is_directory(file, ec)) {
-    throw UserError(
-        fmt::format("{} {} is a folder; name a file to write", flag, path));
+    throw UserError(fmt::format("{} {} is a folder; name a file to write", flag, path));
   }
-  if (const auto run =
-          enclosing_run(file)) { // through links: judged by where it leads
+  if (const auto run = enclosing_run(file)) { // through links: judged by where it leads
     if (const auto role = file_role(*run, file); !role.empty()) {
       throw UserError(fmt::format(
           "{} {} is a file of the run in {} ({}); tools never write over a run's files: "
@@ -134,27 +128,19 @@ fs::path check_output_file(
   }
   if (fs::exists(fs::symlink_status(file, ec))) {
     if (!fs::is_regular_file(file, ec)) {
-      throw UserError(fmt::format(
-          "{} {} exists and is not a regular file; name another file",
-          flag,
-          path));
+      throw UserError(
+          fmt::format("{} {} exists and is not a regular file; name another file", flag, path));
     }
     if (!force) {
       throw UserError(fmt::format(
-          "{} {} exists; pass --force to replace it, or name another file",
-          flag,
-          path));
+          "{} {} exists; pass --force to replace it, or name another file", flag, path));
     }
   }
-  check_writable_parent(
-      flag, file.parent_path().empty() ? "." : file.parent_path());
+  check_writable_parent(flag, file.parent_path().empty() ? "." : file.parent_path());
   return file;
 }
 
-fs::path check_output_folder(
-    const std::string& flag,
-    const std::string& path,
-    bool force) {
+fs::path check_output_folder(const std::string& flag, const std::string& path, bool force) {
   check_not_empty(flag, path);
   const fs::path folder(path);
   std::error_code ec;
@@ -169,8 +155,7 @@ fs::path check_output_folder(
   }
   if (fs::exists(folder, ec)) {
     if (!fs::is_directory(folder, ec)) {
-      throw UserError(fmt::format(
-          "{} {} is a file; name a folder to write into", flag, path));
+      throw UserError(fmt::format("{} {} is a file; name a folder to write into", flag, path));
     }
     if (!force && !fs::is_empty(folder, ec)) {
       throw UserError(fmt::format(
@@ -188,18 +173,12 @@ void create_output_folder(const std::string& flag, const fs::path& folder) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) {
-    throw UserError(fmt::format(
-        "{}: cannot create the folder {}: {}",
-        flag,
-        folder.string(),
-        ec.message()));
+    throw UserError(
+        fmt::format("{}: cannot create the folder {}: {}", flag, folder.string(), ec.message()));
   }
 }
 
-void write_output_file(
-    const std::string& flag,
-    const fs::path& path,
-    const std::string& content) {
+void write_output_file(const std::string& flag, const fs::path& path, const std::string& content) {
   if (path.has_parent_path()) {
     create_output_folder(flag, path.parent_path());
   }

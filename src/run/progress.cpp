@@ -35,10 +35,7 @@ std::string format_count(double value) {
   return fmt::format("{:.0f}", value);
 }
 
-Progress::Progress(
-    int64_t total,
-    int64_t start,
-    std::function<Clock::time_point()> now)
+Progress::Progress(int64_t total, int64_t start, std::function<Clock::time_point()> now)
     : now_(std::move(now)),
       total_(total),
       done_(start),
@@ -53,8 +50,7 @@ void Progress::update(int64_t done, int64_t tokens) {
 }
 
 double Progress::tokens_per_second() const {
-  const double elapsed =
-      std::chrono::duration<double>(now_() - window_began_).count();
+  const double elapsed = std::chrono::duration<double>(now_() - window_began_).count();
   return elapsed > 0 ? static_cast<double>(window_tokens_) / elapsed : 0.0;
 }
 
@@ -68,8 +64,7 @@ double Progress::pace_with_window(Clock::time_point now) const {
     return pace_;
   }
   const double current =
-      std::chrono::duration<double>(now - window_began_).count() /
-      static_cast<double>(units);
+      std::chrono::duration<double>(now - window_began_).count() / static_cast<double>(units);
   return std::isnan(pace_) ? current : 0.5 * (pace_ + current);
 }
 
@@ -78,13 +73,11 @@ double Progress::eta_seconds() const {
 }
 
 bool Progress::due(double seconds) const {
-  return std::chrono::duration<double>(now_() - window_began_).count() >=
-      seconds;
+  return std::chrono::duration<double>(now_() - window_began_).count() >= seconds;
 }
 
 std::string Progress::line(const std::string& unit) {
-  const double pct =
-      total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
+  const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
   std::string text = fmt::format(
       "{} {}/{} ({:.1f}%) | {} tok/s | {} elapsed | ETA {}",
       unit,

@@ -23,8 +23,7 @@ RunLock::RunLock(const std::filesystem::path& dir) {
   const auto path = dir / ".lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw UserError(
-        fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    throw UserError(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const std::string holder = read_file(path, "lock file");
@@ -37,8 +36,7 @@ RunLock::RunLock(const std::filesystem::path& dir) {
   }
   const std::string pid = std::to_string(::getpid());
   if (::ftruncate(fd_, 0) != 0 ||
-      ::pwrite(fd_, pid.data(), pid.size(), 0) !=
-          static_cast<ssize_t>(pid.size())) {
+      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     // The lock holds without it; a second trainer's message just lacks the pid.
     spdlog::warn("could not note the pid in {}", path.string());
   }
@@ -63,8 +61,7 @@ std::filesystem::path RunPaths::snapshot(int64_t step) const {
 std::vector<std::filesystem::path> RunPaths::snapshots() const {
   std::vector<std::pair<int64_t, std::filesystem::path>> found;
   std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(checkpoints, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints, ec)) {
     const auto step = snapshot_step(entry.path().stem().string());
     if (entry.path().extension() == ".pt" && step) {
       found.emplace_back(*step, entry.path());
@@ -88,8 +85,7 @@ std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
   }
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(checkpoints, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints, ec)) {
     if (entry.path().extension() == ".pt") {
       names.push_back(entry.path().stem().string());
     }
@@ -100,16 +96,13 @@ std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
       name,
       path.string(),
       checkpoints.string(),
-      names.empty() ? std::string("no checkpoints")
-                    : fmt::format("{}", fmt::join(names, ", "))));
+      names.empty() ? std::string("no checkpoints") : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 std::optional<int64_t> snapshot_step(const std::string& name) {
   const std::string digits = name.rfind("step_", 0) == 0 ? name.substr(5) : "";
   if (digits.empty() || digits.size() >= 19 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   return std::stoll(digits);
@@ -134,19 +127,14 @@ RunPaths paths_of(const std::filesystem::path& dir) {
       nullptr};
 }
 
-void check_config_belongs(
-    const std::filesystem::path& config_file,
-    const config::Config& config) {
-  const auto folder = config_file.has_parent_path()
-      ? config_file.parent_path()
-      : std::filesystem::path(".");
+void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config) {
+  const auto folder =
+      config_file.has_parent_path() ? config_file.parent_path() : std::filesystem::path(".");
   const auto run = enclosing_run(folder);
   const auto dir = directory_of(config);
   if (!run || config_file.filename() != "config.yaml" ||
-      std::filesystem::weakly_canonical(std::filesystem::absolute(folder)) !=
-          *run ||
-      std::filesystem::weakly_canonical(std::filesystem::absolute(dir)) ==
-          *run) {
+      std::filesystem::weakly_canonical(std::filesystem::absolute(folder)) != *run ||
+      std::filesystem::weakly_canonical(std::filesystem::absolute(dir)) == *run) {
     return;
   }
   throw UserError(fmt::format(
@@ -165,8 +153,7 @@ namespace {
 // empty, or a run's (its .lock tells; one killed before its first checkpoint starts again).
 void refuse_foreign_folder(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec) ||
-      std::filesystem::is_empty(dir, ec) ||
+  if (!std::filesystem::is_directory(dir, ec) || std::filesystem::is_empty(dir, ec) ||
       std::filesystem::exists(dir / ".lock", ec)) {
     return;
   }
@@ -193,17 +180,15 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
   std::error_code ec;
   if (resume && !std::filesystem::exists(paths.last_checkpoint(), ec)) {
     throw UserError(
-        "--resume: no checkpoint to resume from in " + paths.dir.string() +
-        " (expected " + paths.last_checkpoint().string() + ")");
+        "--resume: no checkpoint to resume from in " + paths.dir.string() + " (expected " +
+        paths.last_checkpoint().string() + ")");
   }
   if (!resume) {
     refuse_foreign_folder(paths.dir);
   }
   std::filesystem::create_directories(paths.dir, ec);
   if (ec) {
-    throw UserError(
-        "cannot create run directory " + paths.dir.string() + ": " +
-        ec.message());
+    throw UserError("cannot create run directory " + paths.dir.string() + ": " + ec.message());
   }
   paths.lock = std::make_shared<const RunLock>(paths.dir);
   if (!resume && std::filesystem::exists(paths.last_checkpoint(), ec)) {
@@ -214,9 +199,7 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
   }
   std::filesystem::create_directories(paths.checkpoints, ec);
   if (ec) {
-    throw UserError(
-        "cannot create run directory " + paths.dir.string() + ": " +
-        ec.message());
+    throw UserError("cannot create run directory " + paths.dir.string() + ": " + ec.message());
   }
   // What a save killed half-way left; nobody else writes here while the lock is held.
   for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {

@@ -62,9 +62,7 @@ uint32_t masked_crc(const char* data, size_t size) {
 } // namespace
 
 double wall_time_now() {
-  return std::chrono::duration<double>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 EventWriter::EventWriter(const std::filesystem::path& dir) {
@@ -72,17 +70,11 @@ EventWriter::EventWriter(const std::filesystem::path& dir) {
   ::gethostname(host, sizeof host - 1);
   const double now = wall_time_now();
   path_ = dir /
-      fmt::format(
-              "events.out.tfevents.{}.{}.{}",
-              static_cast<int64_t>(now),
-              host,
-              ::getpid());
+      fmt::format("events.out.tfevents.{}.{}.{}", static_cast<int64_t>(now), host, ::getpid());
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw UserError(fmt::format(
-        "cannot create TensorBoard event file {}: {}",
-        path_.string(),
-        std::strerror(errno)));
+        "cannot create TensorBoard event file {}: {}", path_.string(), std::strerror(errno)));
   }
   std::string e = event_header(now, 0);
   put_bytes(e, 3, "brain.Event:2");
@@ -93,11 +85,7 @@ EventWriter::~EventWriter() {
   ::close(fd_);
 }
 
-void EventWriter::scalar(
-    const std::string& tag,
-    double value,
-    int64_t step,
-    double wall_time) {
+void EventWriter::scalar(const std::string& tag, double value, int64_t step, double wall_time) {
   // Summary.Value: tag = 1, simple_value = 2 (float); Summary: value = 1 (repeated).
   std::string v;
   put_bytes(v, 1, tag);
@@ -128,19 +116,13 @@ void EventWriter::append(const std::string& event) {
   put_little_endian(record, masked_crc(record.data(), sizeof length));
   record += event;
   put_little_endian(record, masked_crc(event.data(), event.size()));
-  if (::write(fd_, record.data(), record.size()) !=
-      static_cast<ssize_t>(record.size())) {
+  if (::write(fd_, record.data(), record.size()) != static_cast<ssize_t>(record.size())) {
     throw UserError(fmt::format(
-        "cannot append to TensorBoard event file {}: {}",
-        path_.string(),
-        std::strerror(errno)));
+        "cannot append to TensorBoard event file {}: {}", path_.string(), std::strerror(errno)));
   }
 }
 
-void write_events(
-    EventWriter& writer,
-    const nlohmann::json& record,
-    double wall_time) {
+void write_events(EventWriter& writer, const nlohmann::json& record, double wall_time) {
   if (record.value("event", "") == "resumed") {
     writer.restart(record["step"].get<int64_t>() + 1, wall_time);
     return;
@@ -150,13 +132,7 @@ void write_events(
     return;
   }
   static const std::set<std::string> kNotCurves = {
-      "step",
-      "tokens",
-      "batches",
-      "pass_batches",
-      "epoch",
-      "repeat",
-      "partial"};
+      "step", "tokens", "batches", "pass_batches", "epoch", "repeat", "partial"};
   std::string prefix = record["split"].get<std::string>() + "/";
   if (record.contains("mode")) {
     prefix += record["mode"].get<std::string>() + "/";

@@ -32,11 +32,7 @@ class CachingAllocator final : public c10::Allocator {
       return fallback_->allocate(n);
     }
     void* data = take(n);
-    return {
-        data,
-        data,
-        &CachingAllocator::release,
-        c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &CachingAllocator::release, c10::Device(c10::DeviceType::CPU)};
   }
 
   c10::DeleterFnPtr raw_deleter() const override {
@@ -63,9 +59,8 @@ class CachingAllocator final : public c10::Allocator {
   static size_t physical_memory() {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0
-        ? static_cast<size_t>(pages) * static_cast<size_t>(page)
-        : size_t{8} << 30;
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page)
+                                 : size_t{8} << 30;
   }
 
   // Small blocks come back here too (raw_deallocate of a fallback block), so the map of
@@ -104,10 +99,7 @@ class CachingAllocator final : public c10::Allocator {
       ++stats_.hits;
     } else {
       // Stay under the limit by unmapping cached blocks before mapping more.
-      evict(
-          limit_ > stats_.in_use_bytes + size
-              ? limit_ - stats_.in_use_bytes - size
-              : 0);
+      evict(limit_ > stats_.in_use_bytes + size ? limit_ - stats_.in_use_bytes - size : 0);
       block = {map(size), size};
       ++stats_.misses;
     }
@@ -118,13 +110,7 @@ class CachingAllocator final : public c10::Allocator {
 
   void* map(size_t size) {
     const auto anonymous = [size] {
-      return mmap(
-          nullptr,
-          size,
-          PROT_READ | PROT_WRITE,
-          MAP_PRIVATE | MAP_ANONYMOUS,
-          -1,
-          0);
+      return mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     };
     void* data = anonymous();
     if (data == MAP_FAILED && !free_.empty()) {
@@ -187,8 +173,7 @@ void install_cpu_cache() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Never destroyed: tensors freed during static destruction still find it.
-    CachingAllocator::instance =
-        new CachingAllocator(c10::GetDefaultCPUAllocator());
+    CachingAllocator::instance = new CachingAllocator(c10::GetDefaultCPUAllocator());
     c10::SetCPUAllocator(CachingAllocator::instance, /*priority=*/1);
   });
 }
@@ -198,8 +183,7 @@ bool cpu_cache_installed() {
 }
 
 CpuCacheStats cpu_cache_stats() {
-  return cpu_cache_installed() ? CachingAllocator::instance->stats()
-                               : CpuCacheStats{};
+  return cpu_cache_installed() ? CachingAllocator::instance->stats() : CpuCacheStats{};
 }
 
 void release_cpu_cache() {

@@ -42,8 +42,7 @@ bool cpu_has_bf16() {
   const auto capabilities = at::cpu::get_cpu_capabilities();
   const auto has = [&](const char* name) {
     const auto it = capabilities.find(name);
-    return it != capabilities.end() && it->second.isBool() &&
-        it->second.toBool();
+    return it != capabilities.end() && it->second.isBool() && it->second.toBool();
   };
   return has("avx512_bf16") || has("amx_bf16");
 }
@@ -72,13 +71,10 @@ double matmul_gflops(
     ++products;
     if (products % 8 == 0 || !device.is_cuda()) {
       synchronize(device);
-      elapsed = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
-  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) /
-      elapsed / 1e9;
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(products) / elapsed / 1e9;
 }
 
 namespace {
@@ -117,9 +113,8 @@ double cpu_available_memory() {
     const double used = std::min(
         cgroup_value("/sys/fs/cgroup/memory.current"),
         cgroup_value("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
-    available = std::min(
-        available,
-        limit - (used < std::numeric_limits<double>::infinity() ? used : 0));
+    available =
+        std::min(available, limit - (used < std::numeric_limits<double>::infinity() ? used : 0));
   }
   return std::max(available, 0.0);
 }
@@ -132,8 +127,7 @@ double available_memory(const torch::Device& device) {
   }
   const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-  return static_cast<double>(
-             at::cuda::getDeviceProperties(index)->totalGlobalMem) -
+  return static_cast<double>(at::cuda::getDeviceProperties(index)->totalGlobalMem) -
       static_cast<double>(stats.reserved_bytes[0].current);
 }
 

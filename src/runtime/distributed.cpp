@@ -25,22 +25,17 @@ namespace {
 
 std::optional<std::string> env_string(const char* name) {
   const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::optional<std::string>(value)
-                                            : std::nullopt;
+  return value != nullptr && *value != '\0' ? std::optional<std::string>(value) : std::nullopt;
 }
 
-int env_int(
-    const char* name,
-    int min,
-    std::optional<int> fallback = std::nullopt) {
+int env_int(const char* name, int min, std::optional<int> fallback = std::nullopt) {
   const auto text = env_string(name);
   if (!text) {
     if (fallback) {
       return *fallback;
     }
-    throw UserError(fmt::format(
-        "data-parallel training needs {} in the environment (torchrun sets it)",
-        name));
+    throw UserError(
+        fmt::format("data-parallel training needs {} in the environment (torchrun sets it)", name));
   }
   try {
     size_t used = 0;
@@ -48,11 +43,9 @@ int env_int(
     if (used == text->size() && value >= min) {
       return value;
     }
-  } catch (
-      const std::exception&) { // NOLINT(bugprone-empty-catch): reported below
+  } catch (const std::exception&) { // NOLINT(bugprone-empty-catch): reported below
   }
-  throw UserError(fmt::format(
-      "{}={} is not a whole number of at least {}", name, *text, min));
+  throw UserError(fmt::format("{}={} is not a whole number of at least {}", name, *text, min));
 }
 
 } // namespace
@@ -69,11 +62,9 @@ std::optional<DistributedEnv> distributed_env() {
   }
   DistributedEnv env;
   env.world_size = env_int("WORLD_SIZE", 1);
-  env.rank =
-      env_int("RANK", 0, env.world_size == 1 ? std::optional(0) : std::nullopt);
+  env.rank = env_int("RANK", 0, env.world_size == 1 ? std::optional(0) : std::nullopt);
   if (env.rank >= env.world_size) {
-    throw UserError(fmt::format(
-        "RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));
+    throw UserError(fmt::format("RANK={} is not below WORLD_SIZE={}", env.rank, env.world_size));
   }
   if (env.world_size == 1) {
     return std::nullopt;
@@ -82,12 +73,10 @@ std::optional<DistributedEnv> distributed_env() {
   env.master_addr = env_string("MASTER_ADDR").value_or(env.master_addr);
   env.master_port = env_int("MASTER_PORT", 1, env.master_port);
   if (env.master_port > 65535) {
-    throw UserError(
-        fmt::format("MASTER_PORT={} is not a port", env.master_port));
+    throw UserError(fmt::format("MASTER_PORT={} is not a port", env.master_port));
   }
   const auto agent = env_string("TORCHELASTIC_USE_AGENT_STORE");
-  env.agent_store =
-      agent && (*agent == "True" || *agent == "true" || *agent == "1");
+  env.agent_store = agent && (*agent == "True" || *agent == "true" || *agent == "1");
   return env;
 }
 
@@ -100,8 +89,7 @@ namespace {
 // c10d retries an address it cannot resolve, with a warning each time, until the timeout.
 void check_master_address(const DistributedEnv& env) {
   addrinfo* found = nullptr;
-  if (const int status =
-          ::getaddrinfo(env.master_addr.c_str(), nullptr, nullptr, &found);
+  if (const int status = ::getaddrinfo(env.master_addr.c_str(), nullptr, nullptr, &found);
       status != 0) {
     throw UserError(fmt::format(
         "MASTER_ADDR={}: cannot resolve the address ({})",
@@ -166,14 +154,12 @@ void add_backend(
 #ifdef USE_C10D_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
-    auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-        store, env.rank, env.world_size, options);
-    group.setBackend(
-        c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
+    auto backend =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, options);
+    group.setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
     group.setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #else
-    throw UserError(
-        "this LibTorch was built without NCCL: no data-parallel training on GPUs");
+    throw UserError("this LibTorch was built without NCCL: no data-parallel training on GPUs");
 #endif
     return;
   }
@@ -183,10 +169,9 @@ void add_backend(
   options->devices.push_back(
       interface ? c10d::ProcessGroupGloo::createDeviceForInterface(*interface)
                 : c10d::ProcessGroupGloo::createDefaultDevice());
-  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      store, env.rank, env.world_size, options);
-  group.setBackend(
-      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  auto backend =
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, options);
+  group.setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
   group.setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
 }
 
@@ -197,14 +182,10 @@ Group::Group(
     const torch::Device& device,
     std::chrono::milliseconds start_timeout,
     std::chrono::milliseconds timeout)
-    : rank_(env.rank),
-      size_(env.world_size),
-      device_(device),
-      impl_(std::make_unique<Impl>()) {
+    : rank_(env.rank), size_(env.world_size), device_(device), impl_(std::make_unique<Impl>()) {
   check_master_address(env);
   const auto store = join_store(env, start_timeout, timeout);
-  auto group =
-      c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
   add_backend(*group, store, env, device, timeout);
   impl_->group = group;
 }
@@ -215,8 +196,7 @@ const c10::intrusive_ptr<c10d::ProcessGroup>& Group::process_group() const {
   return impl_->group;
 }
 
-UserError Group::lost(const std::string& what, const std::exception& cause)
-    const {
+UserError Group::lost(const std::string& what, const std::exception& cause) const {
   return UserError(fmt::format(
       "rank {} of {}: {} failed, another rank has probably stopped (its own error, or "
       "torchrun's, says why): {}",

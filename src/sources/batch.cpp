@@ -113,12 +113,10 @@ std::map<std::string, torch::Tensor> named_fields(const Batch& batch) {
 Batch batch_from_fields(const std::map<std::string, torch::Tensor>& fields) {
   Batch batch;
   for (const auto& entry : fields) {
-    const auto* f = std::find_if(
-        std::begin(kFields), std::end(kFields), [&](const Field& field) {
-          return entry.first == field.name;
-        });
-    TORCH_CHECK(
-        f != std::end(kFields), "no batch field is called ", entry.first);
+    const auto* f = std::find_if(std::begin(kFields), std::end(kFields), [&](const Field& field) {
+      return entry.first == field.name;
+    });
+    TORCH_CHECK(f != std::end(kFields), "no batch field is called ", entry.first);
     batch.*f->member = entry.second;
   }
   batch.n_targets = count_targets(batch);

@@ -13,20 +13,15 @@ Batch next_cycling(BatchSource& source) {
   if (!batch) {
     batch = source.next();
   }
-  TORCH_CHECK(
-      batch.has_value(), "a new pass of ", source.describe(), " is empty");
+  TORCH_CHECK(batch.has_value(), "a new pass of ", source.describe(), " is empty");
   return std::move(*batch);
 }
 
-void write_source_identity(
-    torch::serialize::OutputArchive& archive,
-    const BatchSource& source) {
+void write_source_identity(torch::serialize::OutputArchive& archive, const BatchSource& source) {
   io::write_string(archive, "data.source", source.describe());
 }
 
-void check_source_identity(
-    torch::serialize::InputArchive& archive,
-    const BatchSource& source) {
+void check_source_identity(torch::serialize::InputArchive& archive, const BatchSource& source) {
   const std::string saved = io::read_string(archive, "data.source");
   if (saved != source.describe()) {
     throw UserError(fmt::format(

@@ -15,16 +15,14 @@ const formats::TokenFile& Corpus::split(const std::string& name) {
   if (it == splits_.end()) {
     const auto file = files_.find(name);
     if (file == files_.end()) {
-      throw UserError(
-          "unknown data split '" + name + "' (expected train, valid or test)");
+      throw UserError("unknown data split '" + name + "' (expected train, valid or test)");
     }
-    auto token_file = std::make_unique<formats::TokenFile>(
-        dir_ / file->second, vocab_, vocab_path_);
+    auto token_file =
+        std::make_unique<formats::TokenFile>(dir_ / file->second, vocab_, vocab_path_);
     if (token_file->size() < 2) {
       throw UserError(
           "token file " + token_file->path().string() + " holds " +
-          std::to_string(token_file->size()) +
-          " tokens; a language model needs at least 2");
+          std::to_string(token_file->size()) + " tokens; a language model needs at least 2");
     }
     it = splits_.emplace(name, std::move(token_file)).first;
   }

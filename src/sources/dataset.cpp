@@ -106,8 +106,7 @@ class TokenDataset : public Dataset {
 
   config::Config c_;
   std::unique_ptr<Corpus> corpus_;
-  std::unique_ptr<formats::TokenTensor>
-      random_; // every split, without a corpus
+  std::unique_ptr<formats::TokenTensor> random_; // every split, without a corpus
   int64_t n_token_;
   formats::VocabKind unit_;
   int64_t ext_len_;
@@ -129,29 +128,24 @@ EvalBatches token_eval_batches(
   if (validation || c.eval.mode == config::EvalMode::kMemory) {
     const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
     return {
-        std::make_unique<OrderedSegments>(
-            tokens, c.eval.batch_size, tgt_len, ext_len),
+        std::make_unique<OrderedSegments>(tokens, c.eval.batch_size, tgt_len, ext_len),
         fmt::format("tgt_len {}, batch {}", tgt_len, c.eval.batch_size)};
   }
   const int64_t window = c.train.tgt_len;
   const int64_t stride = c.eval.stride;
   return {
-      std::make_unique<SlidingWindows>(
-          tokens, window, stride, c.eval.batch_size),
+      std::make_unique<SlidingWindows>(tokens, window, stride, c.eval.batch_size),
       fmt::format(
           "vanilla: window {}, {} scored, slide {}, {} windows per batch; the first {} "
           "tokens are context only (every scored position sees a full window)",
           window,
-          stride == 1 ? std::string("last position")
-                      : fmt::format("last {} positions", stride),
+          stride == 1 ? std::string("last position") : fmt::format("last {} positions", stride),
           stride,
           c.eval.batch_size,
           window)};
 }
 
-const std::string& split_file(
-    const config::DataConfig& d,
-    const std::string& split) {
+const std::string& split_file(const config::DataConfig& d, const std::string& split) {
   if (split == "train") {
     return d.train;
   }
@@ -164,12 +158,11 @@ void check_data_dir(const config::Config& config) {
     throw UserError(fmt::format(
         "data.dir not found: {}{}; prepare it with xl-prep (see README) or set data.dir",
         dir.string(),
-        dir.is_relative()
-            ? fmt::format(
-                  " (a relative data.dir is taken from the current "
-                  "directory, {}, not from the config file's)",
-                  std::filesystem::current_path().string())
-            : ""));
+        dir.is_relative() ? fmt::format(
+                                " (a relative data.dir is taken from the current "
+                                "directory, {}, not from the config file's)",
+                                std::filesystem::current_path().string())
+                          : ""));
   }
 }
 

@@ -37,10 +37,7 @@ struct PackedExamples {
   torch::Tensor lengths;
 };
 
-PackedExamples pack_examples(
-    const std::vector<EncodedExample>& examples,
-    int64_t n,
-    int64_t len) {
+PackedExamples pack_examples(const std::vector<EncodedExample>& examples, int64_t n, int64_t len) {
   PackedExamples out{
       torch::full({n, len}, formats::kPadId, torch::kLong),
       torch::full({n, len}, kSegmentPad, torch::kLong),
@@ -52,8 +49,7 @@ PackedExamples pack_examples(
   auto lengths = out.lengths.accessor<int64_t, 1>();
   for (int64_t e = 0; e < n; ++e) {
     const auto& example = examples[static_cast<size_t>(e)];
-    const auto kept =
-        std::min<int64_t>(static_cast<int64_t>(example.ids.size()), len - 2);
+    const auto kept = std::min<int64_t>(static_cast<int64_t>(example.ids.size()), len - 2);
     const int64_t start = len - 2 - kept;
     for (int64_t k = 0; k < kept; ++k) {
       tokens[e][start + k] = example.ids[static_cast<size_t>(k)];
@@ -144,18 +140,15 @@ torch::Tensor LabelledTexts::pass_order() {
   const int64_t batches = n / size;
   order = order.narrow(0, 0, batches * size);
   std::vector<torch::Tensor> windows;
-  for (int64_t start = 0; start < batches * size;
-       start += kGroupBatches * size) {
-    const auto window = order.narrow(
-        0, start, std::min(kGroupBatches * size, batches * size - start));
-    const auto by_length = std::get<1>(
-        lengths_.index_select(0, window).sort(/*stable=*/true, 0, false));
+  for (int64_t start = 0; start < batches * size; start += kGroupBatches * size) {
+    const auto window =
+        order.narrow(0, start, std::min(kGroupBatches * size, batches * size - start));
+    const auto by_length =
+        std::get<1>(lengths_.index_select(0, window).sort(/*stable=*/true, 0, false));
     windows.push_back(window.index_select(0, by_length));
   }
   const auto grouped = torch::cat(windows).view({batches, size});
-  return grouped
-      .index_select(0, torch::randperm(batches, generator_, torch::kLong))
-      .reshape({-1});
+  return grouped.index_select(0, torch::randperm(batches, generator_, torch::kLong)).reshape({-1});
 }
 
 int64_t LabelledTexts::batches_per_pass() const {
@@ -176,9 +169,7 @@ std::string LabelledTexts::describe() const {
       order,
       name_,
       labels_.size(0),
-      labels_.size(0) < available_
-          ? fmt::format(": the first of {}", available_)
-          : "");
+      labels_.size(0) < available_ ? fmt::format(": the first of {}", available_) : "");
 }
 
 std::optional<Batch> LabelledTexts::next() {
@@ -196,18 +187,12 @@ std::optional<Batch> LabelledTexts::next() {
   ++read_;
   // Grouped by length: the positions every row pads are left out (they change no score).
   const int64_t len = options_.seq_len;
-  const int64_t width = options_.group_by_length
-      ? lengths_.index_select(0, rows_index).max().item<int64_t>()
-      : len;
+  const int64_t width =
+      options_.group_by_length ? lengths_.index_select(0, rows_index).max().item<int64_t>() : len;
   Batch batch;
-  batch.tokens = tokens_.index_select(0, rows_index)
-                     .narrow(1, len - width, width)
-                     .t()
-                     .contiguous();
-  batch.segment_ids = segment_ids_.index_select(0, rows_index)
-                          .narrow(1, len - width, width)
-                          .t()
-                          .contiguous();
+  batch.tokens = tokens_.index_select(0, rows_index).narrow(1, len - width, width).t().contiguous();
+  batch.segment_ids =
+      segment_ids_.index_select(0, rows_index).narrow(1, len - width, width).t().contiguous();
   batch.padding = batch.segment_ids.eq(kSegmentPad);
   batch.labels = labels_.index_select(0, rows_index);
   batch.n_targets = rows;

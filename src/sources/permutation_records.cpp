@@ -41,8 +41,7 @@ void validate(const PermutationOptions& o) {
         o.seq_len,
         o.reuse_len));
   }
-  if (o.reuse_len % o.perm_size != 0 ||
-      (o.seq_len - o.reuse_len) % o.perm_size != 0) {
+  if (o.reuse_len % o.perm_size != 0 || (o.seq_len - o.reuse_len) % o.perm_size != 0) {
     fail(fmt::format(
         "perm_size ({}) must divide reuse_len ({}) and seq_len - reuse_len ({})",
         o.perm_size,
@@ -68,8 +67,7 @@ void validate(const PermutationOptions& o) {
   }
   if (o.bi_data && o.batch_size % 2 != 0) {
     fail(fmt::format(
-        "batch_size ({}) must be even with bi_data (forward and backward halves)",
-        o.batch_size));
+        "batch_size ({}) must be even with bi_data (forward and backward halves)", o.batch_size));
   }
 }
 
@@ -87,8 +85,7 @@ std::vector<uint8_t> compose_halves(
       if (i < reuse && j < reuse) {
         hidden = first.cannot_see[static_cast<size_t>(i * reuse + j)];
       } else if (i >= reuse && j >= reuse) {
-        hidden = second.cannot_see[static_cast<size_t>(
-            (i - reuse) * (len - reuse) + j - reuse)];
+        hidden = second.cannot_see[static_cast<size_t>((i - reuse) * (len - reuse) + j - reuse)];
       } else {
         hidden = i < reuse ? 1 : 0;
       }
@@ -104,10 +101,7 @@ std::vector<uint8_t> compose_halves(
 // <sep> or <cls>: what follows them starts a word.
 class PermutationRecords::Words {
  public:
-  Words(
-      const std::vector<int64_t>& tokens,
-      const std::vector<bool>& word_starts,
-      bool reverse)
+  Words(const std::vector<int64_t>& tokens, const std::vector<bool>& word_starts, bool reverse)
       : starts_(tokens.size()) {
     bool after_functional = false;
     for (size_t r = 0; r < tokens.size(); ++r) {
@@ -159,8 +153,7 @@ LocalPermutation local_perm(
   out.is_target.resize(inputs.size());
   for (int64_t k = 0; k < n; ++k) {
     const auto i = static_cast<size_t>(k);
-    const bool functional =
-        inputs[i] == formats::kSepId || inputs[i] == formats::kClsId;
+    const bool functional = inputs[i] == formats::kSepId || inputs[i] == formats::kClsId;
     hidden[i] = is_masked[i] != 0 || functional;
     out.is_target[i] = is_masked[i] != 0 && !functional;
     const int64_t block = k - k % perm_size;
@@ -170,8 +163,7 @@ LocalPermutation local_perm(
   out.cannot_see.resize(inputs.size() * inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     for (size_t j = 0; j < inputs.size(); ++j) {
-      out.cannot_see[i * inputs.size() + j] =
-          hidden[j] != 0 && self[i] <= rev[j];
+      out.cannot_see[i * inputs.size() + j] = hidden[j] != 0 && self[i] <= rev[j];
     }
   }
   return out;
@@ -187,8 +179,7 @@ PermutationRecords::PermutationRecords(
       n_tokens_(static_cast<int64_t>(tokens.ids.size())),
       generator_(at::make_generator<at::CPUGeneratorImpl>(options.seed)) {
   validate(options_);
-  const int64_t streams =
-      options_.bi_data ? options_.batch_size / 2 : options_.batch_size;
+  const int64_t streams = options_.bi_data ? options_.batch_size / 2 : options_.batch_size;
   row_len_ = n_tokens_ / streams;
   if (row_len_ < options_.seq_len) {
     throw UserError(fmt::format(
@@ -261,8 +252,7 @@ std::vector<int64_t> PermutationRecords::draw_order() {
   std::vector<int64_t> order(static_cast<size_t>(options_.perm_size));
   std::iota(order.begin(), order.end(), 0);
   for (int64_t i = options_.perm_size - 1; i > 0; --i) {
-    std::swap(
-        order[static_cast<size_t>(i)], order[static_cast<size_t>(draw(i + 1))]);
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(draw(i + 1))]);
   }
   return order;
 }
@@ -300,8 +290,7 @@ int64_t PermutationRecords::mask_spans(
   while (cur < n && num < goal) {
     const double u = uniform() * total;
     int64_t count = 1;
-    while (count < kMaxGram &&
-           u >= cumulative[static_cast<size_t>(count - 1)]) {
+    while (count < kMaxGram && u >= cumulative[static_cast<size_t>(count - 1)]) {
       ++count;
     }
     count = std::min(count, goal - num);
@@ -354,8 +343,8 @@ void PermutationRecords::mask_whole_words(
     if (fitting.empty()) {
       break;
     }
-    const auto [begin, end] = fitting[static_cast<size_t>(
-        draw(static_cast<int64_t>(fitting.size())))];
+    const auto [begin, end] =
+        fitting[static_cast<size_t>(draw(static_cast<int64_t>(fitting.size())))];
     std::fill(mask.begin() + begin, mask.begin() + end, 1);
     num += end - begin;
   }
@@ -364,9 +353,7 @@ void PermutationRecords::mask_whole_words(
 // _split_a_and_b: A starts after the reused part and ends at a sentence boundary closer than
 // the room left; B follows it, or half of the time (and always without a boundary) is a random
 // stretch of whole sentences; both are then cut to fit.
-PermutationRecords::Split PermutationRecords::split_a_and_b(
-    const Row& row,
-    int64_t begin) {
+PermutationRecords::Split PermutationRecords::split_a_and_b(const Row& row, int64_t begin) {
   const int64_t tot_len = options_.seq_len - options_.reuse_len - 3;
   const auto& sent = row.sent_ids;
   const auto data_len = static_cast<int64_t>(row.ids.size());
@@ -420,8 +407,7 @@ PermutationRecords::Record PermutationRecords::make_record(
   const Split s = split_a_and_b(row, begin);
   Record r;
   const auto append = [&](int64_t from, int64_t to, int64_t segment) {
-    r.tokens.insert(
-        r.tokens.end(), row.ids.begin() + from, row.ids.begin() + to);
+    r.tokens.insert(r.tokens.end(), row.ids.begin() + from, row.ids.begin() + to);
     r.segment_ids.insert(r.segment_ids.end(), to - from, segment);
   };
   append(begin, begin + reuse, 0);
@@ -443,13 +429,10 @@ PermutationRecords::Record PermutationRecords::make_record(
   const std::vector<int64_t> first(r.tokens.begin(), r.tokens.begin() + reuse);
   const std::vector<int64_t> second(r.tokens.begin() + reuse, r.tokens.end());
   const int64_t p = options_.num_predict;
-  const auto perm0 =
-      local_perm(first, sample_mask(first, p - p / 2, reverse), draw_order());
-  const auto perm1 =
-      local_perm(second, sample_mask(second, p / 2, reverse), draw_order());
+  const auto perm0 = local_perm(first, sample_mask(first, p - p / 2, reverse), draw_order());
+  const auto perm1 = local_perm(second, sample_mask(second, p / 2, reverse), draw_order());
   r.is_target = perm0.is_target;
-  r.is_target.insert(
-      r.is_target.end(), perm1.is_target.begin(), perm1.is_target.end());
+  r.is_target.insert(r.is_target.end(), perm1.is_target.begin(), perm1.is_target.end());
   r.cannot_see = compose_halves(perm0, perm1, reuse, len);
   return r;
 }

@@ -6,12 +6,8 @@
 
 namespace xl::sources {
 
-void write_source_identity(
-    torch::serialize::OutputArchive& archive,
-    const BatchSource& source);
+void write_source_identity(torch::serialize::OutputArchive& archive, const BatchSource& source);
 /// A UserError when the checkpoint's source is not `source`.
-void check_source_identity(
-    torch::serialize::InputArchive& archive,
-    const BatchSource& source);
+void check_source_identity(torch::serialize::InputArchive& archive, const BatchSource& source);
 
 } // namespace xl::sources

@@ -11,14 +11,10 @@ std::unique_ptr<BatchSource> make_train_source(
     int64_t ext_len) {
   switch (train.sampling) {
     case config::Sampling::kOrdered:
-      return std::make_unique<OrderedSegments>(
-          tokens, train.batch_size, train.tgt_len, ext_len);
+      return std::make_unique<OrderedSegments>(tokens, train.batch_size, train.tgt_len, ext_len);
     case config::Sampling::kRandomWindows:
       return std::make_unique<RandomWindows>(
-          tokens,
-          train.tgt_len,
-          train.batch_size,
-          static_cast<uint64_t>(train.seed));
+          tokens, train.tgt_len, train.batch_size, static_cast<uint64_t>(train.seed));
   }
   TORCH_CHECK(false, "unhandled train.sampling");
 }

@@ -55,8 +55,7 @@ int64_t SlidingWindows::batches_per_pass() const {
   // Targets W .. size-1: full windows in batches, then a last partial window alone.
   const int64_t targets = tokens_.size() - window_;
   const int64_t full = targets / stride_;
-  return (full + batch_size_ - 1) / batch_size_ +
-      (targets % stride_ > 0 ? 1 : 0);
+  return (full + batch_size_ - 1) / batch_size_ + (targets % stride_ > 0 ? 1 : 0);
 }
 
 std::string SlidingWindows::describe() const {
@@ -89,13 +88,10 @@ std::optional<Batch> SlidingWindows::next() {
   }
   const int64_t first_input = next_target_ + scored - 1 - window_;
   // One read spans every window of this batch and their targets.
-  const auto span =
-      tokens_.slice(first_input, window_ + (count - 1) * scored + 1);
+  const auto span = tokens_.slice(first_input, window_ + (count - 1) * scored + 1);
   Batch batch;
-  batch.tokens = span.narrow(0, 0, span.size(0) - 1)
-                     .unfold(0, window_, scored)
-                     .t()
-                     .contiguous(); // [W, count]
+  batch.tokens =
+      span.narrow(0, 0, span.size(0) - 1).unfold(0, window_, scored).t().contiguous(); // [W, count]
   batch.targets = span.narrow(0, 1, span.size(0) - 1)
                       .unfold(0, window_, scored)
                       .t()
@@ -161,8 +157,8 @@ std::optional<Batch> RandomWindows::next() {
     return std::nullopt;
   }
   // Offsets o in [0, size - window - 1]: inputs [o, o + W), targets [o + 1, o + W + 1).
-  const auto offsets = torch::randint(
-      tokens_.size() - window_, {batch_size_}, generator_, torch::kLong);
+  const auto offsets =
+      torch::randint(tokens_.size() - window_, {batch_size_}, generator_, torch::kLong);
   std::vector<torch::Tensor> inputs;
   std::vector<torch::Tensor> targets;
   inputs.reserve(static_cast<size_t>(batch_size_));

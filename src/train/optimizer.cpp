@@ -9,8 +9,8 @@ namespace xl::train {
 namespace {
 
 template <class Torch>
-constexpr bool kIsAdam = std::is_same_v<Torch, torch::optim::Adam> ||
-    std::is_same_v<Torch, torch::optim::AdamW>;
+constexpr bool kIsAdam =
+    std::is_same_v<Torch, torch::optim::Adam> || std::is_same_v<Torch, torch::optim::AdamW>;
 
 template <class Torch>
 using AdamState = std::conditional_t<
@@ -68,12 +68,10 @@ class TorchOptimizer : public Optimizer {
     std::vector<torch::Tensor> out;
     for (const auto& [key, state] : optimizer_.state()) {
       if constexpr (std::is_same_v<Torch, torch::optim::SGD>) {
-        out.push_back(static_cast<const torch::optim::SGDParamState&>(*state)
-                          .momentum_buffer());
+        out.push_back(static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer());
       } else {
         const auto& s = static_cast<const AdamState<Torch>&>(*state);
-        out.insert(
-            out.end(), {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()});
+        out.insert(out.end(), {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()});
       }
     }
     return out;
@@ -99,8 +97,7 @@ class TorchOptimizer : public Optimizer {
           auto state = std::make_unique<AdamState<Torch>>();
           state->step(0);
           state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-          state->exp_avg_sq(
-              torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
           slot = std::move(state);
         }
         auto& state = static_cast<AdamState<Torch>&>(*slot);
@@ -109,10 +106,8 @@ class TorchOptimizer : public Optimizer {
         grads.push_back(p.grad());
         exp_avgs.push_back(state.exp_avg());
         exp_avg_sqs.push_back(state.exp_avg_sq());
-        steps.push_back(torch::full(
-            {},
-            static_cast<float>(state.step()),
-            p.options().requires_grad(false)));
+        steps.push_back(
+            torch::full({}, static_cast<float>(state.step()), p.options().requires_grad(false)));
       }
       if (params.empty()) {
         continue;
@@ -170,12 +165,7 @@ std::vector<torch::Tensor> Lamb::state_tensors() const {
   return out;
 }
 
-Lamb::Lamb(
-    std::vector<ParameterGroup> groups,
-    double lr,
-    double beta1,
-    double beta2,
-    double eps)
+Lamb::Lamb(std::vector<ParameterGroup> groups, double lr, double beta1, double beta2, double eps)
     : lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
   for (auto& group : groups) {
     for (auto& p : group.params) {
@@ -204,8 +194,7 @@ void Lamb::step() {
     }
     const double w_norm = std::min(p.norm().item<double>(), 10.0);
     const double r_norm = r.norm().item<double>();
-    const double trust =
-        (w_norm == 0.0 || r_norm == 0.0) ? 1.0 : w_norm / (r_norm + eps_);
+    const double trust = (w_norm == 0.0 || r_norm == 0.0) ? 1.0 : w_norm / (r_norm + eps_);
     p.add_(r, -lr_ * lr_scale_[i] * trust);
   }
 }
@@ -237,24 +226,20 @@ std::unique_ptr<Optimizer> make_optimizer(
     std::vector<ParameterGroup> groups) {
   switch (t.optim) {
     case config::Optim::kAdam:
-      return std::make_unique<
-          TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
+      return std::make_unique<TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions>>(
           groups,
           torch::optim::AdamOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps),
           t.fused_optim);
     case config::Optim::kAdamW:
-      return std::make_unique<
-          TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
+      return std::make_unique<TorchOptimizer<torch::optim::AdamW, torch::optim::AdamWOptions>>(
           groups,
           torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps),
           t.fused_optim);
     case config::Optim::kSgd:
-      return std::make_unique<
-          TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
+      return std::make_unique<TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
           groups, torch::optim::SGDOptions(t.lr).momentum(t.mom));
     case config::Optim::kLamb:
-      return std::make_unique<Lamb>(
-          std::move(groups), t.lr, t.beta1, t.beta2, t.eps);
+      return std::make_unique<Lamb>(std::move(groups), t.lr, t.beta1, t.beta2, t.eps);
   }
   TORCH_CHECK(false, "unhandled train.optim");
 }
@@ -262,8 +247,7 @@ std::unique_ptr<Optimizer> make_optimizer(
 std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& t,
     std::vector<torch::Tensor> params) {
-  return make_optimizer(
-      t, std::vector<ParameterGroup>{{std::move(params), 1.0, t.weight_decay}});
+  return make_optimizer(t, std::vector<ParameterGroup>{{std::move(params), 1.0, t.weight_decay}});
 }
 
 LRSchedule::LRSchedule(const config::TrainConfig& train) : train_(train) {}
@@ -284,8 +268,7 @@ double LRSchedule::lr(int64_t step) const {
   const double span = static_cast<double>(train_.max_step) - w;
   const double progress = span > 0 ? std::min((t - w) / span, 1.0) : 1.0;
   if (train_.scheduler == config::Scheduler::kCosine) {
-    return train_.eta_min +
-        (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
+    return train_.eta_min + (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
   }
   if (train_.scheduler == config::Scheduler::kPoly) {
     return train_.eta_min + (base - train_.eta_min) * (1.0 - progress);

@@ -22,8 +22,7 @@ std::string parameter_names(const torch::nn::Module& model) {
       names.push_back(item.key());
     }
   }
-  return fmt::format(
-      "{} (and the same for every layer)", fmt::join(names, ", "));
+  return fmt::format("{} (and the same for every layer)", fmt::join(names, ", "));
 }
 
 } // namespace
@@ -57,14 +56,12 @@ std::string ParameterPlan::describe() const {
         fmt::join(frozen, ", ")));
   }
   if (!layer_rates.empty()) {
-    parts.push_back(fmt::format(
-        "layer-wise rates (train.lr_layer_decay): {}",
-        fmt::join(layer_rates, ", ")));
+    parts.push_back(
+        fmt::format("layer-wise rates (train.lr_layer_decay): {}", fmt::join(layer_rates, ", ")));
   }
   if (!undecayed.empty()) {
-    parts.push_back(fmt::format(
-        "no weight decay on {} vectors (train.decay_vectors false)",
-        undecayed.size()));
+    parts.push_back(
+        fmt::format("no weight decay on {} vectors (train.decay_vectors false)", undecayed.size()));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -106,13 +103,10 @@ std::vector<std::string> parameters_named(
   return out;
 }
 
-ParameterPlan plan_parameters(
-    const config::Config& config,
-    torch::nn::Module& model) {
+ParameterPlan plan_parameters(const config::Config& config, torch::nn::Module& model) {
   const auto& t = config.train;
   const int64_t n_layer = config.model.n_layer;
-  const auto frozen_names =
-      parameters_named(config, model, config.train.freeze, "train.freeze");
+  const auto frozen_names = parameters_named(config, model, config.train.freeze, "train.freeze");
   const std::set<std::string> frozen(frozen_names.begin(), frozen_names.end());
   ParameterPlan plan;
   // Groups by (rate factor, decayed): the grouping depends on the settings a resume may not
@@ -132,9 +126,8 @@ ParameterPlan plan_parameters(
     }
     plan.trainable += param.numel();
     const int64_t layer = layer_of(name);
-    const double scale = layer >= 0
-        ? std::pow(t.lr_layer_decay, static_cast<double>(n_layer - 1 - layer))
-        : 1.0;
+    const double scale =
+        layer >= 0 ? std::pow(t.lr_layer_decay, static_cast<double>(n_layer - 1 - layer)) : 1.0;
     if (scale != 1.0) {
       rates[layer] = scale;
     }

@@ -8,9 +8,7 @@
 
 namespace xl::train {
 
-StepOptions StepOptions::from(
-    const config::TrainConfig& t,
-    const torch::Device& device) {
+StepOptions StepOptions::from(const config::TrainConfig& t, const torch::Device& device) {
   StepOptions options;
   options.chunks = t.batch_chunk;
   options.clip = t.clip;
@@ -67,17 +65,15 @@ std::vector<sources::Batch> rank_chunks(
     int64_t rank) {
   const auto all_chunks = batch.split(ranks * options.chunks);
   return {
-      all_chunks.begin() + rank * options.chunks,
-      all_chunks.begin() + (rank + 1) * options.chunks};
+      all_chunks.begin() + rank * options.chunks, all_chunks.begin() + (rank + 1) * options.chunks};
 }
 
 // What the forward and backward passes over this rank's chunks leave.
 struct ChunkPasses {
   std::vector<models::LossTerm> terms; // the last chunk's, for the names
-  std::vector<torch::Tensor>
-      sums;                     // every chunk's term sums, read once at the end
-  std::vector<double> counts;   // and their counts
-  std::vector<nn::Memory> mems; // each chunk's next memory
+  std::vector<torch::Tensor> sums;     // every chunk's term sums, read once at the end
+  std::vector<double> counts;          // and their counts
+  std::vector<nn::Memory> mems;        // each chunk's next memory
 };
 
 // Forward and backward over each chunk: chunk c backpropagates its weighted terms' means scaled
@@ -101,12 +97,10 @@ ChunkPasses forward_backward(
     {
       runtime::AutocastGuard autocast(options.device, options.bf16);
       out = model.forward(
-          chunks[c].to(options.device),
-          continues_streams ? mems[c] : nn::Memory{},
-          args);
+          chunks[c].to(options.device), continues_streams ? mems[c] : nn::Memory{}, args);
     }
-    const double share = static_cast<double>(chunks[c].n_targets) *
-        static_cast<double>(ranks) / static_cast<double>(targets);
+    const double share = static_cast<double>(chunks[c].n_targets) * static_cast<double>(ranks) /
+        static_cast<double>(targets);
     torch::Tensor objective;
     for (const auto& term : out.terms) {
       passes.sums.push_back(term.sum.detach().to(torch::kDouble).reshape({}));
@@ -114,8 +108,7 @@ ChunkPasses forward_backward(
       if (term.weight == 0.0 || term.count == 0) {
         continue;
       }
-      const auto part =
-          term.sum * (term.weight * share / static_cast<double>(term.count));
+      const auto part = term.sum * (term.weight * share / static_cast<double>(term.count));
       objective = objective.defined() ? objective + part : part;
     }
     if (options.parallel && c + 1 == chunks.size()) {
@@ -151,11 +144,9 @@ std::vector<models::TermTotal> batch_terms(
     mine.narrow(1, 0, n_terms)
         .copy_(torch::stack(passes.sums).cpu().view({options.chunks, n_terms}));
     mine.narrow(1, n_terms, n_terms)
-        .copy_(torch::tensor(passes.counts, torch::kDouble)
-                   .view({options.chunks, n_terms}));
+        .copy_(torch::tensor(passes.counts, torch::kDouble).view({options.chunks, n_terms}));
     for (int64_t c = 0; c < options.chunks; ++c) {
-      mine[c][2 * n_terms] =
-          static_cast<double>(chunks[static_cast<size_t>(c)].n_targets);
+      mine[c][2 * n_terms] = static_cast<double>(chunks[static_cast<size_t>(c)].n_targets);
     }
   }
   if (options.parallel) {
@@ -208,17 +199,9 @@ StepResult train_step(
   const int64_t rank = options.parallel ? options.parallel->group().rank() : 0;
   const auto chunks = rank_chunks(batch, options, ranks, rank);
   auto passes = forward_backward(
-      model,
-      chunks,
-      continues_streams,
-      mems,
-      step,
-      result.targets,
-      ranks,
-      options);
+      model, chunks, continues_streams, mems, step, result.targets, ranks, options);
   // 2. The whole batch's terms, read once.
-  result.terms =
-      batch_terms(passes, chunks, result.targets, ranks, rank, options);
+  result.terms = batch_terms(passes, chunks, result.targets, ranks, rank, options);
   for (const auto& term : result.terms) {
     result.finite = result.finite && std::isfinite(term.sum);
   }
@@ -227,8 +210,7 @@ StepResult train_step(
   if (result.finite) {
     result.grad_norm = torch::nn::utils::clip_grad_norm_(
         model.parameters(),
-        options.clip > 0 ? options.clip
-                         : std::numeric_limits<double>::infinity());
+        options.clip > 0 ? options.clip : std::numeric_limits<double>::infinity());
     result.finite = std::isfinite(result.grad_norm);
   }
   if (!result.finite) {

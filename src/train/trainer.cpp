@@ -89,15 +89,10 @@ Trainer::Trainer(
 
 namespace {
 
-void write_memory(
-    torch::serialize::OutputArchive& archive,
-    const std::vector<nn::Memory>& mems) {
+void write_memory(torch::serialize::OutputArchive& archive, const std::vector<nn::Memory>& mems) {
   io::write_int(archive, "mems.chunks", static_cast<int64_t>(mems.size()));
   for (size_t c = 0; c < mems.size(); ++c) {
-    io::write_int(
-        archive,
-        fmt::format("mems.{}.layers", c),
-        static_cast<int64_t>(mems[c].size()));
+    io::write_int(archive, fmt::format("mems.{}.layers", c), static_cast<int64_t>(mems[c].size()));
     for (size_t l = 0; l < mems[c].size(); ++l) {
       archive.write(fmt::format("mems.{}.{}", c, l), mems[c][l]);
     }
@@ -107,11 +102,9 @@ void write_memory(
 std::vector<nn::Memory> read_memory(
     torch::serialize::InputArchive& archive,
     const torch::Device& device) {
-  std::vector<nn::Memory> mems(
-      static_cast<size_t>(io::read_int(archive, "mems.chunks")));
+  std::vector<nn::Memory> mems(static_cast<size_t>(io::read_int(archive, "mems.chunks")));
   for (size_t c = 0; c < mems.size(); ++c) {
-    mems[c].resize(static_cast<size_t>(
-        io::read_int(archive, fmt::format("mems.{}.layers", c))));
+    mems[c].resize(static_cast<size_t>(io::read_int(archive, fmt::format("mems.{}.layers", c))));
     for (size_t l = 0; l < mems[c].size(); ++l) {
       archive.read(fmt::format("mems.{}.{}", c, l), mems[c][l]);
       mems[c][l] = mems[c][l].to(device);
@@ -124,8 +117,7 @@ void write_totals(
     torch::serialize::OutputArchive& archive,
     const std::string& prefix,
     const std::vector<models::TermTotal>& totals) {
-  io::write_int(
-      archive, prefix + ".terms", static_cast<int64_t>(totals.size()));
+  io::write_int(archive, prefix + ".terms", static_cast<int64_t>(totals.size()));
   for (size_t i = 0; i < totals.size(); ++i) {
     const std::string key = fmt::format("{}.{}.", prefix, i);
     io::write_string(archive, key + "name", totals[i].name);
@@ -144,8 +136,7 @@ std::vector<models::TermTotal> read_totals(
   for (size_t i = 0; i < totals.size(); ++i) {
     const std::string key = fmt::format("{}.{}.", prefix, i);
     totals[i].name = io::read_string(archive, key + "name");
-    totals[i].kind =
-        static_cast<models::TermKind>(io::read_int(archive, key + "kind"));
+    totals[i].kind = static_cast<models::TermKind>(io::read_int(archive, key + "kind"));
     totals[i].weight = io::read_double(archive, key + "weight");
     totals[i].sum = io::read_double(archive, key + "sum");
     totals[i].count = io::read_int(archive, key + "count");
@@ -170,11 +161,9 @@ RankStates gather_rank_states(
     const std::vector<nn::Memory>& mems,
     const torch::Device& device,
     DataParallel* parallel) {
-  RankStates states{
-      mems, {util::generator_state(at::detail::getDefaultCPUGenerator())}, {}};
+  RankStates states{mems, {util::generator_state(at::detail::getDefaultCPUGenerator())}, {}};
   if (device.is_cuda()) {
-    states.cuda_rng = {
-        util::generator_state(at::globalContext().defaultGenerator(device))};
+    states.cuda_rng = {util::generator_state(at::globalContext().defaultGenerator(device))};
   }
   if (parallel == nullptr) {
     return states;
@@ -211,8 +200,7 @@ void write_rng(
 // Whether every defined tensor holds only finite values.
 bool all_finite(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
-    if (t.defined() && t.is_floating_point() &&
-        !torch::isfinite(t).all().item<bool>()) {
+    if (t.defined() && t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) {
       return false;
     }
   }
@@ -232,8 +220,7 @@ std::string Trainer::last_good_checkpoint() const {
 
 void Trainer::save(const State& s, bool best) {
   // A diverged model is never saved: the checkpoint on disk stays the last good one.
-  if (!all_finite(model_->parameters()) ||
-      !all_finite(s.optimizer->state_tensors())) {
+  if (!all_finite(model_->parameters()) || !all_finite(s.optimizer->state_tensors())) {
     throw UserError(fmt::format(
         "training diverged by step {}: the {} hold non-finite values, so they were not "
         "saved. {}",
@@ -254,10 +241,7 @@ void Trainer::save(const State& s, bool best) {
     s.schedule->save(archive);
     s.source->save(archive);
     write_memory(archive, ranks.mems);
-    io::write_int(
-        archive,
-        "train.world_size",
-        static_cast<int64_t>(ranks.cpu_rng.size()));
+    io::write_int(archive, "train.world_size", static_cast<int64_t>(ranks.cpu_rng.size()));
     io::write_double(archive, "train.best_valid", s.best_valid);
     io::write_int(archive, "train.bad_streak", s.bad_streak);
     io::write_int(archive, "train.skipped", s.skipped);
@@ -268,15 +252,11 @@ void Trainer::save(const State& s, bool best) {
     }
   };
   const run::CheckpointInfo info{
-      run::kCheckpointFormat,
-      s.step,
-      config::dump(config_),
-      data_.vocabulary_fingerprint()};
+      run::kCheckpointFormat, s.step, config::dump(config_), data_.vocabulary_fingerprint()};
   // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
   // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
   // older than the best step last.pt knows of.
-  const auto& first =
-      best ? paths_.best_checkpoint() : paths_.last_checkpoint();
+  const auto& first = best ? paths_.best_checkpoint() : paths_.last_checkpoint();
   run::save_checkpoint(first, info, fill);
   if (best) {
     atomic_write(paths_.last_checkpoint(), read_file(first, "checkpoint"));
@@ -289,10 +269,7 @@ void Trainer::load(State& s) {
   // The model and its data must be those of the checkpoint; schedules, intervals and the like
   // may change on resume.
   run::require_matching_config(
-      paths_.last_checkpoint(),
-      info.config,
-      config::dump(config_),
-      {"model", "data"});
+      paths_.last_checkpoint(), info.config, config::dump(config_), {"model", "data"});
   run::require_same_vocabulary(
       paths_.last_checkpoint(),
       info.vocabulary,
@@ -333,9 +310,7 @@ void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
   const int ranks = parallel_ != nullptr ? parallel_->group().size() : 1;
   const int rank = parallel_ != nullptr ? parallel_->group().rank() : 0;
   c10::IValue saved_ranks;
-  const int64_t saved = archive.try_read("train.world_size", saved_ranks)
-      ? saved_ranks.toInt()
-      : 1;
+  const int64_t saved = archive.try_read("train.world_size", saved_ranks) ? saved_ranks.toInt() : 1;
   if (saved != ranks) {
     throw UserError(fmt::format(
         "{} was written by a run of {} process{}; resume it with {} (torchrun "
@@ -356,22 +331,16 @@ void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
   s.skipped = io::read_int(archive, "train.skipped");
   s.window = read_totals(archive, "train.window");
   torch::Tensor rng;
-  archive.read(
-      rank == 0 ? std::string("rng.cpu") : fmt::format("rng.cpu.{}", rank),
-      rng);
+  archive.read(rank == 0 ? std::string("rng.cpu") : fmt::format("rng.cpu.{}", rank), rng);
   util::set_generator_state(at::detail::getDefaultCPUGenerator(), rng);
   if (device_.is_cuda()) {
-    archive.read(
-        rank == 0 ? std::string("rng.cuda") : fmt::format("rng.cuda.{}", rank),
-        rng);
-    util::set_generator_state(
-        at::globalContext().defaultGenerator(device_), rng);
+    archive.read(rank == 0 ? std::string("rng.cuda") : fmt::format("rng.cuda.{}", rank), rng);
+    util::set_generator_state(at::globalContext().defaultGenerator(device_), rng);
   }
 }
 
 std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
-  auto setup = eval::eval_setup(
-      config_, data_.eval_batches("valid", true), true, device_);
+  auto setup = eval::eval_setup(config_, data_.eval_batches("valid", true), true, device_);
   setup.options.stop = [] { return stop_signal().load() != 0; };
   setup.options.unigram = data_.unigram_baseline();
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
@@ -426,8 +395,7 @@ void Trainer::start(State& s, bool resume) {
     // A killed run may have logged steps beyond its last checkpoint: those records are
     // superseded by the ones this run writes, which say "repeat".
     s.logged_until = resume ? run::last_logged_step(paths_.metrics) : 0;
-    s.metrics = std::make_unique<run::MetricsWriter>(
-        paths_.metrics, config_.run.tensorboard);
+    s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics, config_.run.tensorboard);
     s.metrics->write(run::start_record(device_, resume ? s.step : 0));
   }
   if (resume && s.metrics) {
@@ -459,15 +427,9 @@ bool Trainer::stop_requested() const {
 void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
   ++s.skipped;
-  write_record(
-      s,
-      {{"step", step},
-       {"skipped", true},
-       {"reason", "non-finite loss or gradient"}});
+  write_record(s, {{"step", step}, {"skipped", true}, {"reason", "non-finite loss or gradient"}});
   spdlog::warn(
-      "step {}: non-finite loss or gradient, update skipped ({} in a row)",
-      step,
-      s.bad_streak + 1);
+      "step {}: non-finite loss or gradient, update skipped ({} in a row)", step, s.bad_streak + 1);
   if (++s.bad_streak >= config_.train.max_bad_steps) {
     throw UserError(fmt::format(
         "training stopped at step {}: {} consecutive non-finite losses or gradients "
@@ -491,11 +453,7 @@ void Trainer::log_window(State& s, int64_t step, double lr, double grad_norm) {
   s.shown_progress = true;
   const auto unit = data_.unit();
   const double rate = s.progress->tokens_per_second();
-  spdlog::info(
-      "{} | lr {:.3g}{}",
-      s.progress->line("step"),
-      lr,
-      eval::terms_line(s.window, unit));
+  spdlog::info("{} | lr {:.3g}{}", s.progress->line("step"), lr, eval::terms_line(s.window, unit));
   nlohmann::json record = {{"step", step}, {"split", "train"}};
   eval::add_terms(record, s.window, unit);
   record["lr"] = lr;
@@ -508,17 +466,15 @@ void Trainer::log_window(State& s, int64_t step, double lr, double grad_norm) {
 }
 
 void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
-  if (step % config_.train.eval_interval != 0 && step != s.last_step &&
-      !signalled) {
+  if (step % config_.train.eval_interval != 0 && step != s.last_step && !signalled) {
     return;
   }
   bool best = false;
   if (!signalled) {
     s.last_valid = validate(s, step);
     s.last_valid_step = step;
-    double valid = s.last_valid.empty()
-        ? std::numeric_limits<double>::quiet_NaN()
-        : s.last_valid.front().mean();
+    double valid = s.last_valid.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                        : s.last_valid.front().mean();
     if (parallel_ != nullptr) {
       // Bit-level differences between the ranks' evaluations must not split their schedules.
       auto value = torch::tensor({valid}, torch::kDouble);
@@ -528,8 +484,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
     if (stop_requested()) { // during validation: save without judging it
       save(s, false);
       s.saved_step = step;
-      spdlog::info(
-          "checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
+      spdlog::info("checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
       return;
     }
     if (!std::isfinite(valid)) {
@@ -541,9 +496,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
           last_good_checkpoint()));
     }
     if (s.schedule->observe(valid)) {
-      spdlog::info(
-          "validation loss stalled: learning rate x {}",
-          config_.train.decay_rate);
+      spdlog::info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
     }
     best = valid < s.best_valid;
     s.best_valid = std::min(s.best_valid, valid);
@@ -551,10 +504,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   save(s, best);
   s.saved_step = step;
   spdlog::info(
-      "checkpoint step {} -> {}{}",
-      step,
-      paths_.last_checkpoint().string(),
-      best ? " (best)" : "");
+      "checkpoint step {} -> {}{}", step, paths_.last_checkpoint().string(), best ? " (best)" : "");
   if (!signalled) {
     keep_snapshot(step);
   }
@@ -565,8 +515,7 @@ void Trainer::keep_snapshot(int64_t step) const {
   if (keep == 0 || !writes_) {
     return;
   }
-  atomic_write(
-      paths_.snapshot(step), read_file(paths_.last_checkpoint(), "checkpoint"));
+  atomic_write(paths_.snapshot(step), read_file(paths_.last_checkpoint(), "checkpoint"));
   // The oldest go; a resumed run's snapshot of a step it repeats replaced the old one above.
   auto all = paths_.snapshots();
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
@@ -589,14 +538,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     const auto batch = sources::next_cycling(*s.source);
     const double lr = s.schedule->lr(step);
     const auto outcome = train_step(
-        *model_,
-        *s.optimizer,
-        batch,
-        s.source->continues_streams(),
-        s.mems,
-        lr,
-        step,
-        options);
+        *model_, *s.optimizer, batch, s.source->continues_streams(), s.mems, lr, step, options);
     s.step = step;
     if (outcome.finite) {
       s.bad_streak = 0;
@@ -611,18 +553,14 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     // A signal during this step's validation was checkpointed there too.
     if (signalled || (s.saved_step == step && stop_requested())) {
       // A rank that got no signal itself stops as the others do.
-      result.signal =
-          stop_signal().load() != 0 ? stop_signal().load() : SIGTERM;
-      spdlog::warn(
-          "signal {}: checkpointed step {}, stopping", result.signal, step);
+      result.signal = stop_signal().load() != 0 ? stop_signal().load() : SIGTERM;
+      spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
       break;
     }
   }
   result.first_step = first_step;
   result.step = s.step;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
-          .count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   result.best_valid_loss = s.best_valid;
   result.last_train = s.last_train;
   result.last_valid = s.last_valid;

@@ -42,8 +42,7 @@ std::string read_file(const fs::path& path, const std::string& what) {
     throw UserError(what + " not found: " + path.string());
   }
   if (fs::is_directory(path, ec)) {
-    throw UserError(
-        what + " is a directory, expected a file: " + path.string());
+    throw UserError(what + " is a directory, expected a file: " + path.string());
   }
   // A device such as /dev/zero never ends; pipes and process substitutions do, and pass.
   if (fs::is_character_file(path, ec) || fs::is_block_file(path, ec)) {
@@ -51,24 +50,20 @@ std::string read_file(const fs::path& path, const std::string& what) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw UserError(
-        "cannot read " + what + " " + path.string() + ": " + errno_text());
+    throw UserError("cannot read " + what + " " + path.string() + ": " + errno_text());
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
 }
 
-void atomic_write(
-    const fs::path& path,
-    const std::function<void(const ByteSink&)>& produce) {
+void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce) {
   const fs::path dir = path.parent_path();
   if (!dir.empty()) {
     fs::create_directories(dir);
   }
   remove_stale_temporaries(path);
-  const fs::path tmp =
-      dir / (temporary_prefix(path) + std::to_string(::getpid()));
+  const fs::path tmp = dir / (temporary_prefix(path) + std::to_string(::getpid()));
   FILE* file = std::fopen(tmp.c_str(), "wb");
   if (file == nullptr) {
     throw UserError("cannot write " + tmp.string() + ": " + errno_text());
@@ -77,10 +72,8 @@ void atomic_write(
     produce([&](const void* data, size_t size) {
       if (size > 0 && std::fwrite(data, 1, size, file) != size) {
         throw UserError(
-            "cannot write " + path.string() + ": " + errno_text() +
-            " (in the file system of " +
-            (dir.empty() ? fs::path(".") : dir).string() +
-            "); the previous file is kept");
+            "cannot write " + path.string() + ": " + errno_text() + " (in the file system of " +
+            (dir.empty() ? fs::path(".") : dir).string() + "); the previous file is kept");
       }
     });
     if (std::fflush(file) != 0 || ::fsync(::fileno(file)) != 0) {
@@ -95,22 +88,17 @@ void atomic_write(
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = errno_text();
     std::remove(tmp.c_str());
-    throw UserError(
-        "cannot rename " + tmp.string() + " to " + path.string() + ": " +
-        reason);
+    throw UserError("cannot rename " + tmp.string() + " to " + path.string() + ": " + reason);
   }
   sync_directory(dir);
 }
 
 void atomic_write(const fs::path& path, const std::string& content) {
-  atomic_write(path, [&](const ByteSink& sink) {
-    sink(content.data(), content.size());
-  });
+  atomic_write(path, [&](const ByteSink& sink) { sink(content.data(), content.size()); });
 }
 
 void remove_stale_temporaries(const fs::path& path) {
-  const fs::path dir =
-      path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return;
@@ -164,8 +152,8 @@ uint64_t hash64(const void* data, size_t size, uint64_t seed) {
       acc[k] = lane(acc[k], load64(p + i + 8 * k));
     }
   }
-  uint64_t h = rotate_left(acc[0], 1) + rotate_left(acc[1], 7) +
-      rotate_left(acc[2], 12) + rotate_left(acc[3], 18) + size;
+  uint64_t h = rotate_left(acc[0], 1) + rotate_left(acc[1], 7) + rotate_left(acc[2], 12) +
+      rotate_left(acc[3], 18) + size;
   for (; i + 8 <= size; i += 8) {
     h = lane(h, load64(p + i));
   }
@@ -206,8 +194,7 @@ std::string plain_name_problem(const std::string& name) {
     return "found the name of a folder";
   }
   if (name.size() > 255) {
-    return "found one of " + std::to_string(name.size()) +
-        " bytes (at most 255)";
+    return "found one of " + std::to_string(name.size()) + " bytes (at most 255)";
   }
   for (const char c : name) {
     if (c == '/') {

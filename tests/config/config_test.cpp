@@ -26,9 +26,7 @@ std::string files(const std::string& name) {
 }
 
 // Loads a config and returns the ConfigError message ("" if it loaded).
-std::string error_of(
-    const std::string& path,
-    const std::vector<std::string>& overrides = {}) {
+std::string error_of(const std::string& path, const std::vector<std::string>& overrides = {}) {
   try {
     load(path, overrides);
   } catch (const ConfigError& e) {
@@ -49,9 +47,7 @@ TEST(ConfigInheritance, MergesBaseChainWithNearestFileWinning) {
   EXPECT_DOUBLE_EQ(c.train.lr, 0.002); // middle
   EXPECT_EQ(c.train.max_step, 100);    // base
   EXPECT_EQ(c.data.dir, "data/base");  // base
-  EXPECT_EQ(
-      c.model.section<models::TransformerXLConfig>().cutoffs,
-      (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(c.model.section<models::TransformerXLConfig>().cutoffs, (std::vector<int64_t>{10, 20}));
   EXPECT_EQ(c.run.name, "child"); // the loaded file's stem
   EXPECT_THAT(c.where("model.n_head"), HasSubstr("base.yaml:4"));
   EXPECT_THAT(c.where("model.d_model"), HasSubstr("child.yaml:3"));
@@ -77,8 +73,7 @@ TEST(ConfigInheritance, CycleIsAnError) {
 
 TEST(ConfigInheritance, MissingBaseNamesTheLine) {
   TempDir dir;
-  const auto path =
-      write_file(dir / "c.yaml", "data:\n  dir: x\nbase: nope.yaml\n");
+  const auto path = write_file(dir / "c.yaml", "data:\n  dir: x\nbase: nope.yaml\n");
   const std::string message = error_of(path.string());
   EXPECT_THAT(message, HasSubstr("c.yaml:3"));
   EXPECT_THAT(message, HasSubstr("base file not found"));
@@ -99,39 +94,29 @@ TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
   EXPECT_EQ(c.model.n_layer, 11);
   EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
   EXPECT_EQ(
-      c.model.section<models::TransformerXLConfig>().cutoffs,
-      (std::vector<int64_t>{5, 50, 500}));
+      c.model.section<models::TransformerXLConfig>().cutoffs, (std::vector<int64_t>{5, 50, 500}));
   EXPECT_TRUE(c.model.section<models::TransformerXLConfig>().same_length);
-  EXPECT_FALSE(
-      c.model.section<models::TransformerXLConfig>().d_embed.has_value());
+  EXPECT_FALSE(c.model.section<models::TransformerXLConfig>().d_embed.has_value());
   EXPECT_EQ(c.run.name, "ablation");
   EXPECT_EQ(c.where("model.n_layer"), "--set model.n_layer=11");
 }
 
 TEST(ConfigOverrides, MappingValueMergesIntoSection) {
-  const Config c =
-      load(files("base.yaml"), {"model={n_layer: 2, d_inner: 33}"});
+  const Config c = load(files("base.yaml"), {"model={n_layer: 2, d_inner: 33}"});
   EXPECT_EQ(c.model.n_layer, 2);
   EXPECT_EQ(c.model.d_inner, 33);
   EXPECT_EQ(c.model.d_model, 64); // untouched keys stay
 }
 
 TEST(ConfigOverrides, MalformedAssignmentIsAnError) {
-  EXPECT_THAT(
-      error_of(files("base.yaml"), {"model.n_layer"}),
-      HasSubstr("KEY.PATH=VALUE"));
-  EXPECT_THAT(
-      error_of(files("base.yaml"), {"model..n_layer=3"}),
-      HasSubstr("empty key"));
-  EXPECT_THAT(
-      error_of(files("base.yaml"), {"model.cutoffs=[1, 2"}),
-      HasSubstr("not valid YAML"));
+  EXPECT_THAT(error_of(files("base.yaml"), {"model.n_layer"}), HasSubstr("KEY.PATH=VALUE"));
+  EXPECT_THAT(error_of(files("base.yaml"), {"model..n_layer=3"}), HasSubstr("empty key"));
+  EXPECT_THAT(error_of(files("base.yaml"), {"model.cutoffs=[1, 2"}), HasSubstr("not valid YAML"));
 }
 
 TEST(ConfigErrors, UnknownKeySuggestsTheClosest) {
   TempDir dir;
-  const std::string message =
-      error_of(write_config(dir, "model:\n  n_layers: 4\n"));
+  const std::string message = error_of(write_config(dir, "model:\n  n_layers: 4\n"));
   EXPECT_THAT(message, HasSubstr("config.yaml:4"));
   EXPECT_THAT(message, HasSubstr("unknown key 'model.n_layers'"));
   EXPECT_THAT(message, HasSubstr("did you mean 'model.n_layer'?"));
@@ -139,8 +124,7 @@ TEST(ConfigErrors, UnknownKeySuggestsTheClosest) {
 
 TEST(ConfigErrors, UnknownKeyWithoutNeighbourListsValidKeys) {
   TempDir dir;
-  const std::string message =
-      error_of(write_config(dir, "run:\n  zzzzzzzzzz: 1\n"));
+  const std::string message = error_of(write_config(dir, "run:\n  zzzzzzzzzz: 1\n"));
   EXPECT_THAT(message, HasSubstr("unknown key 'run.zzzzzzzzzz'"));
   EXPECT_THAT(message, HasSubstr("valid keys in 'run': name, dir, log_level"));
 }
@@ -154,8 +138,7 @@ TEST(ConfigErrors, UnknownSection) {
 
 TEST(ConfigErrors, UnknownKeyFromOverrideNamesTheOverride) {
   const std::string message = error_of(files("base.yaml"), {"train.lrr=0.1"});
-  EXPECT_THAT(
-      message, HasSubstr("--set train.lrr=0.1: unknown key 'train.lrr'"));
+  EXPECT_THAT(message, HasSubstr("--set train.lrr=0.1: unknown key 'train.lrr'"));
   EXPECT_THAT(message, HasSubstr("did you mean 'train.lr'?"));
 }
 
@@ -163,8 +146,7 @@ TEST(ConfigErrors, WrongTypes) {
   TempDir dir;
   EXPECT_THAT(
       error_of(write_config(dir, "model:\n  n_layer: four\n")),
-      HasSubstr(
-          "config.yaml:4: model.n_layer: expected an integer >= 1, found 'four'"));
+      HasSubstr("config.yaml:4: model.n_layer: expected an integer >= 1, found 'four'"));
   EXPECT_THAT(
       error_of(write_config(dir, "model:\n  n_layer: 2.5\n")),
       HasSubstr("expected an integer >= 1, found '2.5'"));
@@ -172,20 +154,14 @@ TEST(ConfigErrors, WrongTypes) {
       error_of(write_config(dir, "model:\n  n_layer: \"4\"\n")),
       HasSubstr("found the string \"4\""));
   EXPECT_THAT(
-      error_of(write_config(
-          dir, "model:\n  transformer_xl:\n    same_length: yes\n")),
-      HasSubstr(
-          "model.transformer_xl.same_length: expected a boolean, found 'yes'"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    same_length: yes\n")),
+      HasSubstr("model.transformer_xl.same_length: expected a boolean, found 'yes'"));
   EXPECT_THAT(
-      error_of(
-          write_config(dir, "model:\n  transformer_xl:\n    cutoffs: 5\n")),
-      HasSubstr(
-          "model.transformer_xl.cutoffs: expected a list of integer >= 1, found '5'"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    cutoffs: 5\n")),
+      HasSubstr("model.transformer_xl.cutoffs: expected a list of integer >= 1, found '5'"));
   EXPECT_THAT(
-      error_of(write_config(
-          dir, "model:\n  transformer_xl:\n    cutoffs: [5, x]\n")),
-      HasSubstr(
-          "model.transformer_xl.cutoffs[1]: expected an integer >= 1, found 'x'"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    cutoffs: [5, x]\n")),
+      HasSubstr("model.transformer_xl.cutoffs[1]: expected an integer >= 1, found 'x'"));
   EXPECT_THAT(
       error_of(write_config(dir, "model: 3\n")),
       HasSubstr("model: expected a mapping of keys, found '3'"));
@@ -200,54 +176,42 @@ TEST(ConfigErrors, OutOfRangeAndBadChoice) {
       error_of(write_config(dir, "model:\n  dropout: 1.5\n")),
       HasSubstr("model.dropout: expected a number in [0, 1), found 1.5"));
   EXPECT_THAT(
-      error_of(
-          write_config(dir, "model:\n  transformer_xl:\n    mem_len: -1\n")),
-      HasSubstr(
-          "model.transformer_xl.mem_len: expected an integer >= 0, found -1"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    mem_len: -1\n")),
+      HasSubstr("model.transformer_xl.mem_len: expected an integer >= 0, found -1"));
   EXPECT_THAT(
       error_of(write_config(dir, "eval:\n  tgt_len: 0\n")),
       HasSubstr("eval.tgt_len: expected an integer > 0, found 0"));
   EXPECT_THAT(
       error_of(write_config(dir, "train:\n  optim: adagrad\n")),
-      HasSubstr(
-          "train.optim: expected a string (one of: adam, adamw, sgd, lamb), found "
-          "'adagrad'"));
+      HasSubstr("train.optim: expected a string (one of: adam, adamw, sgd, lamb), found "
+                "'adagrad'"));
 }
 
 TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
   TempDir dir;
   EXPECT_THAT(
       error_of(write_config(
-          dir,
-          "model:\n  transformer_xl:\n    cutoffs: [10, 20]\n    tie_projs: [true]\n")),
-      HasSubstr(
-          "config.yaml:6: model.transformer_xl.tie_projs: expected 3 entries"));
+          dir, "model:\n  transformer_xl:\n    cutoffs: [10, 20]\n    tie_projs: [true]\n")),
+      HasSubstr("config.yaml:6: model.transformer_xl.tie_projs: expected 3 entries"));
   EXPECT_THAT(
-      error_of(write_config(
-          dir, "model:\n  transformer_xl:\n    cutoffs: [20, 10]\n")),
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    cutoffs: [20, 10]\n")),
       HasSubstr(
           "model.transformer_xl.cutoffs: expected strictly increasing values, found 10 after 20"));
   EXPECT_THAT(
-      error_of(
-          write_config(dir, "model:\n  transformer_xl:\n    div_val: 4\n")),
-      HasSubstr(
-          "model.transformer_xl.div_val: div_val 4 needs adaptive clusters"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    div_val: 4\n")),
+      HasSubstr("model.transformer_xl.div_val: div_val 4 needs adaptive clusters"));
   EXPECT_THAT(
-      error_of(
-          write_config(dir, "train:\n  batch_size: 10\n  batch_chunk: 3\n")),
-      HasSubstr(
-          "train.batch_chunk: must divide train.batch_size = 10, found 3"));
+      error_of(write_config(dir, "train:\n  batch_size: 10\n  batch_chunk: 3\n")),
+      HasSubstr("train.batch_chunk: must divide train.batch_size = 10, found 3"));
   EXPECT_THAT(
       error_of(write_config(dir, "model:\n  d_model: 33\n")),
-      HasSubstr(
-          "model.d_model: the sinusoidal position embedding needs an even d_model"));
+      HasSubstr("model.d_model: the sinusoidal position embedding needs an even d_model"));
   EXPECT_THAT(
       error_of(write_config(
           dir,
           "model:\n  transformer_xl:\n    mem_len: 0\ntrain:\n  tgt_len: 10\n"
           "eval:\n  tgt_len: 20\n")),
-      HasSubstr(
-          "eval.tgt_len: with eval.mem_len null the evaluation memory is"));
+      HasSubstr("eval.tgt_len: with eval.mem_len null the evaluation memory is"));
   TempDir empty;
   EXPECT_THAT(
       error_of(write_file(empty / "c.yaml", "model:\n  n_layer: 2\n").string()),
@@ -256,18 +220,13 @@ TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
 
 TEST(ConfigErrors, FileProblems) {
   TempDir dir;
-  EXPECT_THAT(
-      error_of((dir / "missing.yaml").string()),
-      HasSubstr("config file not found"));
+  EXPECT_THAT(error_of((dir / "missing.yaml").string()), HasSubstr("config file not found"));
   const auto bad = write_file(dir / "bad.yaml", "model:\n  n_layer: [1,\n");
   EXPECT_THAT(error_of(bad.string()), HasSubstr("bad.yaml:3: invalid YAML"));
   const auto list = write_file(dir / "list.yaml", "- a\n- b\n");
-  EXPECT_THAT(
-      error_of(list.string()), HasSubstr("expected a mapping of sections"));
-  const auto dup =
-      write_file(dir / "dup.yaml", "model:\n  n_layer: 1\n  n_layer: 2\n");
-  EXPECT_THAT(
-      error_of(dup.string()), HasSubstr("dup.yaml:3: duplicate key 'n_layer'"));
+  EXPECT_THAT(error_of(list.string()), HasSubstr("expected a mapping of sections"));
+  const auto dup = write_file(dir / "dup.yaml", "model:\n  n_layer: 1\n  n_layer: 2\n");
+  EXPECT_THAT(error_of(dup.string()), HasSubstr("dup.yaml:3: duplicate key 'n_layer'"));
 }
 
 TEST(ConfigDump, ReloadsIdentically) {
@@ -289,8 +248,7 @@ TEST(ConfigDump, ReloadsIdentically) {
   EXPECT_DOUBLE_EQ(reloaded.train.lr, 0.000123456789);
   EXPECT_EQ(reloaded.run.dir, "/tmp/x y");
   EXPECT_EQ(reloaded.data.dir, "a: b");
-  EXPECT_EQ(
-      reloaded.run.name, "child"); // resolved name is kept, not re-derived
+  EXPECT_EQ(reloaded.run.name, "child"); // resolved name is kept, not re-derived
   EXPECT_THAT(text, ::testing::Not(HasSubstr("base:")));
   // Floats keep a '.' in the mantissa so that YAML 1.1 readers (PyYAML) see
   // numbers.
@@ -301,8 +259,8 @@ TEST(ConfigDump, ReloadsIdentically) {
 TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {
   TempDir dir;
   size_t count = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(
-           std::string(test::kSourceDir) + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(test::kSourceDir) + "/configs")) {
     if (entry.path().extension() != ".yaml") {
       continue;
     }
@@ -317,22 +275,16 @@ TEST(ConfigDump, EveryShippedConfigLoadsAndRoundTrips) {
 
 TEST(ConfigSchema, ReferenceListsEveryKeyWithItsDefault) {
   const std::string reference = schema_reference();
+  EXPECT_THAT(reference, HasSubstr("| `model.transformer_xl.mem_len` | integer, >= 0 | `0` |"));
   EXPECT_THAT(
       reference,
-      HasSubstr("| `model.transformer_xl.mem_len` | integer, >= 0 | `0` |"));
-  EXPECT_THAT(
-      reference,
-      HasSubstr(
-          "| `train.optim` | string, (one of: adam, adamw, sgd, lamb) | `adam` |"));
+      HasSubstr("| `train.optim` | string, (one of: adam, adamw, sgd, lamb) | `adam` |"));
   EXPECT_THAT(reference, HasSubstr("| `train.lr` | number, > 0 | `0.00025` |"));
-  EXPECT_THAT(
-      reference,
-      HasSubstr("| `eval.mem_len` | integer or null, >= 0 | `null` |"));
+  EXPECT_THAT(reference, HasSubstr("| `eval.mem_len` | integer or null, >= 0 | `null` |"));
 }
 
 TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
-  const std::string docs =
-      test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
+  const std::string docs = test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
   EXPECT_THAT(docs, HasSubstr(schema_reference()))
       << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
 }
@@ -343,36 +295,26 @@ TEST(ConfigErrors, RunNamesArePlainAndAClassifierHasTwoClasses) {
   TempDir dir;
   const auto path = write_config(dir, "");
   for (const std::string name : {"..", ".", "a/b", "x/../.."}) {
-    EXPECT_THAT(
-        error_of(path, {"run.name=" + name}),
-        HasSubstr("run.name: expected a plain name"))
+    EXPECT_THAT(error_of(path, {"run.name=" + name}), HasSubstr("run.name: expected a plain name"))
         << name;
   }
   EXPECT_EQ(error_of(path, {"run.name=a.b-c_d+e"}), "");
-  EXPECT_THAT(
-      error_of(path, {"run.dir=''"}), HasSubstr("run.dir: expected a folder"));
+  EXPECT_THAT(error_of(path, {"run.dir=''"}), HasSubstr("run.dir: expected a folder"));
   EXPECT_THAT(
       error_of(path, {"model.type=xlnet", "model.xlnet.n_class=1"}),
       HasSubstr("model.xlnet.n_class: a classifier needs 2 classes or more"));
   // XLNet reads records of train.tgt_len; an eval.tgt_len it would ignore is refused.
   EXPECT_THAT(
-      error_of(
-          path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=64"}),
-      HasSubstr(
-          "eval.tgt_len: XLNet evaluates records (or reviews) of train.tgt_len = 32"));
-  EXPECT_EQ(
-      error_of(
-          path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=32"}),
-      "");
+      error_of(path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=64"}),
+      HasSubstr("eval.tgt_len: XLNet evaluates records (or reviews) of train.tgt_len = 32"));
+  EXPECT_EQ(error_of(path, {"model.type=xlnet", "train.tgt_len=32", "eval.tgt_len=32"}), "");
 }
 
 TEST(ConfigErrors, SameLengthNeedsAMemory) {
   TempDir dir;
   EXPECT_THAT(
-      error_of(write_config(
-          dir, "model:\n  transformer_xl:\n    same_length: true\n")),
-      HasSubstr(
-          "model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    same_length: true\n")),
+      HasSubstr("model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
   const std::string with_memory =
       "model:\n  transformer_xl:\n    same_length: true\n    mem_len: 8\n";
   const auto path = write_config(dir, with_memory);
@@ -380,14 +322,12 @@ TEST(ConfigErrors, SameLengthNeedsAMemory) {
   // The evaluation's memory, not only the model's: no query may be left without keys.
   EXPECT_THAT(
       error_of(path, {"eval.mem_len=0"}),
-      HasSubstr(
-          "eval.mem_len: the evaluation memory is 0 and same_length is on"));
+      HasSubstr("eval.mem_len: the evaluation memory is 0 and same_length is on"));
   EXPECT_EQ(error_of(path, {"eval.mem_len=0", "eval.same_length=false"}), "");
   EXPECT_EQ(error_of(path, {"eval.mem_len=0", "eval.mode=vanilla"}), "");
   EXPECT_THAT(
       error_of(path, {"eval.tgt_len=78"}), // 8 + 70 - 78 = 0 during validation
-      HasSubstr(
-          "eval.tgt_len: validation during training keeps the training attention span"));
+      HasSubstr("eval.tgt_len: validation during training keeps the training attention span"));
 }
 
 TEST(ConfigErrors, VanillaStrideFitsTheWindow) {
@@ -395,8 +335,7 @@ TEST(ConfigErrors, VanillaStrideFitsTheWindow) {
   const auto path = write_config(dir, "train:\n  tgt_len: 16\n");
   EXPECT_THAT(
       error_of(path, {"eval.mode=vanilla", "eval.stride=17"}),
-      HasSubstr(
-          "eval.stride: the vanilla windows are train.tgt_len = 16 tokens"));
+      HasSubstr("eval.stride: the vanilla windows are train.tgt_len = 16 tokens"));
   EXPECT_EQ(error_of(path, {"eval.mode=vanilla", "eval.stride=16"}), "");
 }
 
@@ -406,15 +345,11 @@ TEST(ConfigErrors, CharTransformerTargetsFitTheWindow) {
       dir,
       "model:\n  type: char_transformer\n  char_transformer:\n    n_ctx: 8\n"
       "train:\n  tgt_len: 3\neval:\n  mode: vanilla\n");
-  EXPECT_EQ(
-      error_of(path, {"model.char_transformer.target_weights=[1, 0.5, 0.25]"}),
-      "");
+  EXPECT_EQ(error_of(path, {"model.char_transformer.target_weights=[1, 0.5, 0.25]"}), "");
   EXPECT_THAT(
-      error_of(
-          path, {"model.char_transformer.target_weights=[1, 0.5, 0.25, 0.1]"}),
-      HasSubstr(
-          "model.char_transformer.target_weights: 4 weights, but a window of "
-          "train.tgt_len = 3 has targets up to t+3"));
+      error_of(path, {"model.char_transformer.target_weights=[1, 0.5, 0.25, 0.1]"}),
+      HasSubstr("model.char_transformer.target_weights: 4 weights, but a window of "
+                "train.tgt_len = 3 has targets up to t+3"));
 }
 
 TEST(ConfigErrors, LearnedPositionTablesCoverEverySpan) {
@@ -426,21 +361,15 @@ TEST(ConfigErrors, LearnedPositionTablesCoverEverySpan) {
   EXPECT_EQ(error_of(path), ""); // n_ctx null: 30 + 20
   EXPECT_THAT(
       error_of(path, {"model.transformer_xl.n_ctx=49"}),
-      HasSubstr(
-          "model.transformer_xl.n_ctx: the position tables have 49 rows, but "
-          "training reads mem_len + train.tgt_len = 30 + 20 = 50 positions"));
+      HasSubstr("model.transformer_xl.n_ctx: the position tables have 49 rows, but "
+                "training reads mem_len + train.tgt_len = 30 + 20 = 50 positions"));
   EXPECT_THAT(
       error_of(path, {"eval.mem_len=40"}),
-      HasSubstr(
-          "eval.mem_len: the evaluation reads eval.mem_len + eval.tgt_len = 60 "
-          "positions, more than the 50 rows"));
-  EXPECT_EQ(
-      error_of(path, {"eval.mem_len=40", "model.transformer_xl.n_ctx=60"}), "");
+      HasSubstr("eval.mem_len: the evaluation reads eval.mem_len + eval.tgt_len = 60 "
+                "positions, more than the 50 rows"));
+  EXPECT_EQ(error_of(path, {"eval.mem_len=40", "model.transformer_xl.n_ctx=60"}), "");
   EXPECT_THAT(
-      error_of(
-          path,
-          {"model.transformer_xl.attn_type=relative",
-           "model.transformer_xl.n_ctx=60"}),
+      error_of(path, {"model.transformer_xl.attn_type=relative", "model.transformer_xl.n_ctx=60"}),
       HasSubstr("only attn_type learned has"));
 }
 
@@ -448,39 +377,29 @@ TEST(FamilySections, AFamilysKeyAtTheTopLevelPointsToItsSection) {
   TempDir dir;
   EXPECT_THAT(
       error_of(write_config(dir, "model:\n  mem_len: 4\n")),
-      HasSubstr(
-          "config.yaml:4: unknown key 'model.mem_len': it belongs to the family section: "
-          "write model.transformer_xl.mem_len"));
+      HasSubstr("config.yaml:4: unknown key 'model.mem_len': it belongs to the family section: "
+                "write model.transformer_xl.mem_len"));
   EXPECT_THAT(
-      error_of(
-          write_config(dir, "model:\n  transformer_xl:\n    mem_lenn: 4\n")),
+      error_of(write_config(dir, "model:\n  transformer_xl:\n    mem_lenn: 4\n")),
       HasSubstr("unknown key 'model.transformer_xl.mem_lenn' (did you mean "
                 "'model.transformer_xl.mem_len'?)"));
 }
 
 TEST(FamilySections, OnlyTheActiveFamilyMaySetItsSection) {
   TempDir dir;
-  const Config xlnet = load(
-      write_config(dir, "model:\n  type: xlnet\n  xlnet:\n    n_class: 3\n"));
+  const Config xlnet = load(write_config(dir, "model:\n  type: xlnet\n  xlnet:\n    n_class: 3\n"));
   EXPECT_EQ(xlnet.model.section<models::XLNetConfig>().n_class, 3);
   EXPECT_THAT(
-      error_of(write_config(
-          dir, "model:\n  type: transformer_xl\n  xlnet:\n    n_class: 3\n")),
-      HasSubstr(
-          "config.yaml:5: model.xlnet: these keys are for model.type xlnet, but "
-          "model.type is transformer_xl"));
+      error_of(write_config(dir, "model:\n  type: transformer_xl\n  xlnet:\n    n_class: 3\n")),
+      HasSubstr("config.yaml:5: model.xlnet: these keys are for model.type xlnet, but "
+                "model.type is transformer_xl"));
   // The dump holds the active family's section only, after the common keys.
   const std::string text = dump(xlnet);
-  EXPECT_THAT(
-      text,
-      HasSubstr("  layer_norm_eps: 1.0e-05\n  xlnet:\n    untie_r: false\n"));
+  EXPECT_THAT(text, HasSubstr("  layer_norm_eps: 1.0e-05\n  xlnet:\n    untie_r: false\n"));
   EXPECT_THAT(text, Not(HasSubstr("transformer_xl:")));
   EXPECT_THAT(text, Not(HasSubstr("char_transformer:")));
   EXPECT_EQ(
-      load(write_file(dir / "dumped.yaml", text))
-          .model.section<models::XLNetConfig>()
-          .n_class,
-      3);
+      load(write_file(dir / "dumped.yaml", text)).model.section<models::XLNetConfig>().n_class, 3);
 }
 
 // A section's struct read for another family is that family's defaults; set, it becomes the
@@ -507,9 +426,8 @@ TEST(FamilySections, LabelledKeysNeedAFamilyThatReadsLabels) {
   const std::string path = write_config(dir, "");
   EXPECT_THAT(
       error_of(path, {"data.train_examples=5"}),
-      HasSubstr(
-          "data.train_examples: limits labelled examples, which only model.type xlnet "
-          "with model.xlnet.n_class > 0 reads: set null"));
+      HasSubstr("data.train_examples: limits labelled examples, which only model.type xlnet "
+                "with model.xlnet.n_class > 0 reads: set null"));
   EXPECT_THAT(
       error_of(path, {"model.type=xlnet", "train.group_by_length=true"}),
       HasSubstr("train.group_by_length: groups labelled examples"));
@@ -525,8 +443,7 @@ TEST(FamilySections, LabelledKeysNeedAFamilyThatReadsLabels) {
 
 TEST(ConfigChoices, ParseIntoEnumsAndDumpByName) {
   const Config c = load(
-      files("base.yaml"),
-      {"train.optim=sgd", "train.scheduler=inv_sqrt", "eval.mode=vanilla"});
+      files("base.yaml"), {"train.optim=sgd", "train.scheduler=inv_sqrt", "eval.mode=vanilla"});
   EXPECT_EQ(c.train.optim, Optim::kSgd);
   EXPECT_EQ(c.train.scheduler, Scheduler::kInvSqrt);
   EXPECT_EQ(c.eval.mode, EvalMode::kVanilla);

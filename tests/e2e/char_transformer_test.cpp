@@ -68,28 +68,22 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   r = run_command(bin("xl-eval") + " --run whole", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("bpc@stride=8"));
-  r = run_command(
-      bin("xl-eval") + " --run whole --set eval.stride=1 --max-steps 3",
-      dir.path());
+  r = run_command(bin("xl-eval") + " --run whole --set eval.stride=1 --max-steps 3", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("last position scored"));
   EXPECT_THAT(r.output, HasSubstr("| bpc "));
 
   // Bytes generated after the prompt, each re-reading the window (no memory).
   r = run_command(
-      "{ " + bin("xl-sample") +
-          " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
+      "{ " + bin("xl-sample") + " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
       dir.path());
   ASSERT_EQ(r.status, 0) << read_text(dir / "err.log");
   EXPECT_EQ(r.output.rfind("<page>", 0), 0U) << r.output;
-  EXPECT_EQ(
-      r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
+  EXPECT_EQ(r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
   EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("re-reading up to"));
   r = run_command(bin("xl-sample") + " --run whole --window 33", dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(
-      r.output,
-      HasSubstr("--window 33: this model's learned position tables hold 32"));
+  EXPECT_THAT(r.output, HasSubstr("--window 33: this model's learned position tables hold 32"));
 }
 
 // Each refused up front with exit 2 and one line naming the cause.
@@ -108,21 +102,18 @@ TEST(CharTransformerE2E, BadInputIsAOneLineError) {
   }
   const std::string char_train = bin("xl-train") + " --config " + kSourceDir +
       "/configs/char/tiny.yaml --set run.dir=run --set data.dir=";
-  for (const auto& [args, message] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {char_train + "word", "the character transformer reads bytes"},
            {bin("xl-train") + " --config " + kSourceDir +
                 "/configs/txl/wt103_base.yaml --set data.dir=byte",
             "must be below the vocabulary size"},
-           {char_train + "byte --set train.tgt_len=33",
-            "model.char_transformer.n_ctx = 32"},
+           {char_train + "byte --set train.tgt_len=33", "model.char_transformer.n_ctx = 32"},
            {char_train + "byte --set eval.stride=33", "eval.stride"}}) {
     SCOPED_TRACE(args);
     const auto r = run_command(args, dir.path());
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr(message));
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
-        << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   }
 }
 

@@ -13,8 +13,7 @@ namespace xl::test {
 
 const fs::path& corpus_dir() {
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() /
-        ("xl-e2e-corpus-" + std::to_string(::getpid()));
+    const fs::path d = fs::temp_directory_path() / ("xl-e2e-corpus-" + std::to_string(::getpid()));
     prep::PrepOptions options;
     options.splits["train"] = testdata("wikitext-2/wiki.valid.tokens");
     options.splits["valid"] = testdata("wikitext-2/wiki.test.tokens");

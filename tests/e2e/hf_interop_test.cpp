@@ -76,8 +76,7 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
   }
   write_file(dir / "corpus.txt", text);
   r = run_command(
-      std::string(kBinDir) +
-          "/xl-prep --train corpus.txt --valid corpus.txt --test " +
+      std::string(kBinDir) + "/xl-prep --train corpus.txt --valid corpus.txt --test " +
           "corpus.txt --out data",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -89,73 +88,58 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
-      std::string(kBinDir) +
-          "/xl-import --config converted/config.yaml --weights " +
+      std::string(kBinDir) + "/xl-import --config converted/config.yaml --weights " +
           "converted/weights.safetensors --set run.dir=runs/imported",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("imported converted/weights.safetensors"));
-  r = run_command(
-      std::string(kBinDir) + "/xl-eval --run runs/imported --max-steps 4",
-      dir.path());
+  r = run_command(std::string(kBinDir) + "/xl-eval --run runs/imported --max-steps 4", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(
-      r.output,
-      HasSubstr(
-          "tgt_len 128, batch 10, mem_len 24, clamp_len 20, same_length true"));
+      r.output, HasSubstr("tgt_len 128, batch 10, mem_len 24, clamp_len 20, same_length true"));
   const auto at = r.output.find("test | loss ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const double xl_loss = std::stod(r.output.substr(at + 12));
   write_file(dir / "reference.py", kReferenceLoss);
-  const auto hf = run_command(
-      std::string(kPython) + " reference.py hf data/test.bin 4", dir.path());
+  const auto hf =
+      run_command(std::string(kPython) + " reference.py hf data/test.bin 4", dir.path());
   ASSERT_EQ(hf.status, 0) << hf.output;
-  const double hf_loss = std::stod(
-      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  const double hf_loss =
+      std::stod(hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
   EXPECT_NEAR(xl_loss, hf_loss, 1e-4); // xl-eval prints 4 decimals
 
   // Back to Hugging Face: the export loads with from_pretrained and scores as the original.
   r = run_command(
-      std::string(kBinDir) + "/xl-export --run runs/imported --out exported",
-      dir.path());
+      std::string(kBinDir) + "/xl-export --run runs/imported --out exported", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(
-      r.output,
-      HasSubstr("TransfoXLLMHeadModel.from_pretrained(\"exported\")"));
+  EXPECT_THAT(r.output, HasSubstr("TransfoXLLMHeadModel.from_pretrained(\"exported\")"));
   EXPECT_TRUE(fs::exists(dir / "exported/vocab.txt"));
-  const auto config =
-      nlohmann::json::parse(read_text(dir / "exported/config.json"));
+  const auto config = nlohmann::json::parse(read_text(dir / "exported/config.json"));
   EXPECT_EQ(config["mem_len"], 24);
   EXPECT_EQ(config["clamp_len"], 20);
   EXPECT_EQ(config["same_length"], true);
   EXPECT_EQ(config["tie_projs"], nlohmann::json({false, true, true}));
-  const auto back = run_command(
-      std::string(kPython) + " reference.py exported data/test.bin 4",
-      dir.path());
+  const auto back =
+      run_command(std::string(kPython) + " reference.py exported data/test.bin 4", dir.path());
   ASSERT_EQ(back.status, 0) << back.output;
   EXPECT_EQ(
-      back.output.substr(
-          back.output.find_last_of('\n', back.output.size() - 2) + 1),
+      back.output.substr(back.output.find_last_of('\n', back.output.size() - 2) + 1),
       hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
 
   // A vocabulary of another size is refused, naming the tensors that do not
   // fit.
   write_file(dir / "small.txt", "a b c\n");
   ASSERT_EQ(
-      run_command(
-          std::string(kBinDir) + "/xl-prep --train small.txt --out small",
-          dir.path())
+      run_command(std::string(kBinDir) + "/xl-prep --train small.txt --out small", dir.path())
           .status,
       0);
   r = run_command(
-      std::string(kBinDir) +
-          "/xl-import --config converted/config.yaml --weights " +
+      std::string(kBinDir) + "/xl-import --config converted/config.yaml --weights " +
           "converted/weights.safetensors --set data.dir=small --set model.transformer_xl.cutoffs=[1,2] " +
           "--set run.dir=runs/bad",
       dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(
-      r.output, HasSubstr("cannot import converted/weights.safetensors"));
+  EXPECT_THAT(r.output, HasSubstr("cannot import converted/weights.safetensors"));
 }
 
 // A run trained by xl, exported: Hugging Face gives xl-eval's loss on the same segments.
@@ -181,21 +165,19 @@ TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
           "eval.same_length=true eval.batch_size=10 eval.tgt_len=128",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(
-      std::string(kBinDir) + "/xl-eval --run run --max-steps 3", dir.path());
+  r = run_command(std::string(kBinDir) + "/xl-eval --run run --max-steps 3", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const auto at = r.output.find("test | loss ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const double xl_loss = std::stod(r.output.substr(at + 12));
-  r = run_command(
-      std::string(kBinDir) + "/xl-export --run run --out hf", dir.path());
+  r = run_command(std::string(kBinDir) + "/xl-export --run run --out hf", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   write_file(dir / "reference.py", kReferenceLoss);
-  const auto hf = run_command(
-      std::string(kPython) + " reference.py hf data/test.bin 3", dir.path());
+  const auto hf =
+      run_command(std::string(kPython) + " reference.py hf data/test.bin 3", dir.path());
   ASSERT_EQ(hf.status, 0) << hf.output;
-  const double hf_loss = std::stod(
-      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  const double hf_loss =
+      std::stod(hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
   EXPECT_NEAR(xl_loss, hf_loss, 1e-4);
 
   // What Hugging Face cannot hold is refused before anything is written.
@@ -207,8 +189,7 @@ TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
   EXPECT_THAT(r.output, HasSubstr("relative attention only"));
   EXPECT_FALSE(fs::exists(dir / "vanilla"));
   write_file(dir / "a_file", "");
-  r = run_command(
-      std::string(kBinDir) + "/xl-export --run run --out a_file", dir.path());
+  r = run_command(std::string(kBinDir) + "/xl-export --run run --out a_file", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--out a_file is a file"));
 }

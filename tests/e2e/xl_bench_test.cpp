@@ -27,15 +27,12 @@ TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
             " --n-token 3000 --warmup 1 --steps 2 --json bench.json --force",
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
-    const auto json =
-        nlohmann::json::parse(read_text(dir / "bench.json"))["results"];
+    const auto json = nlohmann::json::parse(read_text(dir / "bench.json"))["results"];
     const bool txl = config.find("txl") != std::string::npos;
     ASSERT_EQ(json.size(), txl ? 3U : 2U) << json.dump();
     for (const auto& record : json) {
       EXPECT_GT(record["tokens_per_s"].get<double>(), 0.0) << record.dump();
-      EXPECT_GE(
-          record["input_tokens_per_s"].get<double>(),
-          record["tokens_per_s"].get<double>())
+      EXPECT_GE(record["input_tokens_per_s"].get<double>(), record["tokens_per_s"].get<double>())
           << record.dump();
     }
     if (config.find("xlnet") != std::string::npos) {
@@ -55,8 +52,7 @@ TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
   EXPECT_THAT(both.output, HasSubstr("info eval "));
   EXPECT_THAT(both.output, HasSubstr("info eval_recompute "));
   const auto typo = run_command(
-      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
-          " --modes trian",
+      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") + " --modes trian",
       dir.path());
   EXPECT_EQ(typo.status, 2);
   EXPECT_THAT(typo.output, HasSubstr("unknown mode 'trian'"));

@@ -13,44 +13,32 @@ using ::testing::HasSubstr;
 
 TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
   TempDir dir;
-  ASSERT_EQ(
-      run_command(
-          train_command(dir / "r", "--set train.max_step=20"), dir.path())
-          .status,
-      0);
-  const std::string eval =
-      std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=20"), dir.path()).status, 0);
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run " + (dir / "r").string();
   const auto memory = run_command(eval + " --max-steps 20", dir.path());
   ASSERT_EQ(memory.status, 0) << memory.output;
   EXPECT_THAT(memory.output, HasSubstr("tgt_len 16, batch 4, mem_len 32"));
   EXPECT_THAT(memory.output, HasSubstr("test | loss "));
   EXPECT_THAT(memory.output, HasSubstr(" | ppl "));
-  const auto vanilla = run_command(
-      eval + " --set eval.mode=vanilla --max-steps 5 --checkpoint last",
-      dir.path());
+  const auto vanilla =
+      run_command(eval + " --set eval.mode=vanilla --max-steps 5 --checkpoint last", dir.path());
   ASSERT_EQ(vanilla.status, 0) << vanilla.output;
   EXPECT_THAT(vanilla.output, HasSubstr("vanilla: window 16"));
   EXPECT_THAT(vanilla.output, HasSubstr("| 20 tokens |"));
   // A stride scores the last S positions of each window: labelled, never the paper's metric.
-  const auto strided = run_command(
-      eval + " --set eval.mode=vanilla --set eval.stride=4 --max-steps 5",
-      dir.path());
+  const auto strided =
+      run_command(eval + " --set eval.mode=vanilla --set eval.stride=4 --max-steps 5", dir.path());
   ASSERT_EQ(strided.status, 0) << strided.output;
   EXPECT_THAT(strided.output, HasSubstr("last 4 positions scored, slide 4"));
   EXPECT_THAT(strided.output, HasSubstr(" | ppl@stride=4 "));
   EXPECT_THAT(strided.output, HasSubstr("| 80 tokens |"));
-  EXPECT_THAT(
-      read_text(dir / "r/metrics.jsonl"), HasSubstr("\"ppl@stride=4\":"));
-  const auto missing = run_command(
-      std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(),
-      dir.path());
+  EXPECT_THAT(read_text(dir / "r/metrics.jsonl"), HasSubstr("\"ppl@stride=4\":"));
+  const auto missing =
+      run_command(std::string(kBinDir) + "/xl-eval --run " + (dir / "none").string(), dir.path());
   EXPECT_EQ(missing.status, 2);
-  EXPECT_THAT(
-      missing.output, HasSubstr("none: no such folder; name a run directory"));
+  EXPECT_THAT(missing.output, HasSubstr("none: no such folder; name a run directory"));
   const auto file = run_command(
-      std::string(kBinDir) + "/xl-eval --run " +
-          (dir / "r/metrics.jsonl").string(),
-      dir.path());
+      std::string(kBinDir) + "/xl-eval --run " + (dir / "r/metrics.jsonl").string(), dir.path());
   EXPECT_EQ(file.status, 2);
   EXPECT_THAT(file.output, HasSubstr("metrics.jsonl: a file, not a folder"));
 }
@@ -69,8 +57,8 @@ TEST(Evaluation, AModelTrainedWithoutMemoryIsEvaluatedWithoutOneUnlessAsked) {
           dir.path())
           .status,
       0);
-  const std::string eval = std::string(kBinDir) + "/xl-eval --run " +
-      run.string() + " --max-steps 3";
+  const std::string eval =
+      std::string(kBinDir) + "/xl-eval --run " + run.string() + " --max-steps 3";
   const auto plain = run_command(eval, dir.path());
   ASSERT_EQ(plain.status, 0) << plain.output;
   EXPECT_THAT(plain.output, HasSubstr("tgt_len 16, batch 4, mem_len 0,"));

@@ -13,9 +13,8 @@ using ::testing::HasSubstr;
 TEST(XlPrep, EncodesWikiText2WithGoldenCounts) {
   TempDir dir;
   const auto r = run_command(
-      app("xl-prep") + " --train " +
-          testdata("wikitext-2/wiki.train.tokens").string() + " --valid " +
-          testdata("wikitext-2/wiki.valid.tokens").string() + " --test " +
+      app("xl-prep") + " --train " + testdata("wikitext-2/wiki.train.tokens").string() +
+          " --valid " + testdata("wikitext-2/wiki.valid.tokens").string() + " --test " +
           testdata("wikitext-2/wiki.test.tokens").string() + " --out wt2",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -30,20 +29,17 @@ TEST(XlPrep, EncodesWikiText2WithGoldenCounts) {
 TEST(XlPrep, ByteFormatOnEnwik8Prefix) {
   TempDir dir;
   const auto r = run_command(
-      app("xl-prep") + " --format byte --train " +
-          testdata("enwik8/enwik8-prefix-1M").string() + " --out e8",
+      app("xl-prep") + " --format byte --train " + testdata("enwik8/enwik8-prefix-1M").string() +
+          " --out e8",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("train: 1000000 tokens"));
-  EXPECT_THAT(
-      read_text(dir / "e8/vocab.txt"),
-      ::testing::StartsWith("#xl-vocab v1 kind=byte"));
+  EXPECT_THAT(read_text(dir / "e8/vocab.txt"), ::testing::StartsWith("#xl-vocab v1 kind=byte"));
 }
 
 TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
   TempDir dir;
-  auto r =
-      run_command(app("xl-prep") + " --train nope.txt --out o", dir.path());
+  auto r = run_command(app("xl-prep") + " --train nope.txt --out o", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("error: corpus file not found: nope.txt"));
   write_file(dir / "empty.txt", "");

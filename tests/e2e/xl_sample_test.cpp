@@ -15,15 +15,11 @@ using ::testing::HasSubstr;
 // xl-sample: the prompt and the words drawn after it on stdout, the same for the same seed.
 TEST(Sampling, ASeedGivesTheSameTextAndTheMemoryCarriesTheContext) {
   TempDir dir;
-  ASSERT_EQ(
-      run_command(
-          train_command(dir / "r", "--set train.max_step=20"), dir.path())
-          .status,
-      0);
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=20"), dir.path()).status, 0);
   const auto sample = [&](const std::string& flags) {
     return run_command(
-        "{ " + std::string(kBinDir) + "/xl-sample --run " +
-            (dir / "r").string() + " " + flags + " 2>err.log; }",
+        "{ " + std::string(kBinDir) + "/xl-sample --run " + (dir / "r").string() + " " + flags +
+            " 2>err.log; }",
         dir.path());
   };
   const auto words = [](const std::string& text) {
@@ -37,19 +33,12 @@ TEST(Sampling, ASeedGivesTheSameTextAndTheMemoryCarriesTheContext) {
   const auto n_words = static_cast<int64_t>(words(a.output).size());
   const auto n_breaks = std::count(a.output.begin(), a.output.end(), '\n');
   EXPECT_EQ(n_words - 2 + n_breaks - 1, 15) << a.output;
-  EXPECT_THAT(
-      read_text(dir / "err.log"),
-      HasSubstr("one position per token over a memory of 32"));
-  EXPECT_EQ(
-      sample("--prompt 'The game' --tokens 15 --seed 4 --top-k 50").output,
-      a.output);
-  EXPECT_NE(
-      sample("--prompt 'The game' --tokens 15 --seed 5 --top-k 50").output,
-      a.output);
+  EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("one position per token over a memory of 32"));
+  EXPECT_EQ(sample("--prompt 'The game' --tokens 15 --seed 4 --top-k 50").output, a.output);
+  EXPECT_NE(sample("--prompt 'The game' --tokens 15 --seed 5 --top-k 50").output, a.output);
 
   write_file(dir / "prompt.txt", "The game");
-  const auto from_file =
-      sample("--prompt-file prompt.txt --tokens 15 --seed 4 --top-k 50");
+  const auto from_file = sample("--prompt-file prompt.txt --tokens 15 --seed 4 --top-k 50");
   EXPECT_EQ(from_file.output, a.output);
   const auto no_memory = sample("--prompt 'The game' --tokens 5 --no-memory");
   ASSERT_EQ(no_memory.status, 0) << read_text(dir / "err.log");
@@ -59,14 +48,11 @@ TEST(Sampling, ASeedGivesTheSameTextAndTheMemoryCarriesTheContext) {
   EXPECT_THAT(two.output, HasSubstr("--- sample 2 ---"));
 
   EXPECT_EQ(sample("--top-p 0").status, 2);
-  EXPECT_THAT(
-      read_text(dir / "err.log"),
-      HasSubstr("--top-p 0: expected a probability above 0"));
+  EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("--top-p 0: expected a probability above 0"));
   // Words the vocabulary lacks are read as <unk>, and the user is told.
   ASSERT_EQ(sample("--prompt 'The zqxjvw game <unk>' --tokens 2").status, 0);
   EXPECT_THAT(
-      read_text(dir / "err.log"),
-      HasSubstr("1 of the prompt's words are not in the vocabulary"));
+      read_text(dir / "err.log"), HasSubstr("1 of the prompt's words are not in the vocabulary"));
 }
 
 } // namespace

@@ -23,16 +23,14 @@ using ::testing::Not;
 // command again skips them all; the table goes to stdout, a CSV and a plot beside the runs.
 TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   TempDir dir;
-  const std::string common = std::string(kBinDir) + "/xl-sweep -c " +
-      kSourceDir +
+  const std::string common = std::string(kBinDir) + "/xl-sweep -c " + kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
       " train.max_step=12 eval.batch_size=32 --dir sw";
   const std::string sweep = common +
       " --variant full --variant 'nomem model.transformer_xl.mem_len=0'"
       " --grid train.lr=0.002,0.001";
   // A dry run prints the commands a scheduler would run; one of them is started and stopped.
-  const auto dry =
-      run_command("{ " + sweep + " --dry-run 2>/dev/null; }", dir.path());
+  const auto dry = run_command("{ " + sweep + " --dry-run 2>/dev/null; }", dir.path());
   ASSERT_EQ(dry.status, 0) << dry.output;
   std::istringstream lines(dry.output);
   std::vector<std::string> commands;
@@ -53,14 +51,12 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   EXPECT_THAT(log, HasSubstr("[2/4] full,lr=0.001: resuming"));
   EXPECT_THAT(log, HasSubstr("resumed"));
   EXPECT_THAT(log, HasSubstr("[4/4] nomem,lr=0.001: evaluating"));
-  for (const auto* run :
-       {"full,lr=0.002", "full,lr=0.001", "nomem,lr=0.002", "nomem,lr=0.001"}) {
+  for (const auto* run : {"full,lr=0.002", "full,lr=0.001", "nomem,lr=0.002", "nomem,lr=0.001"}) {
     EXPECT_EQ(checkpoint_step(dir / "sw" / run), 12) << run;
   }
   // stdout: the table alone, one row per run and the keys that differ.
   EXPECT_EQ(first.output.rfind("| run ", 0), 0U) << first.output;
-  EXPECT_THAT(
-      first.output, HasSubstr("| model.transformer_xl.mem_len | train.lr |"));
+  EXPECT_THAT(first.output, HasSubstr("| model.transformer_xl.mem_len | train.lr |"));
   EXPECT_THAT(first.output, HasSubstr("| sw/nomem,lr=0.001 | 12 "));
   EXPECT_THAT(first.output, HasSubstr("test/memory ppl"));
   EXPECT_TRUE(fs::exists(dir / "sw/compare.csv"));
@@ -69,15 +65,13 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   const auto again = run_command("{ " + sweep + " 2>log.txt; }", dir.path());
   ASSERT_EQ(again.status, 0) << read_text(dir / "log.txt");
   EXPECT_THAT(
-      read_text(dir / "log.txt"),
-      HasSubstr("[2/4] full,lr=0.001: finished at step 12, skipped"));
+      read_text(dir / "log.txt"), HasSubstr("[2/4] full,lr=0.001: finished at step 12, skipped"));
   EXPECT_THAT(read_text(dir / "log.txt"), Not(HasSubstr("evaluating")));
   EXPECT_EQ(again.output, first.output);
 
   // A finished run is not silently reused for another config.
   const auto changed = run_command(
-      common + " --set model.d_inner=48 --variant full --grid train.lr=0.002",
-      dir.path());
+      common + " --set model.d_inner=48 --variant full --grid train.lr=0.002", dir.path());
   EXPECT_EQ(changed.status, 2);
   EXPECT_THAT(changed.output, HasSubstr("model.d_inner"));
 }
@@ -87,13 +81,11 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
 // sweep leaves no orphan: its run gets SIGTERM, checkpoints and ends (its lock is released).
 TEST(Sweep, ASignalStopsTheRunAndTheSweepAndAKilledSweepLeavesNoOrphan) {
   TempDir dir;
-  const std::string sweep = std::string(kBinDir) + "/xl-sweep -c " +
-      kSourceDir +
+  const std::string sweep = std::string(kBinDir) + "/xl-sweep -c " + kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
       " train.max_step=5000 --dir sw --variant a --variant 'b train.lr=0.001'";
   const auto run = dir / "sw/a";
-  const int stopped =
-      signal_after_step(spawn(sweep, dir.path()), run, 3, SIGTERM);
+  const int stopped = signal_after_step(spawn(sweep, dir.path()), run, 3, SIGTERM);
   ASSERT_TRUE(WIFEXITED(stopped)) << stopped;
   EXPECT_EQ(WEXITSTATUS(stopped), 128 + SIGTERM);
   const int64_t first = checkpoint_step(run);
@@ -101,8 +93,7 @@ TEST(Sweep, ASignalStopsTheRunAndTheSweepAndAKilledSweepLeavesNoOrphan) {
   EXPECT_LT(first, 5000);
   EXPECT_FALSE(fs::exists(dir / "sw/b")); // the next run was not started
 
-  const int killed =
-      signal_after_step(spawn(sweep, dir.path()), run, first + 3, SIGKILL);
+  const int killed = signal_after_step(spawn(sweep, dir.path()), run, first + 3, SIGKILL);
   ASSERT_TRUE(WIFSIGNALED(killed));
   // The orphaned run ends: its lock is free within seconds, after its checkpoint.
   bool released = false;

@@ -29,8 +29,7 @@ using ::testing::Not;
 
 // A run "r" in `dir`, stopped (with a checkpoint) at step 10.
 void train_ten_steps(const TempDir& dir) {
-  const auto r =
-      run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path());
+  const auto r = run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
 }
 
@@ -40,8 +39,7 @@ void expect_same_losses_after(
     int64_t from,
     int64_t to) {
   for (int64_t step = from + 1; step <= to; ++step) {
-    ASSERT_TRUE(reference.count(step) && resumed.count(step))
-        << "step " << step;
+    ASSERT_TRUE(reference.count(step) && resumed.count(step)) << "step " << step;
     EXPECT_EQ(reference.at(step), resumed.at(step)) << "step " << step;
   }
 }
@@ -50,24 +48,19 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   TempDir dir;
   const auto full = run_command(train_command(dir / "full"), dir.path());
   ASSERT_EQ(full.status, 0) << full.output;
-  const auto first = run_command(
-      train_command(dir / "split", "--stop-at-step 17"), dir.path());
+  const auto first = run_command(train_command(dir / "split", "--stop-at-step 17"), dir.path());
   ASSERT_EQ(first.status, 0) << first.output;
   EXPECT_EQ(checkpoint_step(dir / "split"), 17);
   const auto again = run_command(train_command(dir / "split"), dir.path());
   EXPECT_EQ(again.status, 2);
-  EXPECT_THAT(
-      again.output, HasSubstr("already holds checkpoints; pass --resume"));
-  const auto second =
-      run_command(train_command(dir / "split", "--resume"), dir.path());
+  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints; pass --resume"));
+  const auto second = run_command(train_command(dir / "split", "--resume"), dir.path());
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("resumed"));
   EXPECT_THAT(
       read_text(dir / "split/metrics.jsonl"),
-      HasSubstr(
-          "{\"changes\":[],\"event\":\"resumed\",\"logged_until\":17,\"step\":17,"));
-  expect_same_losses_after(
-      train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
+      HasSubstr("{\"changes\":[],\"event\":\"resumed\",\"logged_until\":17,\"step\":17,"));
+  expect_same_losses_after(train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
 }
 
 // An interrupted run, resumed, continues the reference run's loss sequence
@@ -75,25 +68,17 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
 // the interrupted run can be started with a huge max_step (it never ends by
 // itself) and still follow the reference. Returns the checkpointed step the
 // resumed run started from.
-int64_t interrupt_and_resume(
-    const TempDir& dir,
-    int sig,
-    int64_t after_step,
-    int* status) {
+int64_t interrupt_and_resume(const TempDir& dir, int sig, int64_t after_step, int* status) {
   const std::string constant = "--set train.scheduler=constant";
-  const auto reference =
-      run_command(train_command(dir / "ref", constant), dir.path());
+  const auto reference = run_command(train_command(dir / "ref", constant), dir.path());
   EXPECT_EQ(reference.status, 0) << reference.output;
-  const pid_t pid = spawn(
-      train_command(dir / "cut", constant + " --set train.max_step=1000000"),
-      dir.path());
+  const pid_t pid =
+      spawn(train_command(dir / "cut", constant + " --set train.max_step=1000000"), dir.path());
   *status = signal_after_step(pid, dir / "cut", after_step, sig);
   const int64_t saved = checkpoint_step(dir / "cut");
-  const auto resumed = run_command(
-      train_command(dir / "cut", constant + " --resume"), dir.path());
+  const auto resumed = run_command(train_command(dir / "cut", constant + " --resume"), dir.path());
   EXPECT_EQ(resumed.status, 0) << resumed.output;
-  expect_same_losses_after(
-      train_losses(dir / "ref"), train_losses(dir / "cut"), saved, 40);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), saved, 40);
   return saved;
 }
 
@@ -112,8 +97,7 @@ TEST(Training, SigtermCheckpointsThenExits) {
   const int64_t saved = interrupt_and_resume(dir, SIGTERM, 13, &status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-  EXPECT_GE(
-      saved, 13); // the step the signal arrived in, not an earlier periodic one
+  EXPECT_GE(saved, 13); // the step the signal arrived in, not an earlier periodic one
   EXPECT_LT(saved, 40);
 }
 
@@ -123,16 +107,14 @@ TEST(Training, ResumeRefusesAnotherModelOrBatchesAndAppliesTheRest) {
   TempDir dir;
   train_ten_steps(dir);
   const auto config = read_text(dir / "r/config.yaml");
-  auto r = run_command(
-      train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
+  auto r = run_command(train_command(dir / "r", "--resume --set model.d_inner=48"), dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("was made with a different config"));
   EXPECT_THAT(r.output, HasSubstr("model.d_inner: checkpoint 64, config 48"));
   EXPECT_EQ(read_text(dir / "r/config.yaml"), config);
   r = run_command(
       train_command(
-          dir / "r",
-          "--resume --set train.batch_size=8 --set train.optim=sgd --set train.lr=0.01"),
+          dir / "r", "--resume --set train.batch_size=8 --set train.optim=sgd --set train.lr=0.01"),
       dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("train.batch_size: 4 -> 8"));
@@ -141,16 +123,14 @@ TEST(Training, ResumeRefusesAnotherModelOrBatchesAndAppliesTheRest) {
   EXPECT_EQ(read_text(dir / "r/config.yaml"), config);
   EXPECT_EQ(checkpoint_step(dir / "r"), 10);
   r = run_command(
-      train_command(
-          dir / "r", "--resume --set train.lr=0.001 --set train.max_step=12"),
+      train_command(dir / "r", "--resume --set train.lr=0.001 --set train.max_step=12"),
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("changed: train.lr: 0.002 -> 0.001"));
   EXPECT_THAT(
       read_text(dir / "r/metrics.jsonl"),
-      HasSubstr(
-          "{\"changes\":[\"train.lr: 0.002 -> 0.001\",\"train.max_step: 40 -> 12\"],"
-          "\"event\":\"resumed\",\"logged_until\":10,\"step\":10,"));
+      HasSubstr("{\"changes\":[\"train.lr: 0.002 -> 0.001\",\"train.max_step: 40 -> 12\"],"
+                "\"event\":\"resumed\",\"logged_until\":10,\"step\":10,"));
   EXPECT_THAT(read_text(dir / "r/config.yaml"), HasSubstr("lr: 0.001"));
 }
 
@@ -171,21 +151,15 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
   const fs::path run = dir / "r";
   // run_command reads stdout and stderr together: the braces send stderr to a file first.
   const auto stopped = run_command(
-      "{ " +
-          train_command(
-              run, "--set train.log_interval=5 --stop-at-step 10 2>err.log") +
-          "; }",
+      "{ " + train_command(run, "--set train.log_interval=5 --stop-at-step 10 2>err.log") + "; }",
       dir.path());
   ASSERT_EQ(stopped.status, 0) << read_text(dir / "err.log");
   EXPECT_THAT(
       stopped.output,
-      ::testing::StartsWith(
-          run.string() + ": stopped (--stop-at-step) at step 10 of 40"));
+      ::testing::StartsWith(run.string() + ": stopped (--stop-at-step) at step 10 of 40"));
   EXPECT_THAT(
       stopped.output,
-      HasSubstr(
-          "continue: xl-train --config " + (run / "config.yaml").string() +
-          " --resume"));
+      HasSubstr("continue: xl-train --config " + (run / "config.yaml").string() + " --resume"));
   const auto log = read_text(dir / "err.log");
   EXPECT_THAT(log, HasSubstr("info step 1/40 (2.5%) | "));
   EXPECT_THAT(log, HasSubstr(" elapsed | ETA "));
@@ -198,23 +172,18 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
   }
   const auto resumed = run_command(
       "{ OMP_WAIT_POLICY=passive XL_ALLOCATOR=malloc " +
-          train_command(run, "--set train.log_interval=5 --resume 2>>err.log") +
-          "; }",
+          train_command(run, "--set train.log_interval=5 --resume 2>>err.log") + "; }",
       dir.path());
   ASSERT_EQ(resumed.status, 0) << read_text(dir / "err.log");
   EXPECT_THAT(
       resumed.output,
-      ::testing::StartsWith(
-          run.string() + ": finished at step 40 of 40 (30 steps from step 10"));
-  EXPECT_THAT(
-      resumed.output, HasSubstr("evaluate: xl-eval --run " + run.string()));
+      ::testing::StartsWith(run.string() + ": finished at step 40 of 40 (30 steps from step 10"));
+  EXPECT_THAT(resumed.output, HasSubstr("evaluate: xl-eval --run " + run.string()));
 
   const auto records = metrics_records(run);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.front()["event"], "start");
-  EXPECT_THAT(
-      records.front()["command"].get<std::string>(),
-      HasSubstr("--stop-at-step 10"));
+  EXPECT_THAT(records.front()["command"].get<std::string>(), HasSubstr("--stop-at-step 10"));
   EXPECT_FALSE(records.front()["version"].get<std::string>().empty());
   EXPECT_EQ(records.front()["libtorch"], TORCH_VERSION);
   EXPECT_EQ(records.front()["device"], "cpu");
@@ -261,8 +230,7 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
   ASSERT_EQ(partial.status, 0) << read_text(dir / "eval.log");
   EXPECT_THAT(partial.output, ::testing::StartsWith("test | loss "));
   EXPECT_THAT(partial.output, HasSubstr(" | PARTIAL: 2 of "));
-  EXPECT_THAT(
-      read_text(dir / "eval.log"), HasSubstr("info batch 1/2 (50.0%) | "));
+  EXPECT_THAT(read_text(dir / "eval.log"), HasSubstr("info batch 1/2 (50.0%) | "));
   EXPECT_EQ(metrics_records(run).back()["partial"], true);
 }
 
@@ -272,10 +240,7 @@ TEST(Reporting, TensorBoardReadsTheCurvesOfAResumedRun) {
   TempDir dir;
   const fs::path run = dir / "r";
   const std::string every5 = "--set train.log_interval=5 ";
-  ASSERT_EQ(
-      run_command(train_command(run, every5 + "--stop-at-step 10"), dir.path())
-          .status,
-      0);
+  ASSERT_EQ(run_command(train_command(run, every5 + "--stop-at-step 10"), dir.path()).status, 0);
   {
     // What a killed run could have left: a point after the checkpoint at step 10.
     run::EventWriter killed(run);
@@ -283,20 +248,17 @@ TEST(Reporting, TensorBoardReadsTheCurvesOfAResumedRun) {
   }
   // Event files are read in name order, and the name starts with the second it was made in.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const auto resumed =
-      run_command(train_command(run, every5 + "--resume"), dir.path());
+  const auto resumed = run_command(train_command(run, every5 + "--resume"), dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   ASSERT_EQ(
       run_command(
-          std::string(kBinDir) + "/xl-eval --run " + run.string() +
-              " --max-steps 2",
-          dir.path())
+          std::string(kBinDir) + "/xl-eval --run " + run.string() + " --max-steps 2", dir.path())
           .status,
       0);
 
   const auto read = run_command(
-      std::string(kPython) + " " + kSourceDir +
-          "/tests/e2e/read_tensorboard.py " + run.string() + " 2>/dev/null",
+      std::string(kPython) + " " + kSourceDir + "/tests/e2e/read_tensorboard.py " + run.string() +
+          " 2>/dev/null",
       dir.path());
   ASSERT_EQ(read.status, 0) << read.output;
   const auto scalars = nlohmann::json::parse(read.output);
@@ -309,8 +271,7 @@ TEST(Reporting, TensorBoardReadsTheCurvesOfAResumedRun) {
   for (const auto& [step, loss] : losses) {
     EXPECT_FLOAT_EQ(tb_train.at(step), loss) << "step " << step;
   }
-  EXPECT_EQ(
-      tb_train.size(), 8u); // steps 5, 10, ..., 40; the 99 at step 15 is gone
+  EXPECT_EQ(tb_train.size(), 8u); // steps 5, 10, ..., 40; the 99 at step 15 is gone
   for (const char* tag :
        {"train/ppl",
         "train/lr",
@@ -330,26 +291,20 @@ TEST(Training, InitFromListsLoadedFreshAndSkippedTensors) {
   TempDir dir;
   const std::string untied = "--set model.transformer_xl.tie_weight=false ";
   ASSERT_EQ(
-      run_command(
-          train_command(dir / "a", untied + "--stop-at-step 2"), dir.path())
-          .status,
-      0);
+      run_command(train_command(dir / "a", untied + "--stop-at-step 2"), dir.path()).status, 0);
   const auto tied = run_command(
-      train_command(
-          dir / "b",
-          "--stop-at-step 2 --set train.init_from=" + (dir / "a").string()),
+      train_command(dir / "b", "--stop-at-step 2 --set train.init_from=" + (dir / "a").string()),
       dir.path());
   ASSERT_EQ(tied.status, 0) << tied.output;
   EXPECT_THAT(
       tied.output,
-      HasSubstr(
-          "(step 2): 36 of 36 parameters loaded; skipped, not in this model: "
-          "crit.out_weight_0, crit.out_weight_1, crit.out_weight_2"));
+      HasSubstr("(step 2): 36 of 36 parameters loaded; skipped, not in this model: "
+                "crit.out_weight_0, crit.out_weight_1, crit.out_weight_2"));
   const auto untied_again = run_command(
       train_command(
           dir / "c",
-          untied + "--stop-at-step 2 --set train.init_from=" +
-              (dir / "b/checkpoints/last.pt").string()),
+          untied +
+              "--stop-at-step 2 --set train.init_from=" + (dir / "b/checkpoints/last.pt").string()),
       dir.path());
   ASSERT_EQ(untied_again.status, 0) << untied_again.output;
   EXPECT_THAT(
@@ -363,16 +318,15 @@ TEST(Training, InitFromListsLoadedFreshAndSkippedTensors) {
 TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {
   TempDir dir;
   train_ten_steps(dir);
-  const auto r = run_command(
-      "ulimit -f 200 && " + train_command(dir / "r", "--resume"), dir.path());
+  const auto r =
+      run_command("ulimit -f 200 && " + train_command(dir / "r", "--resume"), dir.path());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("error: cannot write "));
   EXPECT_THAT(r.output, HasSubstr("File too large"));
   EXPECT_THAT(r.output, Not(HasSubstr("terminate")));
   EXPECT_EQ(checkpoint_step(dir / "r"), 10);
   for (const auto& entry : fs::directory_iterator(dir / "r/checkpoints")) {
-    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
-        << entry.path();
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
   }
 }
 
@@ -389,13 +343,10 @@ TEST(Integrity, ADivergedModelIsNeverSaved) {
       dir.path());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("training diverged by step 20"));
-  EXPECT_THAT(
-      r.output,
-      HasSubstr("The last good checkpoint is " + (dir / "r").string()));
+  EXPECT_THAT(r.output, HasSubstr("The last good checkpoint is " + (dir / "r").string()));
   EXPECT_EQ(checkpoint_step(dir / "r"), 10);
   const auto eval = run_command(
-      std::string(kBinDir) + "/xl-eval --run r --checkpoint last --max-steps 2",
-      dir.path());
+      std::string(kBinDir) + "/xl-eval --run r --checkpoint last --max-steps 2", dir.path());
   ASSERT_EQ(eval.status, 0) << eval.output;
   EXPECT_THAT(eval.output, HasSubstr("| ppl "));
   EXPECT_THAT(eval.output, Not(HasSubstr("nan")));
@@ -413,21 +364,17 @@ TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
     prep::prepare_corpus(options);
   };
   prepare("wiki.test.tokens");
-  const std::string train = std::string(kBinDir) + "/xl-train --config " +
-      kSourceDir +
+  const std::string train = std::string(kBinDir) + "/xl-train --config " + kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=data --set run.dir=r ";
   ASSERT_EQ(run_command(train + "--stop-at-step 10", dir.path()).status, 0);
   prepare("wiki.valid.tokens");
   for (const auto& command :
-       {train + "--resume",
-        std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
+       {train + "--resume", std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
     SCOPED_TRACE(command);
     const auto r = run_command(command, dir.path());
     EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_THAT(
-        r.output, HasSubstr("was trained on data with another vocabulary"));
-    EXPECT_THAT(
-        r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
+    EXPECT_THAT(r.output, HasSubstr("was trained on data with another vocabulary"));
+    EXPECT_THAT(r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
   }
 }
 
@@ -444,8 +391,7 @@ TEST(Integrity, ASignalDuringValidationStopsItPromptly) {
   // Validation over the whole split (about 15k batches of 16 tokens) starts after step 5.
   for (int i = 0; i < 3000; ++i) {
     std::error_code ec;
-    if (fs::exists(dir / "r/metrics.jsonl", ec) &&
-        !train_losses(dir / "r").empty() &&
+    if (fs::exists(dir / "r/metrics.jsonl", ec) && !train_losses(dir / "r").empty() &&
         train_losses(dir / "r").rbegin()->first >= 5) {
       break;
     }
@@ -457,15 +403,13 @@ TEST(Integrity, ASignalDuringValidationStopsItPromptly) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
   EXPECT_LT(seconds, 3.0);
   EXPECT_EQ(checkpoint_step(dir / "r"), 5);
   EXPECT_THAT(
-      read_text(dir / "r/train.log"),
-      HasSubstr("validation at step 5 interrupted by a signal"));
+      read_text(dir / "r/train.log"), HasSubstr("validation at step 5 interrupted by a signal"));
 }
 
 // Item 14: a second SIGTERM does not wait for the step the first one lets finish (about a
@@ -477,14 +421,11 @@ TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
       "--set train.tgt_len=512 --set model.transformer_xl.mem_len=512 "
       "--set train.batch_size=8 --set train.eval_interval=1000 "
       "--set train.max_step=1000 ";
-  const auto first = run_command(
-      train_command(dir / "r", slow + "--stop-at-step 1"), dir.path());
+  const auto first = run_command(train_command(dir / "r", slow + "--stop-at-step 1"), dir.path());
   ASSERT_EQ(first.status, 0) << first.output;
-  const pid_t pid =
-      spawn(train_command(dir / "r", slow + "--resume"), dir.path());
+  const pid_t pid = spawn(train_command(dir / "r", slow + "--resume"), dir.path());
   for (int i = 0; i < 6000; ++i) {
-    if (!train_losses(dir / "r").empty() &&
-        train_losses(dir / "r").rbegin()->first >= 2) {
+    if (!train_losses(dir / "r").empty() && train_losses(dir / "r").rbegin()->first >= 2) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -498,8 +439,7 @@ TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
   // Step 3 was running: with one signal it would have been checkpointed.
   EXPECT_EQ(checkpoint_step(dir / "r"), 1);
-  EXPECT_THAT(
-      read_text(dir / "r/train.log"), Not(HasSubstr("checkpoint step 3")));
+  EXPECT_THAT(read_text(dir / "r/train.log"), Not(HasSubstr("checkpoint step 3")));
 }
 
 // Item 7: a kill after a new best.pt is written and before it is copied to last.pt leaves
@@ -507,8 +447,7 @@ TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
 // checkpoints and losses of a run that was never killed.
 TEST(Integrity, AKillBetweenBestAndLastResumesToTheUninterruptedCheckpoints) {
   TempDir dir;
-  const auto ref =
-      run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
+  const auto ref = run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
   ASSERT_EQ(ref.status, 0) << ref.output;
   torch::serialize::InputArchive archive;
   ASSERT_EQ( // step 20's validation was a new best
@@ -519,23 +458,18 @@ TEST(Integrity, AKillBetweenBestAndLastResumesToTheUninterruptedCheckpoints) {
       dir / "ref/checkpoints/best.pt",
       dir / "r/checkpoints/best.pt",
       fs::copy_options::overwrite_existing);
-  const auto resumed = run_command(
-      train_command(dir / "r", "--resume --stop-at-step 20"), dir.path());
+  const auto resumed =
+      run_command(train_command(dir / "r", "--resume --stop-at-step 20"), dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_EQ(checkpoint_step(dir / "r"), 20);
-  EXPECT_EQ(
-      run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
-  expect_same_losses_after(
-      train_losses(dir / "ref"), train_losses(dir / "r"), 10, 20);
-  EXPECT_EQ(
-      split_losses(dir / "r", "valid").at(20),
-      split_losses(dir / "ref", "valid").at(20));
+  EXPECT_EQ(run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "r"), 10, 20);
+  EXPECT_EQ(split_losses(dir / "r", "valid").at(20), split_losses(dir / "ref", "valid").at(20));
 }
 
 TEST(Integrity, OneTrainerPerRunDirectory) {
   TempDir dir;
-  const pid_t pid = spawn(
-      train_command(dir / "r", "--set train.max_step=1000000"), dir.path());
+  const pid_t pid = spawn(train_command(dir / "r", "--set train.max_step=1000000"), dir.path());
   for (int i = 0; i < 3000 && !fs::exists(dir / "r/metrics.jsonl"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -545,14 +479,10 @@ TEST(Integrity, OneTrainerPerRunDirectory) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(second.status, 2) << second.output;
   EXPECT_THAT(
-      second.output,
-      HasSubstr("is in use by another xl-train (pid " + std::to_string(pid)));
+      second.output, HasSubstr("is in use by another xl-train (pid " + std::to_string(pid)));
   // The kernel released the killed trainer's lock: the run resumes.
   EXPECT_EQ(
-      run_command(
-          train_command(dir / "r", "--resume --set train.max_step=21"),
-          dir.path())
-          .status,
+      run_command(train_command(dir / "r", "--resume --set train.max_step=21"), dir.path()).status,
       0);
 }
 
@@ -566,8 +496,7 @@ TEST(Integrity, AResumedRunDropsATornLastMetricsRecord) {
     std::ofstream out(dir / "r/metrics.jsonl", std::ios::app);
     out << R"({"split":"train","step":11,"lo)";
   }
-  const auto r = run_command(
-      train_command(dir / "r", "--resume --stop-at-step 12"), dir.path());
+  const auto r = run_command(train_command(dir / "r", "--resume --stop-at-step 12"), dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("dropped a torn last record (30 bytes)"));
   const std::string resumed = read_text(dir / "r/metrics.jsonl");
@@ -584,8 +513,7 @@ TEST(Integrity, AMetricsRecordThatCannotBeWrittenIsAnError) {
   train_ten_steps(dir);
   fs::remove(dir / "r/metrics.jsonl");
   fs::create_symlink("/dev/full", dir / "r/metrics.jsonl");
-  const auto r = run_command(
-      std::string(kBinDir) + "/xl-eval --run r --max-steps 2", dir.path());
+  const auto r = run_command(std::string(kBinDir) + "/xl-eval --run r --max-steps 2", dir.path());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cannot append to r/metrics.jsonl"));
 }
@@ -641,11 +569,10 @@ std::string as_rank(
     int port,
     const std::string& command,
     const fs::path& log) {
-  return "env RANK=" + std::to_string(rank) +
-      " LOCAL_RANK=" + std::to_string(rank) +
+  return "env RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
       " WORLD_SIZE=" + std::to_string(ranks) +
-      " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
-      command + " >" + log.string() + " 2>&1";
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + command + " >" +
+      log.string() + " 2>&1";
 }
 
 // Two ranks of `command`, to their end; fails the test unless both succeed.
@@ -667,8 +594,7 @@ void expect_close_losses(
   ASSERT_EQ(expected.size(), actual.size());
   for (const auto& [step, loss] : expected) {
     ASSERT_TRUE(actual.count(step)) << "step " << step;
-    EXPECT_NEAR(actual.at(step), loss, 1e-5 * std::abs(loss))
-        << "step " << step;
+    EXPECT_NEAR(actual.at(step), loss, 1e-5 * std::abs(loss)) << "step " << step;
   }
 }
 
@@ -679,38 +605,31 @@ TEST(DataParallel, StartUpSaysWhatItWaitsForAndGivesUpWithOneLine) {
   const int port = free_port();
   const auto started = std::chrono::steady_clock::now();
   const auto alone = run_command(
-      "env WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-          std::to_string(port) + " " +
+      "env WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
           train_command(dir / "r", "--set train.dist_start_timeout_s=2"),
       dir.path());
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(alone.status, 2) << alone.output;
   EXPECT_THAT(
       alone.output,
       HasSubstr(
-          "rank 0 of 2: waiting for the 2 processes at 127.0.0.1:" +
-          std::to_string(port) + " (up to 2 s"));
+          "rank 0 of 2: waiting for the 2 processes at 127.0.0.1:" + std::to_string(port) +
+          " (up to 2 s"));
   EXPECT_THAT(alone.output, HasSubstr("did not all join at 127.0.0.1:"));
   EXPECT_LT(seconds, 60.0) << alone.output;
   const auto error = alone.output.substr(alone.output.find("error: "));
   EXPECT_EQ(error.find('\n'), error.size() - 1) << "one line: " << error;
 
   const auto nowhere = run_command(
-      "env WORLD_SIZE=2 RANK=1 MASTER_ADDR=no-such-host.invalid " +
-          train_command(dir / "s"),
+      "env WORLD_SIZE=2 RANK=1 MASTER_ADDR=no-such-host.invalid " + train_command(dir / "s"),
       dir.path());
   EXPECT_EQ(nowhere.status, 2) << nowhere.output;
   EXPECT_THAT(
-      nowhere.output,
-      HasSubstr(
-          "MASTER_ADDR=no-such-host.invalid: cannot resolve the address"));
-  const auto rank_alone =
-      run_command("env RANK=1 " + train_command(dir / "t"), dir.path());
+      nowhere.output, HasSubstr("MASTER_ADDR=no-such-host.invalid: cannot resolve the address"));
+  const auto rank_alone = run_command("env RANK=1 " + train_command(dir / "t"), dir.path());
   EXPECT_EQ(rank_alone.status, 2) << rank_alone.output;
-  EXPECT_THAT(
-      rank_alone.output, HasSubstr("RANK=1 is set but WORLD_SIZE is not"));
+  EXPECT_THAT(rank_alone.output, HasSubstr("RANK=1 is set but WORLD_SIZE is not"));
 }
 
 // Two processes, each with half of every batch, train as one process whose batch_chunk splits
@@ -721,18 +640,14 @@ TEST(DataParallel, TwoGlooProcessesTrainAsOneProcessOnTheCombinedBatch) {
   const std::string settings =
       "--set model.dropout=0 --set model.dropatt=0 --set train.max_step=12 "
       "--set train.eval_interval=6";
-  const auto one = run_command(
-      train_command(dir / "one", settings + " --set train.batch_chunk=2"),
-      dir.path());
+  const auto one =
+      run_command(train_command(dir / "one", settings + " --set train.batch_chunk=2"), dir.path());
   ASSERT_EQ(one.status, 0) << one.output;
   run_two_ranks(dir, train_command(dir / "two", settings));
-  EXPECT_THAT(
-      read_text(dir / "rank0.log"),
-      HasSubstr("data-parallel training on 2 processes"));
+  EXPECT_THAT(read_text(dir / "rank0.log"), HasSubstr("data-parallel training on 2 processes"));
   EXPECT_EQ(train_losses(dir / "two").size(), 12U);
   expect_close_losses(train_losses(dir / "one"), train_losses(dir / "two"));
-  expect_close_losses(
-      split_losses(dir / "one", "valid"), split_losses(dir / "two", "valid"));
+  expect_close_losses(split_losses(dir / "one", "valid"), split_losses(dir / "two", "valid"));
   EXPECT_EQ(checkpoint_step(dir / "two"), 12);
 }
 
@@ -741,21 +656,15 @@ TEST(DataParallel, TwoGlooProcessesTrainAsOneProcessOnTheCombinedBatch) {
 // may not resume it.
 TEST(DataParallel, ResumeOnTheSameProcessCountIsExactAndAnotherIsRefused) {
   TempDir dir;
-  const std::string settings =
-      "--set train.max_step=16 --set train.eval_interval=4";
+  const std::string settings = "--set train.max_step=16 --set train.eval_interval=4";
   run_two_ranks(dir, train_command(dir / "full", settings));
-  run_two_ranks(
-      dir, train_command(dir / "cut", settings + " --stop-at-step 7"));
+  run_two_ranks(dir, train_command(dir / "cut", settings + " --stop-at-step 7"));
   EXPECT_EQ(checkpoint_step(dir / "cut"), 7);
-  const auto alone = run_command(
-      train_command(dir / "cut", settings + " --resume"), dir.path());
+  const auto alone = run_command(train_command(dir / "cut", settings + " --resume"), dir.path());
   EXPECT_EQ(alone.status, 2);
-  EXPECT_THAT(
-      alone.output,
-      HasSubstr("was written by a run of 2 processes; resume it with 2"));
+  EXPECT_THAT(alone.output, HasSubstr("was written by a run of 2 processes; resume it with 2"));
   run_two_ranks(dir, train_command(dir / "cut", settings + " --resume"));
-  expect_same_losses_after(
-      train_losses(dir / "full"), train_losses(dir / "cut"), 7, 16);
+  expect_same_losses_after(train_losses(dir / "full"), train_losses(dir / "cut"), 7, 16);
 }
 
 // SIGKILL of one rank ends the other with a message instead of a hang, and the last
@@ -771,12 +680,8 @@ TEST(DataParallel, AKilledRankEndsTheJobWithAMessageAndAUsableCheckpoint) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
-      const std::string line = "exec " +
-          as_rank(rank,
-                  2,
-                  port,
-                  command,
-                  dir / ("rank" + std::to_string(rank) + ".log"));
+      const std::string line =
+          "exec " + as_rank(rank, 2, port, command, dir / ("rank" + std::to_string(rank) + ".log"));
       ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -798,9 +703,7 @@ TEST(DataParallel, AKilledRankEndsTheJobWithAMessageAndAUsableCheckpoint) {
   }
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_THAT(
-      read_text(dir / "rank0.log"),
-      HasSubstr("another rank has probably stopped"));
+  EXPECT_THAT(read_text(dir / "rank0.log"), HasSubstr("another rank has probably stopped"));
   const int64_t saved = checkpoint_step(dir / "r");
   EXPECT_GE(saved, 20);
   run_two_ranks(
@@ -825,8 +728,8 @@ TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
   EXPECT_THAT(r.output, HasSubstr("  lr: 0.0005\n"));
   EXPECT_THAT(r.output, HasSubstr("  name: \"wt2_small\"\n"));
   write_file(dir / "dumped.yaml", r.output);
-  const auto again = run_command(
-      app("xl-train") + " --config dumped.yaml --dump-config", dir.path());
+  const auto again =
+      run_command(app("xl-train") + " --config dumped.yaml --dump-config", dir.path());
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_EQ(again.output, r.output);
 }
@@ -834,16 +737,14 @@ TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
 TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
   TempDir dir;
   const std::string cfg = config_file("configs/txl/wt2_small.yaml");
-  const auto r = run_command(
-      app("xl-train") + " --config " + cfg + " --set model.n_layers=3",
-      dir.path());
+  const auto r =
+      run_command(app("xl-train") + " --config " + cfg + " --set model.n_layers=3", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(
       r.output,
       "error: --set model.n_layers=3: unknown key 'model.n_layers' (did you mean "
       "'model.n_layer'?)\n");
-  const auto missing =
-      run_command(app("xl-train") + " --config nope.yaml", dir.path());
+  const auto missing = run_command(app("xl-train") + " --config nope.yaml", dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("config file not found: nope.yaml"));
   EXPECT_THAT(missing.output, Not(HasSubstr("Exception raised from")));
@@ -855,24 +756,20 @@ TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
 // leaks future tokens): refused up front, by training and by the parity check alike.
 TEST(XlTrain, SameLengthWithoutMemoryIsRefusedBeforeAnythingRuns) {
   TempDir dir;
-  const std::string flags = " --config " +
-      config_file("configs/txl/tiny.yaml") +
+  const std::string flags = " --config " + config_file("configs/txl/tiny.yaml") +
       " --set model.transformer_xl.same_length=true --set model.transformer_xl.mem_len=0";
   const auto train = run_command(app("xl-train") + flags, dir.path());
   EXPECT_EQ(train.status, 2);
   EXPECT_THAT(
       train.output,
-      HasSubstr(
-          "model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
+      HasSubstr("model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
   EXPECT_FALSE(fs::exists(dir / "runs"));
   const auto parity = run_command(
-      "XL_BIN=" + std::string(kBinDir) + " XL_PYTHON=" + kPython + " " +
-          kSourceDir + "/scripts/parity/check.sh" +
-          flags.substr(std::string(" --config").size()),
+      "XL_BIN=" + std::string(kBinDir) + " XL_PYTHON=" + kPython + " " + kSourceDir +
+          "/scripts/parity/check.sh" + flags.substr(std::string(" --config").size()),
       dir.path());
   EXPECT_EQ(parity.status, 2);
-  EXPECT_THAT(
-      parity.output, HasSubstr("needs model.transformer_xl.mem_len > 0"));
+  EXPECT_THAT(parity.output, HasSubstr("needs model.transformer_xl.mem_len > 0"));
 }
 
 TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
@@ -885,14 +782,12 @@ TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
 TEST(XlTrain, MissingPreparedDataIsAClearError) {
   TempDir dir;
   const auto r = run_command(
-      app("xl-train") + " --config " +
-          config_file("configs/txl/wt2_small.yaml") + " --set data.dir=absent",
+      app("xl-train") + " --config " + config_file("configs/txl/wt2_small.yaml") +
+          " --set data.dir=absent",
       dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("data.dir not found: absent ("));
-  EXPECT_THAT(
-      r.output,
-      HasSubstr("taken from the current directory, " + dir.path().string()));
+  EXPECT_THAT(r.output, HasSubstr("taken from the current directory, " + dir.path().string()));
   // The data is opened before the run directory is made: nothing is left behind.
   EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
 }

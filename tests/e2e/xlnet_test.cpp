@@ -22,10 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // The first `rows` data rows of an NSMC file, header kept.
-fs::path nsmc_slice(
-    const std::string& split,
-    size_t rows,
-    const fs::path& out) {
+fs::path nsmc_slice(const std::string& split, size_t rows, const fs::path& out) {
   std::istringstream in(read_text(testdata("nsmc/ratings_" + split + ".txt")));
   std::string text;
   std::string line;
@@ -43,19 +40,17 @@ std::string bin(const std::string& app) {
 // SentencePiece model: prepared once.
 const fs::path& prepared() {
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() /
-        ("xl-e2e-xlnet-" + std::to_string(::getpid()));
+    const fs::path d = fs::temp_directory_path() / ("xl-e2e-xlnet-" + std::to_string(::getpid()));
     const auto train = nsmc_slice("train", 3000, d / "src/train.tsv");
     const auto test = nsmc_slice("test", 500, d / "src/test.tsv");
     auto r = run_command(
-        bin("xl-prep") + " --format nsmc --train " + train.string() +
-        " --test " + test.string() + " --holdout 300 --out " + d.string());
+        bin("xl-prep") + " --format nsmc --train " + train.string() + " --test " + test.string() +
+        " --holdout 300 --out " + d.string());
     EXPECT_EQ(r.status, 0) << r.output;
     r = run_command(
-        bin("xl-prep") +
-        " --format xlnet --vocab-size 2000 --character-coverage 0.995 --train " +
-        (d / "train.txt").string() + " --valid " + (d / "valid.txt").string() +
-        " --test " + (d / "test.txt").string() + " --out " + d.string());
+        bin("xl-prep") + " --format xlnet --vocab-size 2000 --character-coverage 0.995 --train " +
+        (d / "train.txt").string() + " --valid " + (d / "valid.txt").string() + " --test " +
+        (d / "test.txt").string() + " --out " + d.string());
     EXPECT_EQ(r.status, 0) << r.output;
     return d;
   }();
@@ -66,17 +61,15 @@ std::string train_command(
     const std::string& config,
     const fs::path& run,
     const std::string& extra = "") {
-  return bin("xl-train") + " --config " + kSourceDir + "/configs/xlnet/" +
-      config + " --set data.dir=" + prepared().string() +
-      " --set run.dir=" + run.string() + " " + extra;
+  return bin("xl-train") + " --config " + kSourceDir + "/configs/xlnet/" + config +
+      " --set data.dir=" + prepared().string() + " --set run.dir=" + run.string() + " " + extra;
 }
 
 // The unigram cross-entropy xl-eval recorded for the targets it scored (dumped to `batches`),
 // counted again here: add-one counts of the training pieces.
 void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
   const formats::SentencePiece model(prepared() / "spiece.model");
-  const auto train =
-      formats::read_sentence_tokens(prepared() / "train.pieces", model);
+  const auto train = formats::read_sentence_tokens(prepared() / "train.pieces", model);
   std::map<int64_t, double> counts;
   for (const int64_t id : train.ids) {
     counts[id] += 1.0;
@@ -85,17 +78,13 @@ void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
   const auto dumped = io::SafeTensors::load(batches);
   double nll = 0.0;
   int64_t targets = 0;
-  for (int64_t b = 0; dumped.contains(fmt::format("batch_{}/targets", b));
-       ++b) {
-    const auto ids =
-        dumped.at(fmt::format("batch_{}/targets", b)).reshape({-1});
-    const auto keep =
-        dumped.at(fmt::format("batch_{}/target_mask", b)).reshape({-1});
+  for (int64_t b = 0; dumped.contains(fmt::format("batch_{}/targets", b)); ++b) {
+    const auto ids = dumped.at(fmt::format("batch_{}/targets", b)).reshape({-1});
+    const auto keep = dumped.at(fmt::format("batch_{}/target_mask", b)).reshape({-1});
     for (int64_t i = 0; i < ids.size(0); ++i) {
       if (keep[i].item<bool>()) {
         const auto found = counts.find(ids[i].item<int64_t>());
-        nll -= std::log(
-            ((found == counts.end() ? 0.0 : found->second) + 1.0) / total);
+        nll -= std::log(((found == counts.end() ? 0.0 : found->second) + 1.0) / total);
         ++targets;
       }
     }
@@ -109,31 +98,24 @@ void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
   }
   const auto record = nlohmann::json::parse(last);
   EXPECT_EQ(record.at("tokens").get<int64_t>(), targets);
-  EXPECT_NEAR(
-      record.at("unigram_loss").get<double>(),
-      nll / static_cast<double>(targets),
-      1e-9);
+  EXPECT_NEAR(record.at("unigram_loss").get<double>(), nll / static_cast<double>(targets), 1e-9);
   EXPECT_GT(record.at("loss_per_char").get<double>(), 0.0);
 }
 
 TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   TempDir dir;
-  const std::string steps =
-      "--set train.max_step=12 --set train.eval_interval=6";
+  const std::string steps = "--set train.max_step=12 --set train.eval_interval=6";
   auto r = run_command(train_command("tiny.yaml", dir / "whole", steps));
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(
-      r.output, HasSubstr("permutation records: 4 rows (half backward)"));
+  EXPECT_THAT(r.output, HasSubstr("permutation records: 4 rows (half backward)"));
   const auto whole = train_losses(dir / "whole");
   ASSERT_EQ(whole.size(), 12U);
   EXPECT_LT(whole.at(12), whole.at(1)); // it learns
 
   // Stopped at step 6 and resumed: the same batches, permutations and memory, the same losses.
-  r = run_command(
-      train_command("tiny.yaml", dir / "split", steps + " --stop-at-step 6"));
+  r = run_command(train_command("tiny.yaml", dir / "split", steps + " --stop-at-step 6"));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(
-      train_command("tiny.yaml", dir / "split", steps + " --resume"));
+  r = run_command(train_command("tiny.yaml", dir / "split", steps + " --resume"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto split = train_losses(dir / "split");
   ASSERT_EQ(split.size(), 12U);
@@ -143,8 +125,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
 
   // The test split, and a raw text file of the user's own.
   r = run_command(
-      bin("xl-eval") + " --run " + (dir / "whole").string() +
-      " --max-steps 3 --dump-batches " +
+      bin("xl-eval") + " --run " + (dir / "whole").string() + " --max-steps 3 --dump-batches " +
       (dir / "batches.safetensors").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("test | loss"));
@@ -159,8 +140,8 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   }
   const auto text = write_file(dir / "mine.txt", mine + "\n");
   r = run_command(
-      bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " +
-      text.string() + " --set eval.batch_size=2");
+      bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " + text.string() +
+      " --set eval.batch_size=2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(text.string() + " | loss"));
   // Bytes that are not text are refused, not scored; a device is never read.
@@ -169,13 +150,10 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
     noise[i] = static_cast<char>(0x80 + (i * 37) % 0x80);
   }
   write_file(dir / "noise.bin", noise);
-  for (const auto& [file, message] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [file, message] : std::vector<std::pair<std::string, std::string>>{
            {(dir / "noise.bin").string(), "is not UTF-8 text"},
            {"/dev/zero", "is a device, expected a file"}}) {
-    r = run_command(
-        bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " +
-        file);
+    r = run_command(bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " + file);
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr(message));
   }
@@ -300,61 +278,52 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
   write_file(dir / "make_models.py", kMakeHFModels);
   write_file(dir / "hf_loss.py", kHFLoss);
   auto r = run_command(
-      std::string(kPython) + " make_models.py " +
-          (prepared() / "spiece.model").string() + " hf_lm hf_cls",
+      std::string(kPython) + " make_models.py " + (prepared() / "spiece.model").string() +
+          " hf_lm hf_cls",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   for (const std::string kind : {"lm", "cls"}) {
     SCOPED_TRACE(kind);
     r = run_command(
-        std::string(kPython) + " " + kSourceDir +
-            "/scripts/convert/hf_xlnet.py --model hf_" + kind + " --out conv_" +
-            kind + " --seq-len 32 --data-dir " + prepared().string(),
+        std::string(kPython) + " " + kSourceDir + "/scripts/convert/hf_xlnet.py --model hf_" +
+            kind + " --out conv_" + kind + " --seq-len 32 --data-dir " + prepared().string(),
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
-        bin("xl-import") + " --config conv_" + kind +
-            "/config.yaml --weights conv_" + kind +
+        bin("xl-import") + " --config conv_" + kind + "/config.yaml --weights conv_" + kind +
             "/weights.safetensors --set run.dir=run_" + kind,
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
         bin("xl-eval") + " --run run_" + kind +
-            " --max-steps 4 --set eval.batch_size=4 --dump-batches batches_" +
-            kind + ".safetensors",
+            " --max-steps 4 --set eval.batch_size=4 --dump-batches batches_" + kind +
+            ".safetensors",
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     const auto xl = last_record(dir / ("run_" + kind));
     const auto hf = run_command(
-        std::string(kPython) + " hf_loss.py hf_" + kind + " batches_" + kind +
-            ".safetensors",
+        std::string(kPython) + " hf_loss.py hf_" + kind + " batches_" + kind + ".safetensors",
         dir.path());
     ASSERT_EQ(hf.status, 0) << hf.output;
-    std::istringstream numbers(hf.output.substr(
-        hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+    std::istringstream numbers(
+        hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
     double hf_loss = 0.0;
     double hf_accuracy = 0.0;
     numbers >> hf_loss >> hf_accuracy;
     // Exported back, Hugging Face loads the run and scores the batches as the original.
     r = run_command(
-        bin("xl-export") + " --run run_" + kind + " --out exported_" + kind,
-        dir.path());
+        bin("xl-export") + " --run run_" + kind + " --out exported_" + kind, dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_THAT(
         r.output,
-        HasSubstr(
-            kind == "lm" ? "as XLNetLMHeadModel"
-                         : "as XLNetForSequenceClassification"));
+        HasSubstr(kind == "lm" ? "as XLNetLMHeadModel" : "as XLNetForSequenceClassification"));
     const auto back = run_command(
-        std::string(kPython) + " hf_loss.py exported_" + kind + " batches_" +
-            kind + ".safetensors",
+        std::string(kPython) + " hf_loss.py exported_" + kind + " batches_" + kind + ".safetensors",
         dir.path());
     ASSERT_EQ(back.status, 0) << back.output;
     EXPECT_EQ(
-        back.output.substr(
-            back.output.find_last_of('\n', back.output.size() - 2) + 1),
-        hf.output.substr(
-            hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+        back.output.substr(back.output.find_last_of('\n', back.output.size() - 2) + 1),
+        hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
     EXPECT_NEAR(xl["loss"].get<double>(), hf_loss, 1e-5);
     if (kind == "cls") {
       EXPECT_NEAR(xl["acc/cls"].get<double>(), hf_accuracy, 1e-6);
@@ -369,12 +338,9 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
 TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
   TempDir dir;
   // The script runs `xl-train --dump-config` of this build, not of the default build/ folder.
-  const std::string peer =
-      "XL_BUILD_DIR=" + fs::path(kBinDir).parent_path().string() + " " +
-      kPython + " " + kSourceDir +
-      "/scripts/peer/hf_xlnet_pretrain.py --config " + kSourceDir +
-      "/configs/xlnet/tiny.yaml --set data.dir=" + prepared().string() +
-      " train.max_step=6 --out ";
+  const std::string peer = "XL_BUILD_DIR=" + fs::path(kBinDir).parent_path().string() + " " +
+      kPython + " " + kSourceDir + "/scripts/peer/hf_xlnet_pretrain.py --config " + kSourceDir +
+      "/configs/xlnet/tiny.yaml --set data.dir=" + prepared().string() + " train.max_step=6 --out ";
   auto r = run_command(peer + "whole", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(peer + "split --stop-at-step 3", dir.path());
@@ -385,14 +351,12 @@ TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
   EXPECT_THAT(r.output, HasSubstr("it holds an unfinished run: add --resume"));
   r = run_command(peer + "split --resume --set train.lr=0.1", dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(
-      r.output, HasSubstr("was written with other settings (train.lr)"));
+  EXPECT_THAT(r.output, HasSubstr("was written with other settings (train.lr)"));
   r = run_command(peer + "split --resume", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("resuming split after step 3"));
   EXPECT_TRUE(
-      read_text(dir / "split/model.safetensors") ==
-      read_text(dir / "whole/model.safetensors"))
+      read_text(dir / "split/model.safetensors") == read_text(dir / "whole/model.safetensors"))
       << "the resumed run's weights differ from the uninterrupted run's";
   EXPECT_FALSE(fs::exists(dir / "split/resume.pt"));
 
@@ -415,41 +379,35 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
       train_command("tiny.yaml", dir / "short", "--set train.tgt_len=18"),
       "seq_len (18) must be at least reuse_len (16) + 3");
   fails(
-      train_command(
-          "tiny.yaml", dir / "many", "--set model.xlnet.num_predict=40"),
+      train_command("tiny.yaml", dir / "many", "--set model.xlnet.num_predict=40"),
       "num_predict (40) is larger than a record can hold");
   // Fewer labelled reviews than asked for; a probe of a model without a classification
   // head; a parameter name that does not exist.
   fails(
-      train_command(
-          "tiny_cls.yaml", dir / "subset", "--set data.train_examples=100000"),
+      train_command("tiny_cls.yaml", dir / "subset", "--set data.train_examples=100000"),
       "data.train_examples: ");
   fails(
       train_command("tiny.yaml", dir / "probe", "--set 'train.freeze=[\"*\"]'"),
       "model.xlnet.n_class > 0");
   fails(
-      train_command(
-          "tiny_cls.yaml", dir / "typo", "--set 'train.freeze=[encoder.*]'"),
+      train_command("tiny_cls.yaml", dir / "typo", "--set 'train.freeze=[encoder.*]'"),
       "train.freeze[0]: 'encoder.*' names no parameter of this model");
   for (const auto* run : {"short", "many", "subset", "probe", "typo"}) {
     EXPECT_FALSE(fs::exists(dir / run)) << run;
   }
   fails(
-      bin("xl-prep") + " --format xlnet --train " +
-          write_file(dir / "empty.txt", "\n\n").string() + " --out " +
-          (dir / "empty").string(),
+      bin("xl-prep") + " --format xlnet --train " + write_file(dir / "empty.txt", "\n\n").string() +
+          " --out " + (dir / "empty").string(),
       "empty.txt");
   fails(
       bin("xl-prep") + " --format nsmc --train " +
-          write_file(dir / "bad.tsv", "id\tdocument\tlabel\n1\tgood\t7\n")
-              .string() +
-          " --out " + (dir / "bad").string(),
+          write_file(dir / "bad.tsv", "id\tdocument\tlabel\n1\tgood\t7\n").string() + " --out " +
+          (dir / "bad").string(),
       "bad.tsv:2: the label must be 0 or 1, found '7'");
   // A fine-tuning run pointed at a checkpoint of another family: a Transformer-XL trained on
   // the same reviews as words.
   auto r = run_command(
-      bin("xl-prep") + " --format word --train " +
-      (prepared() / "train.txt").string() + " --out " +
+      bin("xl-prep") + " --format word --train " + (prepared() / "train.txt").string() + " --out " +
       (dir / "words").string());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
@@ -461,9 +419,7 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   ASSERT_EQ(r.status, 0) << r.output;
   fails(
       train_command(
-          "tiny_cls.yaml",
-          dir / "cls",
-          "--set train.init_from=" + (dir / "txl").string()),
+          "tiny_cls.yaml", dir / "cls", "--set train.init_from=" + (dir / "txl").string()),
       "holds another model family (model.type: checkpoint transformer_xl, config xlnet)");
   EXPECT_FALSE(fs::exists(dir / "cls"));
 }

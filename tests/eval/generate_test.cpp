@@ -20,8 +20,7 @@ models::LanguageModel relative_model(int64_t mem_len) {
       models::TransformerXLOptions(
           2,
           nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 24),
-          nn::AdaptiveSoftmaxOptions(
-              nn::AdaptiveOptions(30, 16, 16).cutoffs({8}).div_val(1)))
+          nn::AdaptiveSoftmaxOptions(nn::AdaptiveOptions(30, 16, 16).cutoffs({8}).div_val(1)))
           .lengths(lengths));
   return model;
 }
@@ -51,8 +50,7 @@ TEST(Generate, TheMemoryGivesWhatReReadingTheWholeContextGives) {
     EXPECT_TRUE(carried.used_memory);
     EXPECT_FALSE(reread.used_memory);
     EXPECT_TRUE(torch::equal(carried.tokens, reread.tokens)) << temperature;
-    EXPECT_TRUE(
-        torch::allclose(carried.log_probs, reread.log_probs, 1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(carried.log_probs, reread.log_probs, 1e-5, 1e-5));
     EXPECT_EQ(carried.tokens.sizes(), (std::vector<int64_t>{20, 3}));
   }
   // A short memory forgets: the window that re-reads the same few tokens sees other states.
@@ -61,8 +59,7 @@ TEST(Generate, TheMemoryGivesWhatReReadingTheWholeContextGives) {
   const auto carried = generate(*short_memory, prompt, o);
   o.use_memory = false;
   o.window = 4;
-  EXPECT_FALSE(torch::allclose(
-      carried.log_probs, generate(*short_memory, prompt, o).log_probs));
+  EXPECT_FALSE(torch::allclose(carried.log_probs, generate(*short_memory, prompt, o).log_probs));
 }
 
 TEST(Generate, TheSameSeedDrawsTheSameTokensAndTheModelKeepsItsMode) {
@@ -76,10 +73,9 @@ TEST(Generate, TheSameSeedDrawsTheSameTokensAndTheModelKeepsItsMode) {
   EXPECT_FALSE(torch::equal(a.tokens, c.tokens));
   EXPECT_TRUE(model->is_training());
   std::vector<int64_t> seen;
-  const auto streamed =
-      generate(*model, prompt, options(30, 1), [&](const torch::Tensor& ids) {
-        seen.push_back(ids[1].item<int64_t>());
-      });
+  const auto streamed = generate(*model, prompt, options(30, 1), [&](const torch::Tensor& ids) {
+    seen.push_back(ids[1].item<int64_t>());
+  });
   EXPECT_EQ(seen.size(), 30U);
   EXPECT_EQ(seen.back(), a.tokens[29][1].item<int64_t>());
 }
@@ -105,34 +101,22 @@ TEST(Generate, AModelWithoutMemoryReReadsItsWindow) {
 
 // p = (0.5, 0.3, 0.15, 0.05), drawn 4000 times.
 TEST(DrawTokens, TemperatureTopKAndTopPKeepTheTokensTheyShould) {
-  const auto log_probs = torch::tensor({0.5, 0.3, 0.15, 0.05})
-                             .log()
-                             .unsqueeze(0)
-                             .repeat({4000, 1});
+  const auto log_probs = torch::tensor({0.5, 0.3, 0.15, 0.05}).log().unsqueeze(0).repeat({4000, 1});
   auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
   const auto counts = [&](const SamplingOptions& o) {
-    return torch::bincount(draw_tokens(log_probs, o, generator), {}, 4)
-               .to(torch::kDouble) /
-        4000.0;
+    return torch::bincount(draw_tokens(log_probs, o, generator), {}, 4).to(torch::kDouble) / 4000.0;
   };
   EXPECT_TRUE(torch::equal(
-      draw_tokens(log_probs, {0.0, 0, 1.0}, generator),
-      torch::zeros({4000}, torch::kLong)));
+      draw_tokens(log_probs, {0.0, 0, 1.0}, generator), torch::zeros({4000}, torch::kLong)));
   const auto all = counts({1.0, 0, 1.0});
-  EXPECT_TRUE(torch::allclose(
-      all, torch::tensor({0.5, 0.3, 0.15, 0.05}, torch::kDouble), 0.0, 0.03));
+  EXPECT_TRUE(
+      torch::allclose(all, torch::tensor({0.5, 0.3, 0.15, 0.05}, torch::kDouble), 0.0, 0.03));
   const auto top2 = counts({1.0, 2, 1.0});
-  EXPECT_TRUE(torch::allclose(
-      top2,
-      torch::tensor({0.625, 0.375, 0.0, 0.0}, torch::kDouble),
-      0.0,
-      0.03));
+  EXPECT_TRUE(
+      torch::allclose(top2, torch::tensor({0.625, 0.375, 0.0, 0.0}, torch::kDouble), 0.0, 0.03));
   // 0.5 + 0.3 reaches 0.7: two tokens; 0.5 alone reaches 0.5.
   EXPECT_TRUE(torch::allclose(
-      counts({1.0, 0, 0.7}),
-      torch::tensor({0.625, 0.375, 0.0, 0.0}, torch::kDouble),
-      0.0,
-      0.03));
+      counts({1.0, 0, 0.7}), torch::tensor({0.625, 0.375, 0.0, 0.0}, torch::kDouble), 0.0, 0.03));
   EXPECT_EQ(counts({1.0, 0, 0.5})[0].item<double>(), 1.0);
   // A high temperature flattens the distribution.
   EXPECT_GT(counts({4.0, 0, 1.0})[3].item<double>(), 0.15);

@@ -28,8 +28,7 @@ class SentencePieceTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     test::write_file(*dir_ / "train.txt", nsmc_documents(0, 3000));
-    prep::train_sentencepiece(
-        {*dir_ / "train.txt"}, *dir_ / "m.model", options());
+    prep::train_sentencepiece({*dir_ / "train.txt"}, *dir_ / "m.model", options());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -48,15 +47,7 @@ TEST_F(SentencePieceTest, SpecialPiecesHaveXLNetsIds) {
   const SentencePiece sp(*dir_ / "m.model");
   EXPECT_EQ(sp.size(), 2000);
   const std::vector<std::string> specials = {
-      "<unk>",
-      "<s>",
-      "</s>",
-      "<cls>",
-      "<sep>",
-      "<pad>",
-      "<mask>",
-      "<eod>",
-      "<eop>"};
+      "<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"};
   for (size_t id = 0; id < specials.size(); ++id) {
     EXPECT_EQ(sp.piece(static_cast<int64_t>(id)), specials[id]);
     EXPECT_TRUE(sp.word_starts()[id]);
@@ -65,28 +56,24 @@ TEST_F(SentencePieceTest, SpecialPiecesHaveXLNetsIds) {
   for (int64_t id = 9; id < sp.size(); ++id) {
     const auto& piece = sp.piece(id);
     const bool marked = piece.rfind("\xe2\x96\x81", 0) == 0;
-    const bool punct = piece.size() == 1 && std::ispunct(piece[0]) != 0 &&
-        piece != "'" && piece != "=" && piece != ">";
-    EXPECT_EQ(
-        sp.word_starts()[static_cast<size_t>(id)],
-        marked || punct || piece[0] == '<')
+    const bool punct = piece.size() == 1 && std::ispunct(piece[0]) != 0 && piece != "'" &&
+        piece != "=" && piece != ">";
+    EXPECT_EQ(sp.word_starts()[static_cast<size_t>(id)], marked || punct || piece[0] == '<')
         << piece;
   }
 }
 
 TEST_F(SentencePieceTest, TrainingIsDeterministic) {
   TempDir dir;
-  prep::train_sentencepiece(
-      {*dir_ / "train.txt"}, dir / "again.model", options());
-  EXPECT_EQ(
-      test::read_text(dir / "again.model"), test::read_text(*dir_ / "m.model"));
+  prep::train_sentencepiece({*dir_ / "train.txt"}, dir / "again.model", options());
+  EXPECT_EQ(test::read_text(dir / "again.model"), test::read_text(*dir_ / "m.model"));
 }
 
 TEST_F(SentencePieceTest, PythonSentencePieceEncodesTheSame) {
   TempDir dir;
   // Unseen reviews, and digits before commas (re-split by encode_pieces).
-  const std::string lines = nsmc_documents(3000, 300) +
-      "1990년, 2000, 3,000원 ``좋다'' 1,\n  여러   칸\t공백  \n";
+  const std::string lines =
+      nsmc_documents(3000, 300) + "1990년, 2000, 3,000원 ``좋다'' 1,\n  여러   칸\t공백  \n";
   test::write_file(dir / "lines.txt", lines);
   const SentencePiece sp(*dir_ / "m.model");
   std::string ours;
@@ -99,8 +86,8 @@ TEST_F(SentencePieceTest, PythonSentencePieceEncodesTheSame) {
   }
   const auto r = test::run_command(
       std::string(test::kPython) + " " + test::kSourceDir +
-          "/tests/formats/sentencepiece_reference.py " +
-          (*dir_ / "m.model").string() + " lines.txt ids.txt",
+          "/tests/formats/sentencepiece_reference.py " + (*dir_ / "m.model").string() +
+          " lines.txt ids.txt",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(test::read_text(dir / "ids.txt"), ours);
@@ -110,12 +97,11 @@ TEST_F(SentencePieceTest, AModelWithoutXLNetsPiecesIsRefused) {
   TempDir dir;
   std::string proto;
   // A plain model: ids 3.. are ordinary pieces.
-  ASSERT_TRUE(
-      sentencepiece::SentencePieceTrainer::Train(
-          "--input=" + (*dir_ / "train.txt").string() +
-          " --model_prefix=" + (dir / "plain").string() +
-          " --vocab_size=1500 --character_coverage=0.995 --minloglevel=2")
-          .ok());
+  ASSERT_TRUE(sentencepiece::SentencePieceTrainer::Train(
+                  "--input=" + (*dir_ / "train.txt").string() +
+                  " --model_prefix=" + (dir / "plain").string() +
+                  " --vocab_size=1500 --character_coverage=0.995 --minloglevel=2")
+                  .ok());
   try {
     SentencePiece sp(dir / "plain.model");
     FAIL();
@@ -146,10 +132,8 @@ TEST_F(SentencePieceTest, RawTextKeepsSentencesAndDocuments) {
   ids.insert(ids.end(), third.begin(), third.end());
   EXPECT_EQ(tokens.ids, ids);
   std::vector<uint8_t> sent(first.size(), 1);
-  sent.insert(
-      sent.end(),
-      second.size() + 1,
-      0); // <eod> glued to the sentence before it
+  sent.insert(sent.end(), second.size() + 1,
+              0); // <eod> glued to the sentence before it
   sent.insert(sent.end(), third.size(), 1);
   EXPECT_EQ(tokens.sent_ids, sent);
 
@@ -172,14 +156,11 @@ TEST_F(SentencePieceTest, RawTextKeepsSentencesAndDocuments) {
   EXPECT_THROW(encode_raw_text(dir / "empty.txt", sp), UserError);
 }
 
-TEST_F(
-    SentencePieceTest,
-    PiecesFilesRefuseCorruptBytesAndIdsOutsideTheVocabulary) {
+TEST_F(SentencePieceTest, PiecesFilesRefuseCorruptBytesAndIdsOutsideTheVocabulary) {
   TempDir dir;
   const SentencePiece sp(*dir_ / "m.model");
   test::write_file(dir / "raw.txt", "영화 좋다.\n최고\n\n별로다\n");
-  write_sentence_tokens(
-      dir / "raw.pieces", encode_raw_text(dir / "raw.txt", sp), sp);
+  write_sentence_tokens(dir / "raw.pieces", encode_raw_text(dir / "raw.txt", sp), sp);
   const std::string good = read_file(dir / "raw.pieces");
   const auto refused = [&](const std::string& bytes) -> std::string {
     test::write_file(dir / "bad.pieces", bytes);
@@ -200,13 +181,11 @@ TEST_F(
   std::string outside = good;
   outside[kHeader] = '\xff';
   outside[kHeader + 1] = '\xff';
-  const uint64_t checksum =
-      hash64(outside.data() + kHeader, outside.size() - kHeader);
+  const uint64_t checksum = hash64(outside.data() + kHeader, outside.size() - kHeader);
   std::memcpy(outside.data() + kChecksumAt, &checksum, sizeof(checksum));
   EXPECT_THAT(
       refused(outside),
-      HasSubstr(
-          "piece id 65535 at position 0 is outside the vocabulary of 2000"));
+      HasSubstr("piece id 65535 at position 0 is outside the vocabulary of 2000"));
   // A count whose byte size 64 + 2 c + ceil(c / 8) wraps around to the file's size exactly.
   // With c = 8 k + r that is 17 k + 2 r + (r > 0); 17 is odd, so k = target / 17 modulo 2^64,
   // and c must exceed the file's size (not the true count) without wrapping itself (k < 2^61):
@@ -218,8 +197,7 @@ TEST_F(
   std::string huge;
   for (size_t pad = 0; huge.empty(); ++pad) {
     for (uint64_t r = 0; r < 8 && huge.empty(); ++r) {
-      const uint64_t target =
-          good.size() + pad - kHeader - 2 * r - (r > 0 ? 1 : 0);
+      const uint64_t target = good.size() + pad - kHeader - 2 * r - (r > 0 ? 1 : 0);
       const uint64_t k = target * inverse17;
       if (k > good.size() + pad && k < (uint64_t{1} << 61)) {
         huge = good + std::string(pad, '\0');

@@ -27,9 +27,9 @@ TEST(CheckUtf8, CountsEveryByteOutsideAWellFormedSequence) {
       "cd");
   EXPECT_EQ(stray.invalid, 1U);
   EXPECT_EQ(stray.first, 2U);
-  EXPECT_EQ(check_utf8("\xc0\xaf").invalid, 2U);     // overlong '/'
-  EXPECT_EQ(check_utf8("\xe0\x80\xaf").invalid, 3U); // overlong, three bytes
-  EXPECT_EQ(check_utf8("\xed\xa0\x80").invalid, 3U); // a surrogate
+  EXPECT_EQ(check_utf8("\xc0\xaf").invalid, 2U);         // overlong '/'
+  EXPECT_EQ(check_utf8("\xe0\x80\xaf").invalid, 3U);     // overlong, three bytes
+  EXPECT_EQ(check_utf8("\xed\xa0\x80").invalid, 3U);     // a surrogate
   EXPECT_EQ(check_utf8("\xf4\x90\x80\x80").invalid, 4U); // above U+10FFFF
   EXPECT_EQ(check_utf8("x\xe2\x82").invalid, 2U);        // cut short at the end
   // Random code points encoded are valid; a byte 0x80..0xBF alone after ASCII never is.
@@ -69,28 +69,19 @@ TEST(ReadUtf8Text, RefusesBinaryAndOtherEncodingsAndCountsAFewStrayBytes) {
   test::write_file(dir / "nul.txt", std::string("text\0more", 9));
   EXPECT_THAT(
       test::user_error([&] { read_utf8_text(dir / "nul.txt", "corpus file"); }),
-      HasSubstr(
-          "corpus file " + (dir / "nul.txt").string() +
-          " is not text: it holds a NUL"));
-  test::write_file(
-      dir / "latin1.txt", std::string(90, 'a') + std::string(10, '\xe9'));
+      HasSubstr("corpus file " + (dir / "nul.txt").string() + " is not text: it holds a NUL"));
+  test::write_file(dir / "latin1.txt", std::string(90, 'a') + std::string(10, '\xe9'));
   EXPECT_THAT(
-      test::user_error(
-          [&] { read_utf8_text(dir / "latin1.txt", "corpus file"); }),
-      HasSubstr(
-          "is not UTF-8 text: 10 of its 100 bytes are not UTF-8 (the first at byte 90)"));
+      test::user_error([&] { read_utf8_text(dir / "latin1.txt", "corpus file"); }),
+      HasSubstr("is not UTF-8 text: 10 of its 100 bytes are not UTF-8 (the first at byte 90)"));
   const std::string few = std::string(1000, 'a') + "\xff";
   test::write_file(dir / "few.txt", few);
   EXPECT_EQ(read_utf8_text(dir / "few.txt", "corpus file"), few);
 }
 
 TEST(SplitLines, UniversalNewlines) {
-  EXPECT_EQ(
-      strings(split_lines("a\nb\r\nc\rd")),
-      (std::vector<std::string>{"a", "b", "c", "d"}));
-  EXPECT_EQ(
-      strings(split_lines(" \n\n x \n")),
-      (std::vector<std::string>{" ", "", " x "}));
+  EXPECT_EQ(strings(split_lines("a\nb\r\nc\rd")), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(strings(split_lines(" \n\n x \n")), (std::vector<std::string>{" ", "", " x "}));
   EXPECT_TRUE(split_lines("").empty());
 }
 
@@ -119,9 +110,7 @@ TEST(SplitSentences, MatchesRatsgosRegex) {
   EXPECT_EQ(
       strings(split_sentences(" 좋다. 정말!  최고?\t끝 . 아니 ")),
       (std::vector<std::string>{"좋다.", "정말!", "최고?", "끝 .", "아니"}));
-  EXPECT_EQ(
-      strings(split_sentences("a...b c")),
-      (std::vector<std::string>{"a...b c"}));
+  EXPECT_EQ(strings(split_sentences("a...b c")), (std::vector<std::string>{"a...b c"}));
   EXPECT_TRUE(split_sentences(" \t ").empty());
 }
 

@@ -30,8 +30,7 @@ TEST(TokenFile, RoundTripsIdsThroughTheMemoryMap) {
   }
   const auto slice = tokens.slice(2, 4);
   EXPECT_EQ(slice.dtype(), torch::kInt64);
-  EXPECT_TRUE(
-      torch::equal(slice, torch::tensor({ids[2], ids[3], ids[4], ids[5]})));
+  EXPECT_TRUE(torch::equal(slice, torch::tensor({ids[2], ids[3], ids[4], ids[5]})));
 }
 
 TEST(TokenFile, UsesFourBytesForLargeVocabularies) {
@@ -47,8 +46,7 @@ TEST(TokenFile, UsesFourBytesForLargeVocabularies) {
   write_token_file(dir / "big.bin", ids, vocab);
   EXPECT_EQ(std::filesystem::file_size(dir / "big.bin"), 64 + 4 * ids.size());
   const TokenFile tokens(dir / "big.bin", vocab, dir / "vocab.txt");
-  EXPECT_EQ(
-      tokens.at(static_cast<int64_t>(ids.size()) - 2), ids[ids.size() - 2]);
+  EXPECT_EQ(tokens.at(static_cast<int64_t>(ids.size()) - 2), ids[ids.size() - 2]);
   EXPECT_EQ(
       tokens.slice(static_cast<int64_t>(ids.size()) - 2, 2)[0].item<int64_t>(),
       ids[ids.size() - 2]);
@@ -62,8 +60,7 @@ TEST(TokenFile, RefusesAnotherVocabulary) {
   const Vocab vb = Vocab::build_word({b});
   ASSERT_EQ(va.size(), vb.size());
   write_token_file(dir / "a.bin", va.encode_file(a), va);
-  const std::string message =
-      user_error([&] { TokenFile(dir / "a.bin", vb, dir / "vb.txt"); });
+  const std::string message = user_error([&] { TokenFile(dir / "a.bin", vb, dir / "vb.txt"); });
   EXPECT_THAT(message, HasSubstr("a.bin: encoded with a different vocabulary"));
   EXPECT_THAT(message, HasSubstr("vb.txt"));
 }
@@ -73,11 +70,8 @@ TEST(TokenFile, RefusesTruncatedForeignAndMissingFiles) {
   const auto a = write_file(dir / "a.txt", "x y z\n");
   const Vocab v = Vocab::build_word({a});
   write_token_file(dir / "a.bin", v.encode_file(a), v);
-  std::filesystem::resize_file(
-      dir / "a.bin", std::filesystem::file_size(dir / "a.bin") - 1);
-  EXPECT_THAT(
-      user_error([&] { TokenFile(dir / "a.bin", v, "v"); }),
-      HasSubstr("truncated"));
+  std::filesystem::resize_file(dir / "a.bin", std::filesystem::file_size(dir / "a.bin") - 1);
+  EXPECT_THAT(user_error([&] { TokenFile(dir / "a.bin", v, "v"); }), HasSubstr("truncated"));
   write_file(dir / "foreign.bin", std::string(100, 'x'));
   EXPECT_THAT(
       user_error([&] { TokenFile(dir / "foreign.bin", v, "v"); }),
@@ -87,16 +81,14 @@ TEST(TokenFile, RefusesTruncatedForeignAndMissingFiles) {
       user_error([&] { TokenFile(dir / "tiny.bin", v, "v"); }),
       HasSubstr("shorter than the 64-byte header"));
   EXPECT_THAT(
-      user_error([&] { TokenFile(dir / "none.bin", v, "v"); }),
-      HasSubstr("token file not found"));
+      user_error([&] { TokenFile(dir / "none.bin", v, "v"); }), HasSubstr("token file not found"));
 }
 
 // Overwrites `size` bytes of `path` at `offset` with `bytes`.
 void patch(const fs::path& path, long offset, const void* bytes, size_t size) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
   file.seekp(offset);
-  file.write(
-      static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+  file.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
 }
 
 TEST(TokenFile, RefusesCorruptDataAndIdsOutsideTheVocabulary) {
@@ -127,8 +119,7 @@ TEST(TokenFile, RefusesCorruptDataAndIdsOutsideTheVocabulary) {
   EXPECT_THAT(
       user_error([&] { TokenFile(dir / "t.bin", small, "small/vocab.txt"); }),
       HasSubstr(
-          "is outside the vocabulary of " + std::to_string(small.size()) +
-          " (small/vocab.txt)"));
+          "is outside the vocabulary of " + std::to_string(small.size()) + " (small/vocab.txt)"));
 }
 
 // Found by the token-file fuzz target: a count of N + 2^63 two-byte tokens has the byte size
@@ -141,8 +132,7 @@ TEST(TokenFile, RefusesACountWhoseSizeWrapsAround) {
   const uint64_t count = (uint64_t{1} << 63) + 7;
   patch(dir / "t.bin", 16, &count, 8);
   EXPECT_THAT(
-      user_error([&] { TokenFile(dir / "t.bin", vocab, "v"); }),
-      HasSubstr("truncated or corrupt"));
+      user_error([&] { TokenFile(dir / "t.bin", vocab, "v"); }), HasSubstr("truncated or corrupt"));
 }
 } // namespace
 } // namespace xl::formats

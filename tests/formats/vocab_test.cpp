@@ -32,12 +32,8 @@ TEST(WordVocabGolden, WikiText2SizeTokenCountAndOrder) {
   EXPECT_EQ(vocab.token(33276), "Nests");
   const auto ids = vocab.encode_file(train);
   EXPECT_EQ(ids.size(), 2088628u);
-  EXPECT_EQ(
-      vocab.encode_file(test::testdata("wikitext-2/wiki.valid.tokens")).size(),
-      217646u);
-  EXPECT_EQ(
-      vocab.encode_file(test::testdata("wikitext-2/wiki.test.tokens")).size(),
-      245569u);
+  EXPECT_EQ(vocab.encode_file(test::testdata("wikitext-2/wiki.valid.tokens")).size(), 217646u);
+  EXPECT_EQ(vocab.encode_file(test::testdata("wikitext-2/wiki.test.tokens")).size(), 245569u);
 }
 
 TEST(WordVocab, CountsEosPerLineAndBreaksTiesByFirstOccurrence) {
@@ -50,8 +46,7 @@ TEST(WordVocab, CountsEosPerLineAndBreaksTiesByFirstOccurrence) {
   EXPECT_EQ(vocab.token(1), "b");
   EXPECT_EQ(vocab.token(2), "a");
   EXPECT_EQ(vocab.token(3), "c");
-  EXPECT_EQ(
-      vocab.encode_file(f), (std::vector<int64_t>{1, 2, 0, 0, 3, 2, 1, 0}));
+  EXPECT_EQ(vocab.encode_file(f), (std::vector<int64_t>{1, 2, 0, 0, 3, 2, 1, 0}));
 }
 
 TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
@@ -63,8 +58,7 @@ TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
     plain.encode_file(other);
     FAIL() << "expected an error";
   } catch (const UserError& e) {
-    EXPECT_THAT(
-        e.what(), HasSubstr("other.txt:2: token 'z' is not in the vocabulary"));
+    EXPECT_THAT(e.what(), HasSubstr("other.txt:2: token 'z' is not in the vocabulary"));
   }
   const Vocab with_unk = Vocab::build_word({train}, {"<eos>", "<unk>"});
   EXPECT_EQ(with_unk.encode_file(other), (std::vector<int64_t>{2, 0, 2, 1, 0}));
@@ -74,20 +68,14 @@ TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
 // their lines, a space first when the text continues a word.
 TEST(WordVocab, PromptsEncodeOpenEndedAndIdsDecodeToLines) {
   TempDir dir;
-  const Vocab vocab =
-      Vocab::build_word({write_file(dir / "t.txt", "a b\nb c\n")});
+  const Vocab vocab = Vocab::build_word({write_file(dir / "t.txt", "a b\nb c\n")});
   const auto a = vocab.index("a");
   const auto b = vocab.index("b");
   const auto c = vocab.index("c");
   const auto eos = vocab.index("<eos>");
-  EXPECT_EQ(
-      vocab.encode("a b", "--prompt", true), (std::vector<int64_t>{a, b}));
-  EXPECT_EQ(
-      vocab.encode("a b\nc", "--prompt", true),
-      (std::vector<int64_t>{a, b, eos, c}));
-  EXPECT_EQ(
-      vocab.encode("a b\n", "--prompt", true),
-      (std::vector<int64_t>{a, b, eos}));
+  EXPECT_EQ(vocab.encode("a b", "--prompt", true), (std::vector<int64_t>{a, b}));
+  EXPECT_EQ(vocab.encode("a b\nc", "--prompt", true), (std::vector<int64_t>{a, b, eos, c}));
+  EXPECT_EQ(vocab.encode("a b\n", "--prompt", true), (std::vector<int64_t>{a, b, eos}));
   EXPECT_EQ(vocab.encode("a b", "f"), (std::vector<int64_t>{a, b, eos}));
   EXPECT_EQ(vocab.decode({a, b, eos, c, eos}), "a b\nc\n");
   EXPECT_EQ(vocab.decode({c}, true), " c");
@@ -110,8 +98,7 @@ TEST(ByteVocab, OrdersBytesByFrequency) {
   ASSERT_EQ(vocab.size(), 5);
   EXPECT_EQ(vocab.token(0), "a");
   EXPECT_EQ(vocab.token(1), "b");
-  EXPECT_EQ(
-      vocab.token(2), "\n"); // ties by byte value: '\n' (10) < 'c' (99) < 0xff
+  EXPECT_EQ(vocab.token(2), "\n"); // ties by byte value: '\n' (10) < 'c' (99) < 0xff
   EXPECT_EQ(vocab.token(3), "c");
   EXPECT_EQ(vocab.token(4), "\xff");
   EXPECT_EQ(vocab.encode_file(f), (std::vector<int64_t>{0, 1, 3, 0, 1, 2, 4}));
@@ -138,8 +125,7 @@ TEST(Vocab, SaveLoadRoundTripKeepsChecksum) {
       EXPECT_EQ(loaded.token(i), vocab.token(i));
     }
   }
-  EXPECT_NE(
-      Vocab::build_word({f}).checksum(), Vocab::build_byte({f}).checksum());
+  EXPECT_NE(Vocab::build_word({f}).checksum(), Vocab::build_byte({f}).checksum());
 }
 
 TEST(Vocab, RefusesEmptyMissingAndMalformedFiles) {
@@ -168,9 +154,7 @@ TEST(Vocab, RefusesEmptyMissingAndMalformedFiles) {
     Vocab::load(dir / "abc.txt");
     FAIL() << "expected an error";
   } catch (const UserError& e) {
-    EXPECT_THAT(
-        e.what(),
-        HasSubstr("expected size=N (a count) in the header, found 'abc'"));
+    EXPECT_THAT(e.what(), HasSubstr("expected size=N (a count) in the header, found 'abc'"));
   }
   write_file(dir / "foreign.txt", "the\nof\n");
   EXPECT_THROW(Vocab::load(dir / "foreign.txt"), UserError);

@@ -48,10 +48,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     xl::run::save_checkpoint(
         path,
         xl::run::CheckpointInfo{
-            xl::run::kCheckpointFormat,
-            7,
-            xl::config::dump(config()),
-            kVocabulary},
+            xl::run::kCheckpointFormat, 7, xl::config::dump(config()), kVocabulary},
         [&](torch::serialize::OutputArchive& archive) {
           xl::io::write_module(archive, "model", *model);
         });
@@ -71,8 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto info = xl::run::load_checkpoint(path, archive);
     xl::run::require_matching_config(
         path, info.config, xl::config::dump(config()), {"model", "data"});
-    xl::run::require_same_vocabulary(
-        path, info.vocabulary, kVocabulary, "vocab.txt");
+    xl::run::require_same_vocabulary(path, info.vocabulary, kVocabulary, "vocab.txt");
     const auto model = xl::models::build_model(config(), kVocab);
     xl::io::read_module(archive, "model", *model, path.string());
   });

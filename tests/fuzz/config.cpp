@@ -37,13 +37,9 @@ void round_trips(const xl::config::Config& config) {
   try {
     reloaded = xl::config::load(again.string());
   } catch (const xl::UserError& e) {
-    require(
-        false,
-        std::string("an accepted config's dump is refused: ") + e.what());
+    require(false, std::string("an accepted config's dump is refused: ") + e.what());
   }
-  require(
-      xl::config::dump(reloaded) == dumped,
-      "an accepted config's dump loads to another");
+  require(xl::config::dump(reloaded) == dumped, "an accepted config's dump loads to another");
 }
 
 } // namespace
@@ -52,8 +48,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   std::ofstream(work_dir() / "base.yaml") << kBase;
   if (const auto dir = seeds_dir()) {
     write_seed(*dir, "base.yaml", kBase);
-    write_seed(
-        *dir, "set-cutoffs", "set:model.transformer_xl.cutoffs=[20, 40]");
+    write_seed(*dir, "set-cutoffs", "set:model.transformer_xl.cutoffs=[20, 40]");
     write_seed(*dir, "set-mapping", "set:model={n_layer: 3, d_inner: 48}");
     write_seed(*dir, "set-null", "set:model.transformer_xl.d_embed=null");
     std::exit(0);

@@ -8,9 +8,8 @@ namespace xl::fuzz {
 
 const fs::path& work_dir() {
   static const fs::path dir = [] {
-    const fs::path base = fs::is_directory("/dev/shm")
-        ? fs::path("/dev/shm")
-        : fs::temp_directory_path();
+    const fs::path base =
+        fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     fs::path d = base / ("xl-fuzz-" + std::to_string(::getpid()));
     fs::create_directories(d);
     // Removed when the process ends normally; a crash leaves it for inspection.
@@ -23,8 +22,7 @@ const fs::path& work_dir() {
 fs::path input_file(const uint8_t* data, size_t size, const std::string& name) {
   const fs::path path = work_dir() / name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(
-      reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 
@@ -53,10 +51,7 @@ std::optional<fs::path> seeds_dir() {
   return fs::path(dir);
 }
 
-void write_seed(
-    const fs::path& dir,
-    const std::string& name,
-    const std::string& content) {
+void write_seed(const fs::path& dir, const std::string& name, const std::string& content) {
   std::ofstream(dir / name, std::ios::binary) << content;
 }
 

@@ -37,10 +37,7 @@ std::string sample_text(size_t max_bytes = 200000);
 std::optional<fs::path> seeds_dir();
 
 /// Writes `content` as a seed file `name` of `dir`.
-void write_seed(
-    const fs::path& dir,
-    const std::string& name,
-    const std::string& content);
+void write_seed(const fs::path& dir, const std::string& name, const std::string& content);
 
 /// Runs `read`: a UserError is the expected refusal; any other exception aborts with its
 /// message, so that libFuzzer records the input.

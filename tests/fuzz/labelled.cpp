@@ -31,8 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(!examples.empty(), "a file without examples is accepted");
     for (const auto& e : examples) {
       require(e.label >= 0, "a negative label is accepted");
-      require(
-          e.text.find('\n') == std::string::npos, "a text holds a line break");
+      require(e.text.find('\n') == std::string::npos, "a text holds a line break");
     }
   });
   return 0;

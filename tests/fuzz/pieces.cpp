@@ -32,12 +32,9 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     const std::string text = sample_text(100000);
     for (const size_t n : {size_t{200}, size_t{5000}}) {
       xl::atomic_write(work_dir() / "raw.txt", text.substr(0, n));
-      const fs::path path =
-          work_dir() / ("seed" + std::to_string(n) + ".pieces");
+      const fs::path path = work_dir() / ("seed" + std::to_string(n) + ".pieces");
       xl::formats::write_sentence_tokens(
-          path,
-          xl::formats::encode_raw_text(work_dir() / "raw.txt", model()),
-          model());
+          path, xl::formats::encode_raw_text(work_dir() / "raw.txt", model()), model());
       write_seed(*dir, path.filename().string(), xl::read_file(path));
     }
     std::exit(0);
@@ -49,9 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path path = input_file(data, size, "input.pieces");
   accepted_or_refused([&] {
     const auto tokens = xl::formats::read_sentence_tokens(path, model());
-    require(
-        tokens.ids.size() == tokens.sent_ids.size(),
-        "ids and sentence ids differ");
+    require(tokens.ids.size() == tokens.sent_ids.size(), "ids and sentence ids differ");
     for (size_t i = 0; i < tokens.ids.size(); ++i) {
       require(
           tokens.ids[i] >= 0 && tokens.ids[i] < model().size(),

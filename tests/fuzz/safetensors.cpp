@@ -34,8 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto file = xl::io::SafeTensors::load(path);
     for (const auto& name : file.names()) {
       const auto& t = file.at(name);
-      require(
-          t.defined() && t.is_contiguous(), "an accepted tensor is not whole");
+      require(t.defined() && t.is_contiguous(), "an accepted tensor is not whole");
       (void)t.to(torch::kDouble).sum().item<double>();
     }
   });

@@ -29,8 +29,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
       const fs::path path = work_dir() / ("seed" + std::to_string(n) + ".bin");
       xl::formats::write_token_file(
           path,
-          std::vector<int64_t>(
-              ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n)),
+          std::vector<int64_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n)),
           vocab());
       write_seed(*dir, path.filename().string(), xl::read_file(path));
     }
@@ -44,14 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   accepted_or_refused([&] {
     const xl::formats::TokenFile file(path, vocab(), "vocab.txt");
     const auto all = file.slice(0, file.size());
-    require(
-        all.numel() == file.size(),
-        "slice() of the whole file has another size");
+    require(all.numel() == file.size(), "slice() of the whole file has another size");
     for (int64_t i = 0; i < file.size(); ++i) {
       const int64_t id = file.at(i);
-      require(
-          id >= 0 && id < vocab().size(),
-          "an accepted id is outside the vocabulary");
+      require(id >= 0 && id < vocab().size(), "an accepted id is outside the vocabulary");
       require(all[i].item<int64_t>() == id, "at() and slice() disagree");
     }
   });

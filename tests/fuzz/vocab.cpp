@@ -11,8 +11,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     const fs::path text = work_dir() / "text.txt";
     xl::atomic_write(text, sample_text(20000));
     xl::formats::Vocab::build_word({text}).save(work_dir() / "word.txt");
-    xl::formats::Vocab::build_word({text}, {"<eos>", "<unk>"})
-        .save(work_dir() / "unk.txt");
+    xl::formats::Vocab::build_word({text}, {"<eos>", "<unk>"}).save(work_dir() / "unk.txt");
     xl::formats::Vocab::build_byte({text}).save(work_dir() / "byte.txt");
     for (const char* name : {"word.txt", "unk.txt", "byte.txt"}) {
       write_seed(*dir, name, xl::read_file(work_dir() / name));
@@ -27,9 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   accepted_or_refused([&] {
     const auto vocab = xl::formats::Vocab::load(path);
     for (int64_t id = 0; id < vocab.size(); ++id) {
-      require(
-          vocab.index(vocab.token(id)) == id,
-          "a token does not map back to its id");
+      require(vocab.index(vocab.token(id)) == id, "a token does not map back to its id");
     }
   });
   return 0;

@@ -19,9 +19,7 @@ TransformerXLOptions options(double dropout = 0.0) {
   return TransformerXLOptions(
              3,
              nn::DecoderLayerOptions(
-                 nn::AttentionOptions(64, 4, 16).dropout(dropout).dropatt(
-                     dropout),
-                 128),
+                 nn::AttentionOptions(64, 4, 16).dropout(dropout).dropatt(dropout), 128),
              nn::AdaptiveSoftmaxOptions(
                  nn::AdaptiveOptions(500, 64, 64).cutoffs({50, 200}).div_val(2))
                  .tie_projs({false, true, true}))
@@ -69,8 +67,7 @@ TEST_F(Cuda, ForwardWithMemoryMatchesTheCpu) {
     auto a = cpu->forward(batch, cpu_mems, args);
     auto b = gpu->forward(batch.to(torch::kCUDA), gpu_mems, args);
     // TF32 may be on for CUDA matmuls: compare at a looser tolerance than CPU parity.
-    EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs.cpu(), 1e-3, 2e-3))
-        << "segment " << s;
+    EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs.cpu(), 1e-3, 2e-3)) << "segment " << s;
     cpu_mems = a.mems;
     gpu_mems = b.mems;
   }
@@ -89,14 +86,7 @@ TEST_F(Cuda, Bf16AutocastTrainingStepIsFinite) {
   std::vector<nn::Memory> mems(2);
   for (int step = 1; step <= 3; ++step) {
     const auto result = train::train_step(
-        *model,
-        *optimizer,
-        random_batch(16, 4),
-        true,
-        mems,
-        1e-3,
-        step,
-        step_options);
+        *model, *optimizer, random_batch(16, 4), true, mems, 1e-3, step, step_options);
     ASSERT_TRUE(result.finite);
   }
   for (const auto& p : model->parameters()) {
@@ -113,8 +103,7 @@ TEST_F(Cuda, CheckpointedBf16StepGivesThePlainGradients) {
   for (const bool checkpointed : {false, true}) {
     torch::manual_seed(3);
     torch::cuda::manual_seed_all(3);
-    auto model = std::make_shared<TransformerXLImpl>(
-        options(0.2).checkpoint_layers(checkpointed));
+    auto model = std::make_shared<TransformerXLImpl>(options(0.2).checkpoint_layers(checkpointed));
     model->to(torch::kCUDA);
     model->train();
     config::TrainConfig t;
@@ -124,17 +113,14 @@ TEST_F(Cuda, CheckpointedBf16StepGivesThePlainGradients) {
     step_options.device = torch::kCUDA;
     std::vector<nn::Memory> mems(1);
     ASSERT_TRUE(
-        train::train_step(
-            *model, *optimizer, batch, true, mems, 1e-3, 1, step_options)
-            .finite);
+        train::train_step(*model, *optimizer, batch, true, mems, 1e-3, 1, step_options).finite);
     grads.emplace_back();
     for (const auto& p : model->parameters()) {
       grads.back().push_back(p.grad().cpu());
     }
   }
   for (size_t i = 0; i < grads[0].size(); ++i) {
-    EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-3, 1e-5))
-        << "parameter " << i;
+    EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-3, 1e-5)) << "parameter " << i;
   }
 }
 

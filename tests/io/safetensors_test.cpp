@@ -54,8 +54,7 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
     for (size_t b = 0; b < 8; ++b) {
       bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
     }
-    test::write_file(
-        dir / "t.safetensors", bytes + header + std::string(16, '\0'));
+    test::write_file(dir / "t.safetensors", bytes + header + std::string(16, '\0'));
     try {
       SafeTensors::load(dir / "t.safetensors");
     } catch (const UserError& e) {
@@ -67,24 +66,17 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
       load_error(R"({"__metadata__":{"format":[1]}})"),
       HasSubstr("entry '__metadata__': [json.exception.type_error.302]"));
   EXPECT_THAT(
-      load_error(
-          R"({"a":{"dtype":"F32","shape":[1000000000,1000000000,1000000000],)"
-          R"("data_offsets":[0,16]}})"),
-      HasSubstr(
-          "tensor 'a' (F32 1000000000x1000000000x1000000000) has byte range [0, 16)"));
+      load_error(R"({"a":{"dtype":"F32","shape":[1000000000,1000000000,1000000000],)"
+                 R"("data_offsets":[0,16]}})"),
+      HasSubstr("tensor 'a' (F32 1000000000x1000000000x1000000000) has byte range [0, 16)"));
   EXPECT_THAT(
       load_error(R"({"a":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})"),
       HasSubstr("tensor 'a' (F32 -4) has byte range"));
   EXPECT_THAT(
-      load_error(
-          R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[1.2e53,16]}})"),
-      HasSubstr(
-          "tensor 'a' needs whole numbers for its shape and byte offsets, found "
-          "[2,2] and [1.2e+53,16]"));
-  EXPECT_EQ(
-      load_error(
-          R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"),
-      "loaded");
+      load_error(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[1.2e53,16]}})"),
+      HasSubstr("tensor 'a' needs whole numbers for its shape and byte offsets, found "
+                "[2,2] and [1.2e+53,16]"));
+  EXPECT_EQ(load_error(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"), "loaded");
 }
 
 TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
@@ -100,21 +92,14 @@ TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
       {"transformer.bogus", torch::zeros({1})}};
   save_safetensors(dir / "w.safetensors", weights);
   try {
-    models::import_hf_transfo_xl(
-        model, SafeTensors::load(dir / "w.safetensors"));
+    models::import_hf_transfo_xl(model, SafeTensors::load(dir / "w.safetensors"));
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(
-        e.what(),
-        HasSubstr(
-            "transformer.r_w_bias: shape [3, 4] in the file, [2, 4] in the model"));
-    EXPECT_THAT(
-        e.what(),
-        HasSubstr("transformer.bogus: in the file but not in the model"));
-    EXPECT_THAT(
-        e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
-    EXPECT_THAT(
-        e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
+        e.what(), HasSubstr("transformer.r_w_bias: shape [3, 4] in the file, [2, 4] in the model"));
+    EXPECT_THAT(e.what(), HasSubstr("transformer.bogus: in the file but not in the model"));
+    EXPECT_THAT(e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
+    EXPECT_THAT(e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
   }
 }
 

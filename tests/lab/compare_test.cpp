@@ -69,8 +69,7 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
 {"split":"train","step":20,"loss":4.8,"ppl":121.5,"time":"2026-11-25T10:00:50.000Z"}
 {"split":"valid","step":20,"loss":4.6,"ppl":99.5,"time":"2026-11-25T10:01:00.000Z"}
 )");
-  const auto table =
-      compare_runs({summarize_run(dir / "a"), summarize_run(dir / "b")});
+  const auto table = compare_runs({summarize_run(dir / "a"), summarize_run(dir / "b")});
   EXPECT_THAT(
       table.header,
       ElementsAre(
@@ -99,9 +98,7 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
   EXPECT_EQ(table.rows[1][7], "");
   EXPECT_EQ(table.rows[1][8], "0");
   EXPECT_THAT(to_markdown(table), HasSubstr("| best valid ppl |"));
-  EXPECT_THAT(
-      to_csv(table),
-      HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
+  EXPECT_THAT(to_csv(table), HasSubstr("run,steps,time,train loss,valid loss,best valid loss"));
   EXPECT_THROW(summarize_run(dir / "none"), UserError);
 }
 
@@ -123,18 +120,14 @@ TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
   const auto c = summarize_run(dir / "c");
   EXPECT_EQ(c.records, 2);
   EXPECT_EQ(c.unreadable, 1);
-  EXPECT_DOUBLE_EQ(
-      c.evaluations.at("test/memory (checkpoint from elsewhere)"), 0.5);
-  const auto table =
-      compare_runs({summarize_run(dir / "a"), c, summarize_run(dir / "d")});
+  EXPECT_DOUBLE_EQ(c.evaluations.at("test/memory (checkpoint from elsewhere)"), 0.5);
+  const auto table = compare_runs({summarize_run(dir / "a"), c, summarize_run(dir / "d")});
   EXPECT_EQ(table.header[6], "best valid metric");
   EXPECT_EQ(table.rows[0][6], "54.598 ppl");
   EXPECT_EQ(table.rows[1][6], "1.000 bpc");
   EXPECT_EQ(table.rows[2][1], "no records");
   EXPECT_EQ(table.rows[2][6], "");
-  EXPECT_THAT(
-      table.header,
-      testing::Contains("test/memory (checkpoint from elsewhere) metric"));
+  EXPECT_THAT(table.header, testing::Contains("test/memory (checkpoint from elsewhere) metric"));
 }
 
 // The PNG is read back: each run's colour is drawn, and the image has the asked size.
@@ -150,8 +143,7 @@ TEST(PlotCurves, DrawsEveryRunInItsColour) {
 {"split":"valid","step":20,"loss":4.6}
 )");
   const auto png = dir / "curves.png";
-  write_file(
-      png, plot_curves({summarize_run(dir / "a"), summarize_run(dir / "b")}));
+  write_file(png, plot_curves({summarize_run(dir / "a"), summarize_run(dir / "b")}));
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> image(
       cairo_image_surface_create_from_png(png.c_str()), cairo_surface_destroy);
   ASSERT_EQ(cairo_surface_status(image.get()), CAIRO_STATUS_SUCCESS);
@@ -163,7 +155,7 @@ TEST(PlotCurves, DrawsEveryRunInItsColour) {
     const auto want = run_colour(run);
     int64_t pixels = 0;
     for (int y = 0; y < 700; ++y) {
-      for (int x = 0; x < 870; ++x) { // the plot area, left of the legend
+      for (int x = 0; x < 870; ++x) {              // the plot area, left of the legend
         const auto* p = data + y * stride + 4 * x; // little-endian xRGB
         pixels += p[2] == want[0] && p[1] == want[1] && p[0] == want[2] ? 1 : 0;
       }

@@ -51,9 +51,7 @@ SweepSpec tiny_sweep() {
 
 TEST(SweepSpec, VariantsTimesTheGridLastAxisFastestEachConfigResolved) {
   auto spec = tiny_sweep();
-  spec.variants = {
-      parse_variant("full"),
-      parse_variant("short model.transformer_xl.mem_len=4")};
+  spec.variants = {parse_variant("full"), parse_variant("short model.transformer_xl.mem_len=4")};
   spec.grid = {
       parse_grid_axis("train.lr=0.002,0.001"),
       parse_grid_axis("model.transformer_xl.cutoffs=[200,2000],[100,1000]")};
@@ -78,13 +76,10 @@ TEST(SweepSpec, VariantsTimesTheGridLastAxisFastestEachConfigResolved) {
   EXPECT_DOUBLE_EQ(last.train.lr, 0.001);
   EXPECT_EQ(last.model.section<models::TransformerXLConfig>().mem_len, 4);
   EXPECT_EQ(
-      last.model.section<models::TransformerXLConfig>().cutoffs,
-      (std::vector<int64_t>{100, 1000}));
+      last.model.section<models::TransformerXLConfig>().cutoffs, (std::vector<int64_t>{100, 1000}));
   EXPECT_EQ(
-      run::directory_of(last),
-      std::filesystem::path("sweeps/a/short,lr=0.001,cutoffs=100-1000"));
-  EXPECT_EQ(
-      runs[0].config.model.section<models::TransformerXLConfig>().mem_len, 16);
+      run::directory_of(last), std::filesystem::path("sweeps/a/short,lr=0.001,cutoffs=100-1000"));
+  EXPECT_EQ(runs[0].config.model.section<models::TransformerXLConfig>().mem_len, 16);
 }
 
 TEST(SweepSpec, BadSweepsFailBeforeAnyRun) {
@@ -119,8 +114,7 @@ TEST(Outputs, SweepVariantNamesArePlainAndNotTheSweepsFiles) {
       EXPECT_NE(variant.name, kSweepTable);
       EXPECT_NE(variant.name, kSweepCurves);
     } catch (const UserError& e) {
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos)
-          << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
   }
   for (const std::string bad : {".", "..", kSweepTable, kSweepCurves}) {
@@ -128,11 +122,8 @@ TEST(Outputs, SweepVariantNamesArePlainAndNotTheSweepsFiles) {
   }
   for (const std::string location : {"run.dir=/tmp/x", "run.name=x"}) {
     EXPECT_THAT(
-        user_error([&] { parse_variant("v " + location); }),
-        HasSubstr("is set by the sweep"));
-    EXPECT_THAT(
-        user_error([&] { parse_grid_axis(location); }),
-        HasSubstr("is set by the sweep"));
+        user_error([&] { parse_variant("v " + location); }), HasSubstr("is set by the sweep"));
+    EXPECT_THAT(user_error([&] { parse_grid_axis(location); }), HasSubstr("is set by the sweep"));
   }
 }
 

@@ -24,12 +24,10 @@ constexpr double kSumTolerance = 1e-3;     // relative, per loss term
 constexpr double kLogProbTolerance = 2e-2; // nats, any token
 
 TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
-  for (const std::string name :
-       {"txl/tiny", "xlnet/tiny", "xlnet/tiny_cls", "char/tiny"}) {
+  for (const std::string name : {"txl/tiny", "xlnet/tiny", "xlnet/tiny_cls", "char/tiny"}) {
     SCOPED_TRACE(name);
     const auto c = config::load(
-        std::string(test::kSourceDir) + "/configs/" + name + ".yaml",
-        {"train.threads=1"});
+        std::string(test::kSourceDir) + "/configs/" + name + ".yaml", {"train.threads=1"});
     const int64_t n_token = 3000;
     torch::manual_seed(3);
     const auto dataset = models::random_dataset(c, n_token, 4000);
@@ -55,8 +53,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
       }
       const double a = fp32.terms[i].sum.item<double>();
       const double b = bf16.terms[i].sum.item<double>();
-      EXPECT_EQ(bf16.terms[i].sum.scalar_type(), torch::kFloat)
-          << fp32.terms[i].name;
+      EXPECT_EQ(bf16.terms[i].sum.scalar_type(), torch::kFloat) << fp32.terms[i].name;
       EXPECT_LE(std::abs(b - a), kSumTolerance * std::abs(a))
           << fp32.terms[i].name << ": float32 " << a << ", bf16 " << b;
       largest_change = std::max(largest_change, std::abs(b - a));
@@ -64,9 +61,7 @@ TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
     EXPECT_GT(largest_change, 0.0) << "autocast changed nothing";
     if (args.log_probs) {
       EXPECT_EQ(bf16.log_probs.scalar_type(), torch::kFloat);
-      EXPECT_LE(
-          (bf16.log_probs - fp32.log_probs).abs().max().item<double>(),
-          kLogProbTolerance);
+      EXPECT_LE((bf16.log_probs - fp32.log_probs).abs().max().item<double>(), kLogProbTolerance);
     }
   }
 }

@@ -44,13 +44,10 @@ void validate_bigram(const config::Config& c) {
 class BigramImpl : public LanguageModelImpl {
  public:
   BigramImpl(int64_t n_token, int64_t d_model, bool bias)
-      : embedding(register_module(
-            "embedding",
-            torch::nn::Embedding(n_token, d_model))),
+      : embedding(register_module("embedding", torch::nn::Embedding(n_token, d_model))),
         out(register_module(
             "out",
-            torch::nn::Linear(
-                torch::nn::LinearOptions(d_model, n_token).bias(bias)))) {}
+            torch::nn::Linear(torch::nn::LinearOptions(d_model, n_token).bias(bias)))) {}
 
   // tokens [L, B], targets [T <= L, B] -> the "lm" term over the last T positions.
   ModelOutput forward(
@@ -58,8 +55,7 @@ class BigramImpl : public LanguageModelImpl {
       const nn::Memory& /*mems*/,
       const ForwardArgs& args) override {
     check_lm_batch(batch, args, "bigram");
-    const auto log_probs =
-        torch::log_softmax(out(embedding(batch.tokens)), -1); // [L, B, V]
+    const auto log_probs = torch::log_softmax(out(embedding(batch.tokens)), -1); // [L, B, V]
     ModelOutput output;
     if (args.next_token) {
       output.next_log_probs = log_probs[-1];
@@ -67,11 +63,7 @@ class BigramImpl : public LanguageModelImpl {
     }
     const int64_t t = batch.targets.size(0);
     const auto scored = log_probs.narrow(0, log_probs.size(0) - t, t);
-    add_lm_term(
-        output,
-        batch,
-        scored.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1),
-        args);
+    add_lm_term(output, batch, scored.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1), args);
     return output;
   }
 
@@ -107,15 +99,12 @@ ModelFamily bigram_family() {
   f.open_dataset = [](const config::Config& c) {
     return sources::open_token_dataset(c, nullptr, 0);
   };
-  f.random_dataset =
-      [](const config::Config& c, int64_t n_token, int64_t size) {
-        return sources::random_token_dataset(
-            c, n_token, size, formats::VocabKind::kWord, 0);
-      };
+  f.random_dataset = [](const config::Config& c, int64_t n_token, int64_t size) {
+    return sources::random_token_dataset(c, n_token, size, formats::VocabKind::kWord, 0);
+  };
   f.memory_shape = [](const config::Config& c, int64_t n_token) {
     const auto& m = c.model;
-    MemoryShape shape(
-        0, nn::DecoderLayerOptions(attention_options(m), m.d_inner));
+    MemoryShape shape(0, nn::DecoderLayerOptions(attention_options(m), m.d_inner));
     const auto v = static_cast<double>(n_token);
     const auto d = static_cast<double>(m.d_model);
     shape.parameters = 2 * v * d + v;
@@ -128,10 +117,9 @@ ModelFamily bigram_family() {
   f.training_flops = [](const config::Config& c, int64_t n_token) {
     return 3.0 * 2 * static_cast<double>(c.model.d_model * n_token);
   };
-  f.evaluation_flops =
-      [](const config::Config& c, int64_t n_token, int64_t, int64_t, bool) {
-        return 2.0 * static_cast<double>(c.model.d_model * n_token);
-      };
+  f.evaluation_flops = [](const config::Config& c, int64_t n_token, int64_t, int64_t, bool) {
+    return 2.0 * static_cast<double>(c.model.d_model * n_token);
+  };
   return f;
 }
 
@@ -184,20 +172,16 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
     return std::string();
   };
   EXPECT_NE(
-      error_of("model.bigram.biass=true")
-          .find("unknown key 'model.bigram.biass'"),
+      error_of("model.bigram.biass=true").find("unknown key 'model.bigram.biass'"),
       std::string::npos);
   EXPECT_NE(
-      error_of("model.dropout=0.1")
-          .find("model.dropout: the bigram has no dropout"),
+      error_of("model.dropout=0.1").find("model.dropout: the bigram has no dropout"),
       std::string::npos);
   EXPECT_NE(
-      error_of("model.xlnet.n_class=2")
-          .find("these keys are for model.type xlnet"),
+      error_of("model.xlnet.n_class=2").find("these keys are for model.type xlnet"),
       std::string::npos);
   EXPECT_NE(
-      config::schema_reference().find(
-          "| `model.bigram.bias` | boolean | `true` |"),
+      config::schema_reference().find("| `model.bigram.bias` | boolean | `true` |"),
       std::string::npos);
 
   // Stopped at step 30 and resumed, as xl-train --resume does.
@@ -206,8 +190,7 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
   // The run's resolved config holds the section, and reloads with it.
   const auto resolved = dir / "run" / "config.yaml";
   ASSERT_TRUE(std::filesystem::exists(resolved));
-  EXPECT_FALSE(
-      config::load(resolved.string()).model.section<BigramConfig>().bias);
+  EXPECT_FALSE(config::load(resolved.string()).model.section<BigramConfig>().bias);
   const auto metrics = records(dir / "run" / "metrics.jsonl");
   double first = 0;
   double last = 0;
@@ -237,8 +220,7 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
     EXPECT_GT(record["tokens_per_s"].get<double>(), 0.0);
     EXPECT_GT(record["estimated_memory_mib"].get<double>(), 0.0);
   }
-  EXPECT_DOUBLE_EQ(
-      measured[0]["model_flops_per_token"].get<double>(), 3.0 * 2 * 16 * 50);
+  EXPECT_DOUBLE_EQ(measured[0]["model_flops_per_token"].get<double>(), 3.0 * 2 * 16 * 50);
 }
 
 } // namespace

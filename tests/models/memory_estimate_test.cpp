@@ -36,8 +36,8 @@ int64_t vocabulary_of(const config::Config& c) {
 
 TEST(MemoryEstimate, CountsTheParametersOfEveryShippedConfigExactly) {
   int64_t checked = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(
-           std::string(test::kSourceDir) + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(test::kSourceDir) + "/configs")) {
     if (entry.path().extension() != ".yaml") {
       continue;
     }
@@ -68,9 +68,7 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   const auto sgd = estimate_training_memory(c, 5000);
   EXPECT_EQ(adam.optimizer - sgd.optimizer, 8 * adam.parameters);
   c.train.mom = 0.9;
-  EXPECT_EQ(
-      estimate_training_memory(c, 5000).optimizer - sgd.optimizer,
-      4 * adam.parameters);
+  EXPECT_EQ(estimate_training_memory(c, 5000).optimizer - sgd.optimizer, 4 * adam.parameters);
   EXPECT_GT(sgd.optimizer, 4 * adam.parameters); // the gradients and transients
 
   // Attention scores grow with queries x keys: doubling the segment (no memory) more than
@@ -91,9 +89,8 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   c.model.section<models::TransformerXLConfig>().mem_len = 8;
   EXPECT_EQ(
       estimate_training_memory(c, 5000).memories,
-      2.0 * 4 * static_cast<double>(c.model.n_layer + 1) *
-          static_cast<double>(c.train.batch_size) * 8 *
-          static_cast<double>(c.model.d_model));
+      2.0 * 4 * static_cast<double>(c.model.n_layer + 1) * static_cast<double>(c.train.batch_size) *
+          8 * static_cast<double>(c.model.d_model));
   // Evaluation keeps no graph and no optimizer state.
   const auto eval = estimate_evaluation_memory(c, 5000);
   EXPECT_EQ(eval.optimizer, 0);
@@ -114,14 +111,9 @@ TEST(MemoryEstimate, SizesThatCannotFitAreRefusedWithBothNumbers) {
     EXPECT_THAT(e.what(), HasSubstr("the CPU has 8.0 GiB available"));
     EXPECT_THAT(e.what(), HasSubstr("--skip-memory-check"));
   }
-  EXPECT_NO_THROW(
-      check_memory(huge, "training", 8.0 * (1 << 30), "the CPU", false));
+  EXPECT_NO_THROW(check_memory(huge, "training", 8.0 * (1 << 30), "the CPU", false));
   EXPECT_NO_THROW(check_memory(
-      estimate_training_memory(tiny(), 5000),
-      "training",
-      8.0 * (1 << 30),
-      "the CPU",
-      true));
+      estimate_training_memory(tiny(), 5000), "training", 8.0 * (1 << 30), "the CPU", true));
   // Absurd sizes stay finite numbers rather than wrapping around.
   c = tiny();
   c.model.n_layer = 100'000;

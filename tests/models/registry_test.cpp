@@ -40,9 +40,7 @@ TEST(Registry, BuiltInSectionsAreInTheDumpedConfig) {
     ASSERT_NE(config::family_schema(name)->section, nullptr);
     config::Config c;
     c.model.type = name;
-    EXPECT_NE(
-        config::dump(c).find(std::string("\n  ") + name + ":\n"),
-        std::string::npos);
+    EXPECT_NE(config::dump(c).find(std::string("\n  ") + name + ":\n"), std::string::npos);
   }
 }
 

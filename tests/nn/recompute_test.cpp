@@ -41,9 +41,7 @@ bool graph_has(const torch::Tensor& t, const std::string& name) {
 
 constexpr const char* kReplay = "xl::nn::CheckpointBackward";
 
-TEST(
-    ActivationCheckpointing,
-    ABlockGivesThePlainGradientsAndLeavesTheRandomStreamAsItWas) {
+TEST(ActivationCheckpointing, ABlockGivesThePlainGradientsAndLeavesTheRandomStreamAsItWas) {
   torch::manual_seed(1);
   torch::nn::Linear linear(6, 6);
   const auto x0 = torch::randn({5, 6});
@@ -58,8 +56,7 @@ TEST(
     auto x = x0.clone().requires_grad_(true);
     auto y = y0.clone().requires_grad_(true);
     torch::manual_seed(9);
-    const auto out =
-        checkpointed ? nn::recompute(block, {x, y}) : block({x, y});
+    const auto out = checkpointed ? nn::recompute(block, {x, y}) : block({x, y});
     EXPECT_EQ(graph_has(out[0], kReplay), checkpointed);
     (out[0].sum() + 2 * out[1].pow(2).sum()).backward();
     return std::vector<torch::Tensor>{
@@ -121,8 +118,7 @@ Steps two_steps(
   }
   for (const auto& p : model->parameters()) {
     EXPECT_EQ(p.scalar_type(), torch::kFloat); // master weights stay float32
-    steps.grads.push_back(
-        p.grad().defined() ? p.grad().clone() : torch::zeros({0}));
+    steps.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros({0}));
   }
   steps.next_draws = torch::rand({4});
   // The flag reaches the layers: the graph holds replay nodes exactly when it is on.
@@ -132,25 +128,21 @@ Steps two_steps(
 }
 
 TEST(ActivationCheckpointing, EveryFamilyTrainsAsWithoutIt) {
-  for (const auto& [name, attention] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [name, attention] : std::vector<std::pair<std::string, std::string>>{
            {"txl/tiny", "relative"},
            {"txl/tiny", "learned"},
            {"xlnet/tiny", ""},
            {"xlnet/tiny_cls", ""},
            {"char/tiny", ""}}) {
     SCOPED_TRACE(name + " " + attention);
-    std::vector<std::string> sets{
-        "model.dropout=0.3", "model.dropatt=0.2", "train.threads=1"};
+    std::vector<std::string> sets{"model.dropout=0.3", "model.dropatt=0.2", "train.threads=1"};
     if (!attention.empty()) {
       sets.push_back("model.transformer_xl.attn_type=" + attention);
     }
-    if (attention ==
-        "learned") { // the tables cover the evaluation's memory too
+    if (attention == "learned") { // the tables cover the evaluation's memory too
       sets.emplace_back("model.transformer_xl.n_ctx=48");
     }
-    const auto c = config::load(
-        std::string(test::kSourceDir) + "/configs/" + name + ".yaml", sets);
+    const auto c = config::load(std::string(test::kSourceDir) + "/configs/" + name + ".yaml", sets);
     const int64_t n_token = 3000;
     torch::manual_seed(2);
     const auto dataset = models::random_dataset(c, n_token, 4000);
@@ -163,18 +155,15 @@ TEST(ActivationCheckpointing, EveryFamilyTrainsAsWithoutIt) {
     for (const bool bf16 : {false, true}) {
       SCOPED_TRACE(bf16 ? "bf16" : "float32");
       const auto plain = two_steps(c, false, bf16, batches, continues, n_token);
-      const auto replayed =
-          two_steps(c, true, bf16, batches, continues, n_token);
+      const auto replayed = two_steps(c, true, bf16, batches, continues, n_token);
       ASSERT_EQ(plain.sums.size(), replayed.sums.size());
       for (size_t i = 0; i < plain.sums.size(); ++i) {
-        EXPECT_NEAR(
-            plain.sums[i], replayed.sums[i], 1e-6 * std::abs(plain.sums[i]))
+        EXPECT_NEAR(plain.sums[i], replayed.sums[i], 1e-6 * std::abs(plain.sums[i]))
             << "term " << i;
       }
       ASSERT_EQ(plain.grads.size(), replayed.grads.size());
       for (size_t i = 0; i < plain.grads.size(); ++i) {
-        EXPECT_TRUE(
-            torch::allclose(plain.grads[i], replayed.grads[i], 1e-5, 1e-7))
+        EXPECT_TRUE(torch::allclose(plain.grads[i], replayed.grads[i], 1e-5, 1e-7))
             << "parameter " << i;
       }
       EXPECT_TRUE(torch::equal(plain.next_draws, replayed.next_draws));

@@ -40,13 +40,7 @@ Difference compare(
     const torch::Tensor& b,
     double tol,
     const std::string& where = "") {
-  TORCH_CHECK(
-      a.sizes() == b.sizes(),
-      what,
-      ": xl ",
-      a.sizes(),
-      ", reference ",
-      b.sizes());
+  TORCH_CHECK(a.sizes() == b.sizes(), what, ": xl ", a.sizes(), ", reference ", b.sizes());
   const auto x = a.to(torch::kDouble);
   const auto y = b.to(torch::kDouble);
   Difference d{what, 0.0, true, where};
@@ -58,9 +52,7 @@ Difference compare(
 }
 
 // The worst of many differences, named after the worst tensor.
-Difference worst(
-    const std::string& what,
-    const std::vector<Difference>& parts) {
+Difference worst(const std::string& what, const std::vector<Difference>& parts) {
   Difference out{what, 0.0, true, ""};
   for (const auto& p : parts) {
     out.ok = out.ok && p.ok;
@@ -86,10 +78,7 @@ xl::models::LanguageModel imported_model(
 
 // Segment s: the reference's batch fields (XLNet), or tgt_len tokens of one long input
 // (Transformer-XL).
-xl::sources::Batch segment(
-    const xl::io::SafeTensors& data,
-    int64_t s,
-    int64_t tgt_len) {
+xl::sources::Batch segment(const xl::io::SafeTensors& data, int64_t s, int64_t tgt_len) {
   xl::sources::Batch batch;
   const std::string prefix = fmt::format("batch_{}/", s);
   if (!data.contains(prefix + "tokens")) {
@@ -140,8 +129,7 @@ std::vector<Difference> check_forward(
     // What each side carries: HF keeps memories of length 0 where xl keeps none (mem_len 0),
     // which both mean that nothing is carried.
     const std::string first_layer = fmt::format("mem_{}_0", s);
-    const bool reference_mems =
-        data.contains(first_layer) && data.at(first_layer).size(0) > 0;
+    const bool reference_mems = data.contains(first_layer) && data.at(first_layer).size(0) > 0;
     const bool xl_mems = !result.mems.empty() && result.mems[0].size(0) > 0;
     if (reference_mems != xl_mems) {
       mems.push_back(
@@ -150,8 +138,7 @@ std::vector<Difference> check_forward(
            false,
            reference_mems ? "by HF only" : "by xl only"});
     }
-    for (size_t l = 0; l < result.mems.size() && reference_mems && xl_mems;
-         ++l) {
+    for (size_t l = 0; l < result.mems.size() && reference_mems && xl_mems; ++l) {
       mems.push_back(compare(
           fmt::format("segment {} layer {}", s, l),
           result.mems[l],
@@ -174,8 +161,7 @@ std::vector<Difference> check_training(
     double tol,
     std::vector<Difference>& gradients) {
   model.train();
-  const auto first =
-      model.forward(segment(data, 0, tgt_len), initial_memory(data), {});
+  const auto first = model.forward(segment(data, 0, tgt_len), initial_memory(data), {});
   const auto second = model.forward(segment(data, 1, tgt_len), first.mems, {});
   const auto loss = (first.terms[0].sum + second.terms[0].sum) /
       static_cast<double>(first.terms[0].count + second.terms[0].count);
@@ -187,15 +173,11 @@ std::vector<Difference> check_training(
   for (const HFTensor& t : tensors) {
     if (!t.tied) {
       // A parameter the loss did not reach has no gradient: zero, as the reference writes it.
-      const auto grad = t.parameter.grad().defined()
-          ? t.grad()
-          : torch::zeros_like(t.value());
-      gradients.push_back(
-          compare(t.name, grad, data.at("grad/" + t.name), tol));
+      const auto grad = t.parameter.grad().defined() ? t.grad() : torch::zeros_like(t.value());
+      gradients.push_back(compare(t.name, grad, data.at("grad/" + t.name), tol));
     }
   }
-  out.push_back(worst(
-      fmt::format("gradients ({} tensors)", gradients.size()), gradients));
+  out.push_back(worst(fmt::format("gradients ({} tensors)", gradients.size()), gradients));
   auto optimizer = xl::train::make_optimizer(train, model.parameters());
   if (train.clip > 0) {
     torch::nn::utils::clip_grad_norm_(model.parameters(), train.clip);
@@ -203,14 +185,11 @@ std::vector<Difference> check_training(
   optimizer->step();
   for (const HFTensor& t : tensors) {
     if (!t.tied) {
-      weights.push_back(
-          compare(t.name, t.value(), data.at("after/" + t.name), tol));
+      weights.push_back(compare(t.name, t.value(), data.at("after/" + t.name), tol));
     }
   }
   out.push_back(worst(
-      fmt::format(
-          "weights after one {} step", xl::config::choice_name(train.optim)),
-      weights));
+      fmt::format("weights after one {} step", xl::config::choice_name(train.optim)), weights));
   return out;
 }
 
@@ -252,16 +231,14 @@ int run(
     const auto reversed = imported_model(config, n_token, weights, true);
     rows.push_back(compare(
         "clusters imported in kimiyoung's order",
-        dynamic_cast<TransformerXLImpl&>(*reversed).crit->cluster_weight.flip(
-            0),
+        dynamic_cast<TransformerXLImpl&>(*reversed).crit->cluster_weight.flip(0),
         txl->crit->cluster_weight,
         0.0));
   }
   std::vector<Difference> gradients;
   if (!bf16) { // the bf16 reference compares forwards only
     auto trained = imported_model(config, n_token, weights);
-    for (auto& row : check_training(
-             *trained, config.train, data, tgt_len, tol, gradients)) {
+    for (auto& row : check_training(*trained, config.train, data, tgt_len, tol, gradients)) {
       rows.push_back(std::move(row));
     }
   }
@@ -285,10 +262,9 @@ int run(
         row.ok ? "ok" : "DIFFERS",
         row.where.empty() ? "" : "  (" + row.where + ")");
   }
-  std::sort(
-      gradients.begin(), gradients.end(), [](const auto& a, const auto& b) {
-        return a.max_abs > b.max_abs;
-      });
+  std::sort(gradients.begin(), gradients.end(), [](const auto& a, const auto& b) {
+    return a.max_abs > b.max_abs;
+  });
   if (!gradients.empty()) {
     fmt::print("  largest gradient differences:\n");
   }
@@ -303,26 +279,21 @@ int run(
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{
-        "xl-parity-check: compare xl with Hugging Face reference numbers"};
+    CLI::App app{"xl-parity-check: compare xl with Hugging Face reference numbers"};
     std::string config;
     std::string ref;
     std::vector<std::string> overrides;
     double tol = 1e-5;
     bool bf16 = false;
     app.add_option("-c,--config", config, "xl config")->required();
-    app.add_option(
-           "--ref", ref, "folder written by scripts/parity/transfo_xl.py")
-        ->required();
+    app.add_option("--ref", ref, "folder written by scripts/parity/transfo_xl.py")->required();
     app.add_option("--set", overrides, "config override (repeatable)");
-    app.add_option(
-        "--tolerance", tol, "absolute and relative tolerance (float32: 1e-5)");
+    app.add_option("--tolerance", tol, "absolute and relative tolerance (float32: 1e-5)");
     app.add_flag(
         "--bf16",
         bf16,
         "the forward under CPU bf16 autocast, against a reference written with --bf16");
-    if (const int status = xl::app::parse_command_line(app, argc, argv);
-        status >= 0) {
+    if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;
     }
     return run(config, overrides, ref, tol, bf16);

@@ -24,17 +24,12 @@ TEST(ConvertNsmc, SplitsReviewsIntoSentencesAndUnquotes) {
       "1\t좋다. 정말 좋다!  최고\t1\n"
       "2\t\t0\n"
       "3\t\"\"\"인용\"\" 별로.\"\t0\n");
-  const auto counts =
-      prep::convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv");
+  const auto counts = prep::convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv");
   EXPECT_EQ(counts.documents, 2);
   EXPECT_EQ(counts.sentences, 4);
   EXPECT_EQ(counts.empty, 1);
-  EXPECT_EQ(
-      test::read_text(dir / "raw.txt"),
-      "좋다.\n정말 좋다!\n최고\n\n\"인용\" 별로.\n\n");
-  EXPECT_EQ(
-      test::read_text(dir / "l.tsv"),
-      "1\t좋다. 정말 좋다!  최고\n0\t\"인용\" 별로.\n");
+  EXPECT_EQ(test::read_text(dir / "raw.txt"), "좋다.\n정말 좋다!\n최고\n\n\"인용\" 별로.\n\n");
+  EXPECT_EQ(test::read_text(dir / "l.tsv"), "1\t좋다. 정말 좋다!  최고\n0\t\"인용\" 별로.\n");
   const auto examples = formats::read_labelled_texts(dir / "l.tsv");
   ASSERT_EQ(examples.size(), 2U);
   EXPECT_EQ(examples[1].label, 0);
@@ -52,12 +47,7 @@ TEST(ConvertNsmc, HoldsOutTheLastDocuments) {
       "3\t셋\t0\n"
       "4\t넷! 다섯\t1\n");
   const auto counts = prep::convert_nsmc(
-      dir / "r.txt",
-      dir / "raw.txt",
-      dir / "l.tsv",
-      2,
-      dir / "held.txt",
-      dir / "held.tsv");
+      dir / "r.txt", dir / "raw.txt", dir / "l.tsv", 2, dir / "held.txt", dir / "held.tsv");
   EXPECT_EQ(counts.documents, 3);
   EXPECT_EQ(test::read_text(dir / "raw.txt"), "하나.\n둘\n\n");
   EXPECT_EQ(test::read_text(dir / "l.tsv"), "1\t하나. 둘\n");
@@ -81,9 +71,7 @@ TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
   TempDir dir;
   const auto convert = [&](const std::string& content) {
     test::write_file(dir / "r.txt", content);
-    return user_error([&] {
-      prep::convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv");
-    });
+    return user_error([&] { prep::convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv"); });
   };
   EXPECT_THAT(
       convert("id\tdocument\tlabel\n1\tok\t1\n2\tbad\t2\n"),
@@ -91,9 +79,7 @@ TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
   EXPECT_THAT(
       convert("id\tdocument\tlabel\n1\tno label\n"),
       HasSubstr("r.txt:2: expected 3 tab-separated columns"));
-  EXPECT_THAT(
-      convert("id\tdocument\tlabel\n1\t \t1\n"),
-      HasSubstr("NSMC file has no documents"));
+  EXPECT_THAT(convert("id\tdocument\tlabel\n1\t \t1\n"), HasSubstr("NSMC file has no documents"));
   EXPECT_FALSE(std::filesystem::exists(dir / "raw.txt"));
 }
 

@@ -32,9 +32,7 @@ TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
   data.dir = options.out.string();
   sources::Corpus corpus(data);
   EXPECT_EQ(corpus.split("valid").size(), 4);
-  EXPECT_THAT(
-      user_error([&] { corpus.split("test"); }),
-      HasSubstr("token file not found"));
+  EXPECT_THAT(user_error([&] { corpus.split("test"); }), HasSubstr("token file not found"));
 }
 
 // --vocab-from all counts train, valid, test in that order (kimiyoung's and NVIDIA's), which
@@ -66,9 +64,7 @@ TEST(PrepareCorpus, MinimumFrequencyAndMaximumSizeMapTheRestToUnk) {
   formats::Vocab vocab = formats::Vocab::load(dir / "out/vocab.txt");
   ASSERT_EQ(vocab.size(), 4); // <eos> <unk> a b
   EXPECT_EQ(vocab.token(1), "<unk>");
-  EXPECT_EQ(
-      vocab.encode_file(options.splits["valid"]),
-      (std::vector<int64_t>{1, 1, 2, 0}));
+  EXPECT_EQ(vocab.encode_file(options.splits["valid"]), (std::vector<int64_t>{1, 1, 2, 0}));
 
   options.min_freq = 0;
   options.max_size = 3;
@@ -80,14 +76,12 @@ TEST(PrepareCorpus, MinimumFrequencyAndMaximumSizeMapTheRestToUnk) {
   options.max_size = 1;
   EXPECT_THAT(
       user_error([&] { prep::prepare_corpus(options); }),
-      HasSubstr(
-          "--max-size 1 leaves no room for the special tokens (<eos> <unk>)"));
+      HasSubstr("--max-size 1 leaves no room for the special tokens (<eos> <unk>)"));
   options.max_size.reset();
   options.kind = formats::VocabKind::kByte;
   options.unk = true;
   EXPECT_THAT(
-      user_error([&] { prep::prepare_corpus(options); }),
-      HasSubstr("for word vocabularies"));
+      user_error([&] { prep::prepare_corpus(options); }), HasSubstr("for word vocabularies"));
 }
 
 // Without <unk>, an unseen validation word names the options that fix it.
@@ -98,8 +92,7 @@ TEST(PrepareCorpus, AnUnseenWordNamesTheOptionsThatFixIt) {
   options.splits["valid"] = write_file(dir / "valid.txt", "a\nb q\n");
   options.out = dir / "out";
   const auto message = user_error([&] { prep::prepare_corpus(options); });
-  EXPECT_THAT(
-      message, HasSubstr("valid.txt:2: token 'q' is not in the vocabulary"));
+  EXPECT_THAT(message, HasSubstr("valid.txt:2: token 'q' is not in the vocabulary"));
   EXPECT_THAT(message, HasSubstr("--vocab-from all"));
   EXPECT_THAT(message, HasSubstr("--unk"));
   options.unk = true;
@@ -113,8 +106,7 @@ TEST(PrepareCorpus, BadSplitLeavesNoOutput) {
   options.splits["valid"] = write_file(dir / "valid.txt", "");
   options.out = dir / "out";
   EXPECT_THAT(
-      user_error([&] { prep::prepare_corpus(options); }),
-      HasSubstr("corpus file is empty"));
+      user_error([&] { prep::prepare_corpus(options); }), HasSubstr("corpus file is empty"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "vocab.txt"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "train.bin"));
 }

@@ -29,9 +29,7 @@ void save_with_weight(
   save_checkpoint(
       path,
       CheckpointInfo{kCheckpointFormat, step, "model:\n  d_model: 8\n", ""},
-      [&](torch::serialize::OutputArchive& archive) {
-        archive.write("weight", weight);
-      });
+      [&](torch::serialize::OutputArchive& archive) { archive.write("weight", weight); });
 }
 
 torch::Tensor load_weight(const std::filesystem::path& path, int64_t* step) {
@@ -88,8 +86,8 @@ TEST(Checkpoint, CorruptBytesAreCaughtAndTheOtherCheckpointIsNamed) {
       load_error(dir / "last.pt"),
       HasSubstr(
           "corrupt checkpoint: " + (dir / "last.pt").string() +
-          " (its bytes do not match the checksum saved with them); " +
-          (dir / "best.pt").string() + " still verifies"));
+          " (its bytes do not match the checksum saved with them); " + (dir / "best.pt").string() +
+          " still verifies"));
   EXPECT_EQ(load_error(dir / "best.pt"), "");
   corrupt(dir / "best.pt", 100, 1); // the archive's first record
   EXPECT_THAT(load_error(dir / "best.pt"), HasSubstr("last.pt is corrupt too"));
@@ -122,8 +120,7 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
   // The torn temporary exists, the checkpoint itself is the old, complete one.
   bool torn_temporary = false;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    torn_temporary |=
-        entry.path().filename().string().rfind("last.pt.tmp.", 0) == 0;
+    torn_temporary |= entry.path().filename().string().rfind("last.pt.tmp.", 0) == 0;
   }
   EXPECT_TRUE(torn_temporary);
   int64_t step = 0;
@@ -135,8 +132,7 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
   EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::zeros({2})));
   EXPECT_EQ(step, 3);
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    EXPECT_EQ(
-        entry.path().filename().string().find(".tmp."), std::string::npos);
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos);
   }
 }
 
@@ -148,9 +144,7 @@ TEST(Checkpoint, ExceptionDuringWriteKeepsThePreviousCheckpoint) {
       save_checkpoint(
           path,
           CheckpointInfo{},
-          [](torch::serialize::OutputArchive&) {
-            throw UserError("disk full (simulated)");
-          }),
+          [](torch::serialize::OutputArchive&) { throw UserError("disk full (simulated)"); }),
       UserError);
   int64_t step = 0;
   EXPECT_TRUE(torch::equal(load_weight(path, &step), torch::ones({2})));
@@ -172,17 +166,16 @@ void reseal_zip(std::string& bytes) {
   size_t at = little_endian(bytes, end + 16, 4);
   for (uint64_t e = little_endian(bytes, end + 10, 2); e > 0; --e) {
     const size_t local = little_endian(bytes, at + 42, 4);
-    const size_t start = local + 30 + little_endian(bytes, local + 26, 2) +
-        little_endian(bytes, local + 28, 2);
-    const uint32_t crc =
-        util::crc32(bytes.data() + start, little_endian(bytes, at + 20, 4));
+    const size_t start =
+        local + 30 + little_endian(bytes, local + 26, 2) + little_endian(bytes, local + 28, 2);
+    const uint32_t crc = util::crc32(bytes.data() + start, little_endian(bytes, at + 20, 4));
     for (const size_t field : {at + 16, local + 14}) {
       for (int b = 0; b < 4; ++b) {
         bytes[field + b] = static_cast<char>((crc >> (8 * b)) & 0xFFU);
       }
     }
-    at += 46 + little_endian(bytes, at + 28, 2) +
-        little_endian(bytes, at + 30, 2) + little_endian(bytes, at + 32, 2);
+    at += 46 + little_endian(bytes, at + 28, 2) + little_endian(bytes, at + 30, 2) +
+        little_endian(bytes, at + 32, 2);
   }
 }
 
@@ -205,18 +198,15 @@ TEST(Checkpoint, ACheckpointWithoutAChecksumIsCheckedWithItsZipCrcs) {
           "an earlier xl\\): record '.*/data/[0-9]+' does not match its CRC-32\\).*"));
   // Empty, cut short, or no checkpoint at all: each says which, not LibTorch's zip reader.
   test::write_file(dir / "empty.pt", "");
-  EXPECT_THAT(
-      load_error(dir / "empty.pt"), ::testing::HasSubstr("(the file is empty"));
+  EXPECT_THAT(load_error(dir / "empty.pt"), ::testing::HasSubstr("(the file is empty"));
   test::write_file(dir / "text.pt", "model: weights\n");
   EXPECT_THAT(
       load_error(dir / "text.pt"),
-      ::testing::HasSubstr(
-          "(not a checkpoint: 15 bytes with neither xl's checksum"));
+      ::testing::HasSubstr("(not a checkpoint: 15 bytes with neither xl's checksum"));
   test::write_file(dir / "cut.pt", bytes.substr(0, bytes.size() / 3));
   EXPECT_THAT(
       load_error(dir / "cut.pt"),
-      ::testing::HasSubstr(
-          "(no checksum at its end (cut short, or written by an earlier xl)"));
+      ::testing::HasSubstr("(no checksum at its end (cut short, or written by an earlier xl)"));
 }
 
 // The same with forged CRC-32s and malformed TorchScript: LibTorch reports it as a
@@ -275,14 +265,11 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
     load_checkpoint(dir / "future.pt", a);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_THAT(
-        e.what(), HasSubstr("checkpoint format 3, this xl reads format 2"));
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint format 3, this xl reads format 2"));
   }
   // Checkpoints of xl before the model interface say what to do.
   save_checkpoint(
-      dir / "old.pt",
-      CheckpointInfo{1, 5, "", ""},
-      [](torch::serialize::OutputArchive&) {});
+      dir / "old.pt", CheckpointInfo{1, 5, "", ""}, [](torch::serialize::OutputArchive&) {});
   try {
     torch::serialize::InputArchive a;
     load_checkpoint(dir / "old.pt", a);
@@ -295,10 +282,8 @@ TEST(Checkpoint, RefusesMissingForeignAndNewerFormats) {
 }
 
 TEST(Checkpoint, ConfigDifferencesNameEachKey) {
-  const std::string saved =
-      "model:\n  d_model: 410\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.1\n";
-  const std::string now =
-      "model:\n  d_model: 512\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.2\n";
+  const std::string saved = "model:\n  d_model: 410\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.1\n";
+  const std::string now = "model:\n  d_model: 512\n  cutoffs: [1, 2]\ntrain:\n  lr: 0.2\n";
   const auto diffs = config_differences(saved, now, {"model"});
   ASSERT_EQ(diffs.size(), 1u);
   EXPECT_EQ(diffs[0], "model.d_model: checkpoint 410, config 512");
@@ -309,17 +294,14 @@ TEST(Checkpoint, ConfigDifferencesNameEachKey) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("c.pt was made with a different config"));
-    EXPECT_THAT(
-        e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
+    EXPECT_THAT(e.what(), HasSubstr("model.d_model: checkpoint 410, config 512"));
   }
 }
 
 // A checkpoint of another family is named by its type in one line, not by a diff of every key.
 TEST(Checkpoint, AnotherFamilyIsNamedByItsType) {
-  const std::string xlnet =
-      "model:\n  type: xlnet\n  d_model: 32\n  n_head: 2\n";
-  const std::string txl =
-      "model:\n  type: transformer_xl\n  d_model: 64\n  n_head: 4\n";
+  const std::string xlnet = "model:\n  type: xlnet\n  d_model: 32\n  n_head: 2\n";
+  const std::string txl = "model:\n  type: transformer_xl\n  d_model: 64\n  n_head: 4\n";
   const auto message = test::user_error([&] {
     require_matching_config("c.pt", xlnet, txl, {"model", "data"});
   });
@@ -334,15 +316,12 @@ TEST(Checkpoint, AnotherFamilyIsNamedByItsType) {
 // matches a config at the default, and not one that changes it.
 TEST(Checkpoint, KeysAConfigPredatesTakeTheirDefaults) {
   const std::string saved = "model:\n  type: xlnet\n  d_model: 32\n";
-  const std::string now =
-      "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: last\n";
+  const std::string now = "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: last\n";
   EXPECT_TRUE(config_differences(saved, now, {"model"}).empty());
-  const std::string mean =
-      "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: mean\n";
+  const std::string mean = "model:\n  type: xlnet\n  d_model: 32\n  xlnet:\n    summary: mean\n";
   EXPECT_EQ(
       config_differences(saved, mean, {"model"}),
-      std::vector<std::string>{
-          "model.xlnet.summary: checkpoint last, config mean"});
+      std::vector<std::string>{"model.xlnet.summary: checkpoint last, config mean"});
 }
 
 // train.init_from: a pretrained body goes into a model with a new head; the head keeps its
@@ -363,8 +342,7 @@ TEST(Checkpoint, ReadsTheMatchingParametersOfAnotherModel) {
   const auto left = io::read_module_matching(archive, "model", *tuned, "ckpt");
   EXPECT_EQ(left, (std::vector<std::string>{"1.weight", "1.bias"}));
   EXPECT_TRUE(torch::equal(
-      tuned[0]->as<torch::nn::Linear>()->weight,
-      pretrained[0]->as<torch::nn::Linear>()->weight));
+      tuned[0]->as<torch::nn::Linear>()->weight, pretrained[0]->as<torch::nn::Linear>()->weight));
   EXPECT_TRUE(torch::equal(tuned[1]->as<torch::nn::Linear>()->weight, head));
 
   torch::nn::Sequential wider(torch::nn::Linear(5, 3));

@@ -45,9 +45,7 @@ TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
         "checkpoints/sub/x.png"}) {
     for (const bool force : {false, true}) {
       EXPECT_THAT(
-          user_error([&] {
-            check_output_file("--csv", (run / owned).string(), force);
-          }),
+          user_error([&] { check_output_file("--csv", (run / owned).string(), force); }),
           HasSubstr("tools never write over a run's files"))
           << owned << " force " << force;
     }
@@ -67,11 +65,8 @@ TEST(Outputs, ARunsFilesAreNeverAnOutputEvenWithForce) {
         << path;
   }
   // What the run does not own is an ordinary output: new files beside it and in other folders.
-  EXPECT_EQ(
-      check_output_file("--csv", (run / "compare.csv").string(), false),
-      run / "compare.csv");
-  EXPECT_NO_THROW(
-      check_output_file("--csv", (dir / "elsewhere/t.csv").string(), false));
+  EXPECT_EQ(check_output_file("--csv", (run / "compare.csv").string(), false), run / "compare.csv");
+  EXPECT_NO_THROW(check_output_file("--csv", (dir / "elsewhere/t.csv").string(), false));
   EXPECT_EQ(file_role(run, run / "checkpoints/averaged.pt"), "its checkpoints");
   EXPECT_EQ(file_role(run, run / ".lock"), "its lock");
   EXPECT_EQ(file_role(run, run / "notes/metrics.jsonl"), "");
@@ -83,32 +78,26 @@ TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {
   const auto file = write_file(dir / "table.csv", "old");
   EXPECT_THAT(
       user_error([&] { check_output_file("--csv", file.string(), false); }),
-      HasSubstr(
-          "--csv " + file.string() + " exists; pass --force to replace it"));
+      HasSubstr("--csv " + file.string() + " exists; pass --force to replace it"));
   EXPECT_EQ(check_output_file("--csv", file.string(), true), file);
   EXPECT_THAT(
       user_error([&] { check_output_file("--csv", "/dev/null", true); }),
       HasSubstr("exists and is not a regular file"));
   EXPECT_THAT(
-      user_error(
-          [&] { check_output_file("--csv", dir.path().string(), true); }),
+      user_error([&] { check_output_file("--csv", dir.path().string(), true); }),
       HasSubstr("is a folder; name a file"));
   EXPECT_THAT(
       user_error([&] { check_output_file("--csv", "", true); }),
       HasSubstr("--csv: expected a path, found an empty one"));
   // A file where a folder of the path should be, and a folder that cannot be written.
   EXPECT_THAT(
-      user_error([&] {
-        check_output_file("--csv", (file / "x/t.csv").string(), true);
-      }),
+      user_error([&] { check_output_file("--csv", (file / "x/t.csv").string(), true); }),
       HasSubstr(file.string() + " is not a folder"));
   if (::geteuid() != 0) { // root writes anywhere
     fs::create_directory(dir / "ro");
     fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
     EXPECT_THAT(
-        user_error([&] {
-          check_output_file("--csv", (dir / "ro/t.csv").string(), true);
-        }),
+        user_error([&] { check_output_file("--csv", (dir / "ro/t.csv").string(), true); }),
         HasSubstr("cannot create files in"));
   }
   // Missing folders are created when the file is written, atomically.
@@ -122,29 +111,22 @@ TEST(Outputs, AFolderOutputIsNeverARunsAndAFullOneNeedsForce) {
   for (const auto& folder : {run, run / "checkpoints", run / "export"}) {
     for (const bool force : {false, true}) {
       EXPECT_THAT(
-          user_error(
-              [&] { check_output_folder("--out", folder.string(), force); }),
+          user_error([&] { check_output_folder("--out", folder.string(), force); }),
           HasSubstr("tools never write into a run's folder"))
           << folder;
     }
   }
   write_file(dir / "full/a.txt", "");
   EXPECT_THAT(
-      user_error([&] {
-        check_output_folder("--out", (dir / "full").string(), false);
-      }),
+      user_error([&] { check_output_folder("--out", (dir / "full").string(), false); }),
       HasSubstr("is a folder that is not empty; pass --force"));
   EXPECT_NO_THROW(check_output_folder("--out", (dir / "full").string(), true));
-  EXPECT_NO_THROW(
-      check_output_folder("--out", (dir / "new/a").string(), false));
+  EXPECT_NO_THROW(check_output_folder("--out", (dir / "new/a").string(), false));
   EXPECT_THAT(
-      user_error([&] {
-        check_output_folder("--out", (dir / "full/a.txt").string(), true);
-      }),
+      user_error([&] { check_output_folder("--out", (dir / "full/a.txt").string(), true); }),
       HasSubstr("is a file; name a folder"));
   EXPECT_THAT(
-      user_error([&] { check_output_folder("--out", "", true); }),
-      HasSubstr("expected a path"));
+      user_error([&] { check_output_folder("--out", "", true); }), HasSubstr("expected a path"));
 }
 
 // Property test over random names made of the characters and pieces that matter: a name is
@@ -182,8 +164,7 @@ TEST(Outputs, PlainNamesAreSingleComponentsInsideTheirFolder) {
       return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
     });
     const bool expected = !name.empty() && name != "." && name != ".." &&
-        name.find('/') == std::string::npos && !has_control &&
-        name.size() <= 255;
+        name.find('/') == std::string::npos && !has_control && name.size() <= 255;
     ASSERT_EQ(plain_name_problem(name).empty(), expected) << '"' << name << '"';
     if (expected) {
       ++plain;

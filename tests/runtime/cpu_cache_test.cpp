@@ -10,17 +10,14 @@ TEST(CpuCache, ReusesFreedLargeBlocksAndLeavesSmallOnesToTheHeap) {
   install_cpu_cache();
   ASSERT_TRUE(cpu_cache_installed());
   release_cpu_cache();
-  const int64_t floats =
-      static_cast<int64_t>(kCpuCacheMinBlock / sizeof(float)) + 1000;
+  const int64_t floats = static_cast<int64_t>(kCpuCacheMinBlock / sizeof(float)) + 1000;
   const auto before = cpu_cache_stats();
   void* first = nullptr;
   {
     auto t = torch::full({floats}, 3.0f);
     first = t.data_ptr();
     EXPECT_EQ(cpu_cache_stats().misses, before.misses + 1);
-    EXPECT_GE(
-        cpu_cache_stats().in_use_bytes,
-        before.in_use_bytes + kCpuCacheMinBlock);
+    EXPECT_GE(cpu_cache_stats().in_use_bytes, before.in_use_bytes + kCpuCacheMinBlock);
   }
   EXPECT_GE(cpu_cache_stats().cached_bytes, kCpuCacheMinBlock);
   {

@@ -54,8 +54,7 @@ TEST(PickDevice, Bf16OnACpuWithoutItsInstructionsWarnsWithTheMeasuredRates) {
   // float32 runs say nothing, whatever the CPU.
   train.bf16 = false;
   std::ostringstream quiet;
-  logger->sinks().push_back(
-      std::make_shared<spdlog::sinks::ostream_sink_mt>(quiet));
+  logger->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(quiet));
   pick_device(train);
   logger->sinks().pop_back();
   EXPECT_EQ(quiet.str(), "");

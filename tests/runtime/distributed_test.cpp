@@ -15,8 +15,7 @@ using ::testing::HasSubstr;
 // Sets torchrun's variables for one test and clears them after it.
 class TorchrunEnv {
  public:
-  explicit TorchrunEnv(
-      std::initializer_list<std::pair<const char*, const char*>> values) {
+  explicit TorchrunEnv(std::initializer_list<std::pair<const char*, const char*>> values) {
     for (const auto& [name, value] : values) {
       ::setenv(name, value, 1);
     }
@@ -43,8 +42,7 @@ TEST(DistributedEnv, ReadsTorchrunsVariables) {
   }
   {
     const TorchrunEnv env({{"WORLD_SIZE", "1"}, {"RANK", "0"}});
-    EXPECT_FALSE(distributed_env().has_value())
-        << "one process is no data parallelism";
+    EXPECT_FALSE(distributed_env().has_value()) << "one process is no data parallelism";
   }
   const TorchrunEnv env(
       {{"WORLD_SIZE", "4"},
@@ -66,8 +64,7 @@ TEST(DistributedEnv, ReadsTorchrunsVariables) {
 TEST(DistributedEnv, NamesAMissingOrMalformedVariable) {
   {
     const TorchrunEnv env({{"WORLD_SIZE", "2"}});
-    EXPECT_THAT(
-        test::user_error([] { distributed_env(); }), HasSubstr("needs RANK"));
+    EXPECT_THAT(test::user_error([] { distributed_env(); }), HasSubstr("needs RANK"));
   }
   {
     const TorchrunEnv env({{"WORLD_SIZE", "two"}, {"RANK", "0"}});
@@ -78,8 +75,7 @@ TEST(DistributedEnv, NamesAMissingOrMalformedVariable) {
   {
     const TorchrunEnv env({{"WORLD_SIZE", "2"}, {"RANK", "2"}});
     EXPECT_THAT(
-        test::user_error([] { distributed_env(); }),
-        HasSubstr("RANK=2 is not below WORLD_SIZE=2"));
+        test::user_error([] { distributed_env(); }), HasSubstr("RANK=2 is not below WORLD_SIZE=2"));
   }
   {
     const TorchrunEnv env({{"RANK", "1"}});
@@ -90,15 +86,12 @@ TEST(DistributedEnv, NamesAMissingOrMalformedVariable) {
   {
     const TorchrunEnv env({{"WORLD_SIZE", "1"}, {"RANK", "1"}});
     EXPECT_THAT(
-        test::user_error([] { distributed_env(); }),
-        HasSubstr("RANK=1 is not below WORLD_SIZE=1"));
+        test::user_error([] { distributed_env(); }), HasSubstr("RANK=1 is not below WORLD_SIZE=1"));
   }
   {
-    const TorchrunEnv env(
-        {{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "70000"}});
+    const TorchrunEnv env({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "70000"}});
     EXPECT_THAT(
-        test::user_error([] { distributed_env(); }),
-        HasSubstr("MASTER_PORT=70000 is not a port"));
+        test::user_error([] { distributed_env(); }), HasSubstr("MASTER_PORT=70000 is not a port"));
   }
 }
 

@@ -103,8 +103,7 @@ TEST_F(LabelledTextsTest, RowsArePaddedOnTheLeftAndEndInSepCls) {
   const auto long_pieces = sp.encode(text(9));
   ASSERT_GT(long_pieces.size(), 10U);
   for (int64_t i = 0; i < 10; ++i) {
-    EXPECT_EQ(
-        last.tokens[i][1].item<int64_t>(), long_pieces[static_cast<size_t>(i)]);
+    EXPECT_EQ(last.tokens[i][1].item<int64_t>(), long_pieces[static_cast<size_t>(i)]);
     EXPECT_EQ(last.segment_ids[i][1].item<int64_t>(), 0);
   }
   EXPECT_FALSE(source.next().has_value());
@@ -153,8 +152,7 @@ TEST_F(LabelledTextsTest, GroupedBatchesAreCutToTheirLongestRow) {
   o.seed = 3;
   o.group_by_length = true;
   const auto width_of = [&](int64_t i) {
-    return static_cast<int64_t>(sp.encode(text(static_cast<int>(i))).size()) +
-        2;
+    return static_cast<int64_t>(sp.encode(text(static_cast<int>(i))).size()) + 2;
   };
   for (const bool training : {true, false}) {
     o.shuffle = training;
@@ -165,12 +163,10 @@ TEST_F(LabelledTextsTest, GroupedBatchesAreCutToTheirLongestRow) {
       // Rows are told apart by their tokens: example i is text(i).
       int64_t longest = 0;
       for (int64_t r = 0; r < batch->tokens.size(1); ++r) {
-        const auto real =
-            batch->padding.select(1, r).logical_not().sum().item<int64_t>();
+        const auto real = batch->padding.select(1, r).logical_not().sum().item<int64_t>();
         int64_t found = -1;
         for (int64_t i = 0; i < 10; ++i) {
-          if (width_of(i) == real &&
-              batch->labels[r].item<int64_t>() == i % 2) {
+          if (width_of(i) == real && batch->labels[r].item<int64_t>() == i % 2) {
             found = i;
           }
         }

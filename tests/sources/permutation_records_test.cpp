@@ -78,9 +78,7 @@ void expect_same(const sources::Batch& a, const sources::Batch& b) {
 TEST(LocalPerm, ReproducesTheWorkedExampleOfIssue104) {
   // inputs 10 20 <sep> 40 50 <sep>, 40 and 50 masked, identity order.
   const auto perm = sources::local_perm(
-      {10, 20, formats::kSepId, 40, 50, formats::kSepId},
-      {0, 0, 0, 1, 1, 0},
-      {0, 1, 2, 3, 4, 5});
+      {10, 20, formats::kSepId, 40, 50, formats::kSepId}, {0, 0, 0, 1, 1, 0}, {0, 1, 2, 3, 4, 5});
   const std::vector<std::string> expected = {
       "001111", "001111", "000111", "000111", "000011", "000000"};
   for (size_t i = 0; i < 6; ++i) {
@@ -102,9 +100,7 @@ TEST(LocalPerm, TargetsSeeExactlyTheHiddenPositionsBeforeThemInTheOrder) {
     std::vector<uint8_t> masked(static_cast<size_t>(n));
     for (auto& x : inputs) {
       const auto r = rng() % 10;
-      x = r == 0   ? formats::kSepId
-          : r == 1 ? formats::kClsId
-                   : static_cast<int64_t>(10 + r);
+      x = r == 0 ? formats::kSepId : r == 1 ? formats::kClsId : static_cast<int64_t>(10 + r);
     }
     for (auto& m : masked) {
       m = rng() % 3 == 0 ? 1 : 0;
@@ -118,20 +114,18 @@ TEST(LocalPerm, TargetsSeeExactlyTheHiddenPositionsBeforeThemInTheOrder) {
     };
     for (int64_t i = 0; i < n; ++i) {
       const auto ui = static_cast<size_t>(i);
-      const bool func =
-          inputs[ui] == formats::kSepId || inputs[ui] == formats::kClsId;
+      const bool func = inputs[ui] == formats::kSepId || inputs[ui] == formats::kClsId;
       EXPECT_EQ(perm.is_target[ui] != 0, masked[ui] != 0 && !func);
       for (int64_t j = 0; j < n; ++j) {
         const auto uj = static_cast<size_t>(j);
-        const bool hidden_j = masked[uj] != 0 ||
-            inputs[uj] == formats::kSepId || inputs[uj] == formats::kClsId;
+        const bool hidden_j =
+            masked[uj] != 0 || inputs[uj] == formats::kSepId || inputs[uj] == formats::kClsId;
         const bool hidden_i = masked[ui] != 0 || func;
         bool sees = true; // ordinary context: everyone sees it
         if (hidden_j) {
           // Ordinary positions see no hidden one; hidden ones see those placed before them,
           // and themselves unless they are targets.
-          sees = hidden_i &&
-              (place(j) < place(i) || (i == j && perm.is_target[ui] == 0));
+          sees = hidden_i && (place(j) < place(i) || (i == j && perm.is_target[ui] == 0));
         }
         EXPECT_EQ(perm.cannot_see[ui * static_cast<size_t>(n) + uj] == 0, sees)
             << "trial " << trial << " i " << i << " j " << j;
@@ -150,11 +144,8 @@ void check_batch(
   const int64_t p = o.num_predict;
   ASSERT_EQ(batch.tokens.sizes(), (std::vector<int64_t>{len, o.batch_size}));
   ASSERT_EQ(batch.segment_ids.sizes(), batch.tokens.sizes());
-  ASSERT_EQ(
-      batch.perm_mask.sizes(), (std::vector<int64_t>{len, len, o.batch_size}));
-  ASSERT_EQ(
-      batch.target_mapping.sizes(),
-      (std::vector<int64_t>{p, len, o.batch_size}));
+  ASSERT_EQ(batch.perm_mask.sizes(), (std::vector<int64_t>{len, len, o.batch_size}));
+  ASSERT_EQ(batch.target_mapping.sizes(), (std::vector<int64_t>{p, len, o.batch_size}));
   ASSERT_EQ(batch.targets.sizes(), (std::vector<int64_t>{p, o.batch_size}));
   ASSERT_EQ(batch.target_mask.scalar_type(), torch::kBool);
   EXPECT_EQ(batch.n_targets, batch.target_mask.sum().item<int64_t>());
@@ -219,8 +210,8 @@ void check_batch(
     EXPECT_LE(count - first_half, p / 2);
     // Hidden: targets and functional tokens; the rest is ordinary context.
     const auto hidden = [&](int64_t i) {
-      return target[static_cast<size_t>(i)] != 0 ||
-          tokens[i][b] == formats::kSepId || tokens[i][b] == formats::kClsId;
+      return target[static_cast<size_t>(i)] != 0 || tokens[i][b] == formats::kSepId ||
+          tokens[i][b] == formats::kClsId;
     };
     for (int64_t half = 0; half < 2; ++half) {
       const int64_t from = half == 0 ? 0 : reuse;
@@ -233,8 +224,7 @@ void check_batch(
             // The reuse half sees nothing of the second; the second sees all of the first.
             EXPECT_EQ(perm[i][j][b], half == 0);
           } else if (!hidden(j)) {
-            EXPECT_FALSE(perm[i][j][b])
-                << "ordinary " << j << " hidden from " << i;
+            EXPECT_FALSE(perm[i][j][b]) << "ordinary " << j << " hidden from " << i;
           } else if (!hidden(i)) {
             EXPECT_TRUE(perm[i][j][b]) << "ordinary " << i << " sees " << j;
           }
@@ -258,23 +248,20 @@ void check_batch(
       // Whole words: in reading order, a run of targets starts a word and stops at a word
       // start or at the end of the half; words never run across <sep> or <cls>.
       const bool reverse = o.bi_data && b >= o.batch_size / 2;
-      const auto at =
-          [&](int64_t k) { // k-th position of the half in reading order
-            return reverse ? to - 1 - k : from + k;
-          };
+      const auto at = [&](int64_t k) { // k-th position of the half in reading order
+        return reverse ? to - 1 - k : from + k;
+      };
       const int64_t n = to - from;
       const auto word_start = [&](int64_t k) {
         const int64_t before = k > 0 ? tokens[at(k - 1)][b] : -1;
-        return starts[static_cast<size_t>(tokens[at(k)][b])] ||
-            before == formats::kSepId || before == formats::kClsId;
+        return starts[static_cast<size_t>(tokens[at(k)][b])] || before == formats::kSepId ||
+            before == formats::kClsId;
       };
       for (int64_t k = 0; k < n; ++k) {
         const bool in = target[static_cast<size_t>(at(k))] != 0;
-        const bool before =
-            k > 0 && target[static_cast<size_t>(at(k - 1))] != 0;
+        const bool before = k > 0 && target[static_cast<size_t>(at(k - 1))] != 0;
         if (in && !before) {
-          EXPECT_TRUE(word_start(k))
-              << "span starts inside a word at " << at(k);
+          EXPECT_TRUE(word_start(k)) << "span starts inside a word at " << at(k);
         }
         if (!in && before) {
           EXPECT_TRUE(word_start(k)) << "span stops inside a word at " << at(k);
@@ -349,9 +336,7 @@ TEST(PermutationRecords, RealKoreanTextKeepsTheRulesAndFillsTheBudget) {
     }
   }
   // Whole words rarely leave the budget unfilled (<sep> and <cls> may take a share).
-  EXPECT_GT(
-      static_cast<double>(predicted),
-      0.85 * static_cast<double>(records * o.num_predict));
+  EXPECT_GT(static_cast<double>(predicted), 0.85 * static_cast<double>(records * o.num_predict));
 }
 
 TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
@@ -368,16 +353,13 @@ TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
   EXPECT_EQ(source.batches_per_pass(), (row_len - 24) / 12 + 1);
   for (int64_t w = 0; w < source.batches_per_pass(); ++w) {
     const auto batch = *source.next();
-    EXPECT_TRUE(torch::equal(
-        batch.reversed, torch::tensor({false, false, true, true})));
+    EXPECT_TRUE(torch::equal(batch.reversed, torch::tensor({false, false, true, true})));
     const auto tokens = batch.tokens.accessor<int64_t, 2>();
     for (int64_t b = 0; b < 4; ++b) {
-      for (int64_t i = 0; i < 12 + 1;
-           ++i) { // the reuse part and A's first token
+      for (int64_t i = 0; i < 12 + 1; ++i) { // the reuse part and A's first token
         const int64_t t = w * 12 + i;
         const int64_t stream = b % 2;
-        const int64_t pos =
-            b < 2 ? stream * row_len + t : stream * row_len + row_len - 1 - t;
+        const int64_t pos = b < 2 ? stream * row_len + t : stream * row_len + row_len - 1 - t;
         if (i < 12 || tokens[i][b] != formats::kSepId) {
           EXPECT_EQ(tokens[i][b], data.tokens.ids[static_cast<size_t>(pos)])
               << "window " << w << " row " << b << " position " << i;
@@ -402,8 +384,7 @@ TEST(PermutationRecords, MasksAreFreshEveryPass) {
   while (source.next()) {
   }
   const auto again = *source.next();
-  EXPECT_TRUE(torch::equal(
-      first.tokens.narrow(0, 0, 16), again.tokens.narrow(0, 0, 16)));
+  EXPECT_TRUE(torch::equal(first.tokens.narrow(0, 0, 16), again.tokens.narrow(0, 0, 16)));
   EXPECT_FALSE(torch::equal(first.target_mapping, again.target_mapping));
 }
 
@@ -428,8 +409,7 @@ TEST(PermutationRecords, AResumedSourceReadsTheSameBatches) {
   }
   o.seq_len = 36;
   sources::PermutationRecords other(data.tokens, data.starts, o);
-  EXPECT_THAT(
-      user_error([&] { transfer(a, other); }), HasSubstr("x 24 tokens"));
+  EXPECT_THAT(user_error([&] { transfer(a, other); }), HasSubstr("x 24 tokens"));
 }
 
 TEST(PermutationRecords, BadOptionsAreUserErrorsNamingThem) {
@@ -440,27 +420,23 @@ TEST(PermutationRecords, BadOptionsAreUserErrorsNamingThem) {
   good.reuse_len = 12;
   good.perm_size = 6;
   good.num_predict = 8;
-  const auto error =
-      [&](const std::function<void(sources::PermutationOptions&)>& edit) {
-        sources::PermutationOptions o = good;
-        edit(o);
-        return user_error(
-            [&] { sources::PermutationRecords(data.tokens, data.starts, o); });
-      };
+  const auto error = [&](const std::function<void(sources::PermutationOptions&)>& edit) {
+    sources::PermutationOptions o = good;
+    edit(o);
+    return user_error([&] { sources::PermutationRecords(data.tokens, data.starts, o); });
+  };
   EXPECT_THAT(
       error([](auto& o) { o.reuse_len = 0; }),
       HasSubstr("reuse_len must be positive, found 0: pretraining caches"));
   EXPECT_THAT(
       error([](auto& o) { o.num_predict = 0; }),
-      HasSubstr(
-          "batch_size (4), perm_size (6) and num_predict (0) must be positive"));
+      HasSubstr("batch_size (4), perm_size (6) and num_predict (0) must be positive"));
   EXPECT_THAT(
       error([](auto& o) { o.seq_len = 14; }),
       HasSubstr("seq_len (14) must be at least reuse_len (12) + 3"));
   EXPECT_THAT(
       error([](auto& o) { o.perm_size = 5; }),
-      HasSubstr(
-          "perm_size (5) must divide reuse_len (12) and seq_len - reuse_len (12)"));
+      HasSubstr("perm_size (5) must divide reuse_len (12) and seq_len - reuse_len (12)"));
   EXPECT_THAT(
       error([](auto& o) { o.num_predict = 20; }),
       HasSubstr("num_predict (20) is larger than a record can hold"));
@@ -472,8 +448,7 @@ TEST(PermutationRecords, BadOptionsAreUserErrorsNamingThem) {
       HasSubstr("mask_alpha (0) must be at least mask_beta (1)"));
   EXPECT_THAT(
       error([](auto& o) { o.seq_len = 240; }),
-      HasSubstr(
-          "synthetic holds 400 tokens: too few for one window of seq_len 240"));
+      HasSubstr("synthetic holds 400 tokens: too few for one window of seq_len 240"));
 }
 
 } // namespace

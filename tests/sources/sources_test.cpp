@@ -101,9 +101,7 @@ TEST(SlidingWindows, ScoreEveryTargetFromItsWindowWhateverTheStride) {
     SCOPED_TRACE("stride " + std::to_string(stride));
     sources::SlidingWindows source(tokens, window, stride, 4);
     EXPECT_FALSE(source.continues_streams());
-    EXPECT_EQ(
-        source.metric_qualifier(),
-        stride == 1 ? "" : "@stride=" + std::to_string(stride));
+    EXPECT_EQ(source.metric_qualifier(), stride == 1 ? "" : "@stride=" + std::to_string(stride));
     std::vector<int64_t> scored;
     int64_t batches = 0;
     while (auto batch = source.next()) {
@@ -115,8 +113,7 @@ TEST(SlidingWindows, ScoreEveryTargetFromItsWindowWhateverTheStride) {
         for (int64_t i = 0; i < s; ++i) {
           const int64_t target = batch->targets[i][w].item<int64_t>();
           // the target follows the input at its position
-          EXPECT_EQ(
-              target, batch->tokens[window - s + i][w].item<int64_t>() + 1);
+          EXPECT_EQ(target, batch->tokens[window - s + i][w].item<int64_t>() + 1);
           // the window ends right before the window's last target
           EXPECT_EQ(
               batch->tokens[window - 1][w].item<int64_t>() + 1,
@@ -156,8 +153,7 @@ TEST(RandomWindows, DrawWindowsFromTheWholeSplitAndResumeTheirRandomState) {
     EXPECT_TRUE(torch::equal(batch.targets, batch.tokens + 1));
     // each window is 16 consecutive tokens
     EXPECT_TRUE(torch::equal(
-        batch.tokens - batch.tokens[0],
-        torch::arange(16).unsqueeze(1).expand({16, 8})));
+        batch.tokens - batch.tokens[0], torch::arange(16).unsqueeze(1).expand({16, 8})));
     EXPECT_LE(batch.targets.max().item<int64_t>(), 999);
     for (int64_t w = 0; w < 8; ++w) {
       starts.insert(batch.tokens[0][w].item<int64_t>());
@@ -169,21 +165,18 @@ TEST(RandomWindows, DrawWindowsFromTheWholeSplitAndResumeTheirRandomState) {
   sources::RandomWindows b(tokens, 16, 8, 42);
   transfer(a, b);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(torch::equal(
-        sources::next_cycling(a).tokens, sources::next_cycling(b).tokens));
+    EXPECT_TRUE(torch::equal(sources::next_cycling(a).tokens, sources::next_cycling(b).tokens));
   }
   sources::RandomWindows other_seed(tokens, 16, 8, 43);
   sources::RandomWindows same_seed(tokens, 16, 8, 42);
-  EXPECT_FALSE(
-      torch::equal(other_seed.next()->tokens, same_seed.next()->tokens));
+  EXPECT_FALSE(torch::equal(other_seed.next()->tokens, same_seed.next()->tokens));
 }
 
 TEST(Batch, SplitsEveryFieldAlongItsBatchDimensionAndRecountsTargets) {
   sources::Batch batch;
   batch.tokens = torch::arange(12).view({3, 4});
   batch.targets = torch::arange(8).view({2, 4});
-  batch.target_mask =
-      torch::tensor({{true, true, false, false}, {true, false, false, true}});
+  batch.target_mask = torch::tensor({{true, true, false, false}, {true, false, false, true}});
   batch.perm_mask = torch::zeros({3, 3, 4}, torch::kBool);
   batch.labels = torch::arange(4);
   batch.n_targets = sources::count_targets(batch);

@@ -67,8 +67,7 @@ TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
   LRSchedule restored(t);
   restored.load(in);
   EXPECT_DOUBLE_EQ(restored.lr(50), 0.5);
-  EXPECT_FALSE(
-      restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
+  EXPECT_FALSE(restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
   EXPECT_TRUE(restored.observe(2.0));
   EXPECT_DOUBLE_EQ(restored.lr(50), 0.25);
   EXPECT_FALSE(restored.observe(2.0));
@@ -77,8 +76,7 @@ TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
 }
 
 TEST(Lamb, OneStepMatchesTheFormula) {
-  auto w =
-      torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
+  auto w = torch::tensor({3.0, 4.0}, torch::dtype(torch::kDouble)).requires_grad_();
   w.mutable_grad() = torch::tensor({1.0, -2.0}, torch::kDouble);
   Lamb lamb({{{w}, 1.0, 0.01}}, 0.1, 0.9, 0.999, 1e-6);
   lamb.step();
@@ -104,8 +102,7 @@ TEST(Optimizers, EveryKindStepsAndSetsItsRate) {
     optimizer->step();
     EXPECT_TRUE((w.detach() < 1.0).all().item<bool>()) << name;
     EXPECT_LT(w.detach()[0].item<double>(), 1.0) << name;
-    EXPECT_GT(w.detach()[0].item<double>(), 0.9)
-        << name << ": the new rate was used";
+    EXPECT_GT(w.detach()[0].item<double>(), 0.9) << name << ": the new rate was used";
   }
 }
 
@@ -118,8 +115,7 @@ TEST(Optimizers, FusedAdamMatchesLibTorchsStepAndState) {
     t.lr = 0.01;
     t.weight_decay = 0.1;
     torch::manual_seed(3);
-    const std::vector<torch::Tensor> start{
-        torch::randn({4, 5}), torch::randn({7})};
+    const std::vector<torch::Tensor> start{torch::randn({4, 5}), torch::randn({7})};
     std::vector<std::vector<torch::Tensor>> grads;
     for (int step = 0; step < 6; ++step) {
       grads.push_back({torch::randn({4, 5}), torch::randn({7})});
@@ -156,8 +152,7 @@ TEST(Optimizers, FusedAdamMatchesLibTorchsStepAndState) {
       run(*resumed, 3, 6);
       finals.push_back({params[0].detach(), params[1].detach()});
       const auto state = resumed->state_tensors();
-      EXPECT_EQ(state.size(), 6U)
-          << "exp_avg, exp_avg_sq, max_exp_avg_sq per parameter";
+      EXPECT_EQ(state.size(), 6U) << "exp_avg, exp_avg_sq, max_exp_avg_sq per parameter";
     }
     for (size_t run = 1; run < finals.size(); ++run) {
       for (size_t i = 0; i < 2; ++i) {

@@ -18,9 +18,7 @@ using ::testing::HasSubstr;
 
 // tiny_cls.yaml (2 layers of an XLNet with a 2-class head) with `overrides`.
 config::Config classifier(std::vector<std::string> overrides) {
-  return config::load(
-      std::string(test::kSourceDir) + "/configs/xlnet/tiny_cls.yaml",
-      overrides);
+  return config::load(std::string(test::kSourceDir) + "/configs/xlnet/tiny_cls.yaml", overrides);
 }
 
 sources::Batch reviews(int64_t len, int64_t rows) {
@@ -69,8 +67,8 @@ TEST(ParameterPlan, FrozenParametersReceiveNoUpdateAndAreListed) {
   std::vector<std::string> body;
   int64_t head = 0;
   for (const auto& item : model->named_parameters()) {
-    const bool in_head = item.key().rfind("summary.", 0) == 0 ||
-        item.key().rfind("logits_proj.", 0) == 0;
+    const bool in_head =
+        item.key().rfind("summary.", 0) == 0 || item.key().rfind("logits_proj.", 0) == 0;
     if (in_head) {
       head += item.value().numel();
     } else {
@@ -88,8 +86,8 @@ TEST(ParameterPlan, FrozenParametersReceiveNoUpdateAndAreListed) {
   std::vector<nn::Memory> mems(1);
   StepOptions options;
   for (int64_t step = 1; step <= 2; ++step) {
-    const auto result = train_step(
-        *model, *optimizer, reviews(12, 4), false, mems, 0.01, step, options);
+    const auto result =
+        train_step(*model, *optimizer, reviews(12, 4), false, mems, 0.01, step, options);
     ASSERT_TRUE(result.finite);
   }
   for (const auto& item : model->named_parameters()) {
@@ -109,15 +107,10 @@ TEST(ParameterPlan, FrozenParametersReceiveNoUpdateAndAreListed) {
 // everything outside the layers x1.
 TEST(ParameterPlan, LayerDecayGivesTheRatesWrittenByHand) {
   const auto config = classifier(
-      {"model.n_layer=3",
-       "train.optim=sgd",
-       "train.lr=0.1",
-       "train.lr_layer_decay=0.5"});
+      {"model.n_layer=3", "train.optim=sgd", "train.lr=0.1", "train.lr_layer_decay=0.5"});
   auto model = models::build_model(config, 50);
   const auto plan = plan_parameters(config, *model);
-  EXPECT_EQ(
-      plan.layer_rates,
-      (std::vector<std::string>{"layers.0 x0.25", "layers.1 x0.5"}));
+  EXPECT_EQ(plan.layer_rates, (std::vector<std::string>{"layers.0 x0.25", "layers.1 x0.5"}));
   const auto before = sgd_step(config, *model, plan, 1.0);
   const std::map<std::string, double> expected{
       {"layers.0.ff.fc1.weight", -0.025},
@@ -129,10 +122,7 @@ TEST(ParameterPlan, LayerDecayGivesTheRatesWrittenByHand) {
   for (const auto& [name, step] : expected) {
     ASSERT_TRUE(params.contains(name)) << name;
     EXPECT_TRUE(torch::allclose(
-        params[name] - before.at(name),
-        torch::full_like(params[name], step),
-        0,
-        1e-6))
+        params[name] - before.at(name), torch::full_like(params[name], step), 0, 1e-6))
         << name;
   }
 }
@@ -141,10 +131,7 @@ TEST(ParameterPlan, LayerDecayGivesTheRatesWrittenByHand) {
 // (LayerNorm gains and biases, bias vectors) alone.
 TEST(ParameterPlan, VectorsCanBeLeftOutOfWeightDecay) {
   const auto config = classifier(
-      {"train.optim=sgd",
-       "train.lr=0.1",
-       "train.weight_decay=0.5",
-       "train.decay_vectors=false"});
+      {"train.optim=sgd", "train.lr=0.1", "train.weight_decay=0.5", "train.decay_vectors=false"});
   auto model = models::build_model(config, 50);
   const auto plan = plan_parameters(config, *model);
   EXPECT_THAT(plan.describe(), HasSubstr("no weight decay on"));
@@ -152,8 +139,7 @@ TEST(ParameterPlan, VectorsCanBeLeftOutOfWeightDecay) {
   for (const auto& item : model->named_parameters()) {
     const auto& old = before.at(item.key());
     const auto expected = item.value().dim() <= 1 ? old : old * (1.0 - 0.05);
-    EXPECT_TRUE(torch::allclose(item.value(), expected, 1e-6, 1e-7))
-        << item.key();
+    EXPECT_TRUE(torch::allclose(item.value(), expected, 1e-6, 1e-7)) << item.key();
   }
 }
 
@@ -169,16 +155,14 @@ TEST(ParameterPlan, BadPatternsAreConfigErrorsNamingTheKey) {
   };
   EXPECT_THAT(
       message("[word_embedding.weight, encoder.*]"),
-      HasSubstr(
-          "train.freeze[1]: 'encoder.*' names no parameter of this model; its "
-          "parameters are mask_emb, r_w_bias"));
+      HasSubstr("train.freeze[1]: 'encoder.*' names no parameter of this model; its "
+                "parameters are mask_emb, r_w_bias"));
   // Nothing left to train: a pretraining model has no head to probe.
   auto lm = models::build_model(classifier({"model.xlnet.n_class=0"}), 50);
   EXPECT_THROW(
       {
         try {
-          plan_parameters(
-              classifier({"model.xlnet.n_class=0", "train.freeze=['*']"}), *lm);
+          plan_parameters(classifier({"model.xlnet.n_class=0", "train.freeze=['*']"}), *lm);
         } catch (const ConfigError& e) {
           EXPECT_THAT(e.what(), HasSubstr("model.xlnet.n_class > 0"));
           throw;

@@ -54,21 +54,14 @@ class FakeModel : public models::LanguageModelImpl {
       h = h + mems[0];
     }
     const int64_t t = batch.targets.size(0);
-    const auto logp =
-        torch::log_softmax(head(h.narrow(0, h.size(0) - t, t)), -1);
-    auto token =
-        logp.gather(2, batch.targets.unsqueeze(2)).squeeze(2); // [T, B]
-    auto counted = batch.target_mask.defined()
-        ? batch.target_mask
-        : torch::ones_like(batch.targets, torch::kBool);
+    const auto logp = torch::log_softmax(head(h.narrow(0, h.size(0) - t, t)), -1);
+    auto token = logp.gather(2, batch.targets.unsqueeze(2)).squeeze(2); // [T, B]
+    auto counted = batch.target_mask.defined() ? batch.target_mask
+                                               : torch::ones_like(batch.targets, torch::kBool);
     const auto even = counted.slice(0, 0, t, 2);
     models::ModelOutput out;
     out.terms.push_back(
-        {"lm",
-         -token.masked_select(counted).sum(),
-         batch.n_targets,
-         1.0,
-         TermKind::kTokenNll});
+        {"lm", -token.masked_select(counted).sum(), batch.n_targets, 1.0, TermKind::kTokenNll});
     out.terms.push_back(
         {"even",
          -token.slice(0, 0, t, 2).masked_select(even).sum(),
@@ -77,18 +70,14 @@ class FakeModel : public models::LanguageModelImpl {
          TermKind::kTokenNll});
     out.terms.push_back(
         {"correct",
-         (logp.argmax(-1) == batch.targets)
-             .masked_select(counted)
-             .sum()
-             .to(torch::kFloat),
+         (logp.argmax(-1) == batch.targets).masked_select(counted).sum().to(torch::kFloat),
          batch.n_targets,
          0.0,
          TermKind::kAccuracy});
     out.logits = cls(h.mean(0));
     out.mems = {h.mean(0, true).detach()};
     if (is_training() && nan_at_.count(++calls_) > 0) {
-      out.terms[0].sum =
-          out.terms[0].sum * std::numeric_limits<float>::quiet_NaN();
+      out.terms[0].sum = out.terms[0].sum * std::numeric_limits<float>::quiet_NaN();
     }
     return out;
   }
@@ -120,10 +109,7 @@ struct DigitsCorpus {
   }
 };
 
-std::shared_ptr<FakeModel> fake_model(
-    int64_t vocab,
-    double even_weight,
-    uint64_t seed = 1) {
+std::shared_ptr<FakeModel> fake_model(int64_t vocab, double even_weight, uint64_t seed = 1) {
   torch::manual_seed(seed);
   auto model = std::make_shared<FakeModel>(vocab, even_weight);
   model->reset_parameters();
@@ -146,10 +132,7 @@ sources::Batch digits_batch(int64_t rows, int64_t len) {
   return batch;
 }
 
-StepResult sgd_step(
-    FakeModel& model,
-    const sources::Batch& batch,
-    int64_t chunks) {
+StepResult sgd_step(FakeModel& model, const sources::Batch& batch, int64_t chunks) {
   config::TrainConfig t;
   t.optim = config::Optim::kSgd;
   auto optimizer = make_optimizer(t, model.parameters());
@@ -179,8 +162,7 @@ TEST(TrainStep, MinimisesTheWeightedSumOfTermMeans) {
       p.sub_(0.5 * p.grad());
     }
   }
-  EXPECT_TRUE(torch::allclose(
-      flat_parameters(*stepped), flat_parameters(*manual), 1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(flat_parameters(*stepped), flat_parameters(*manual), 1e-6, 1e-7));
   EXPECT_NEAR(result.terms[0].sum, out.terms[0].sum.item<double>(), 1e-4);
   EXPECT_NEAR(result.terms[2].sum, out.terms[2].sum.item<double>(), 1e-9);
 }
@@ -192,8 +174,7 @@ TEST(TrainStep, BatchChunksGiveTheWholeBatchsUpdate) {
   auto chunked = fake_model(11, 0.5);
   const auto a = sgd_step(*whole, batch, 1);
   const auto b = sgd_step(*chunked, batch, 3);
-  EXPECT_TRUE(torch::allclose(
-      flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
   for (size_t t = 0; t < a.terms.size(); ++t) {
     EXPECT_NEAR(a.terms[t].sum, b.terms[t].sum, 1e-4) << a.terms[t].name;
     EXPECT_EQ(a.terms[t].count, b.terms[t].count) << a.terms[t].name;
@@ -223,8 +204,8 @@ TEST(TrainStep, ANonFiniteGradientMakesNoUpdate) {
   config::TrainConfig t;
   auto optimizer = make_optimizer(t, model.parameters());
   std::vector<nn::Memory> mems(1);
-  const auto result = train_step(
-      model, *optimizer, digits_batch(4, 3), true, mems, 0.5, 1, StepOptions{});
+  const auto result =
+      train_step(model, *optimizer, digits_batch(4, 3), true, mems, 0.5, 1, StepOptions{});
   EXPECT_FALSE(result.finite);
   EXPECT_TRUE(std::isfinite(result.terms[0].sum));
   EXPECT_TRUE(torch::equal(model.w, torch::zeros({3})));
@@ -235,17 +216,14 @@ TEST(TrainStep, PaddedChunksStayExact) {
   torch::manual_seed(5);
   auto batch = digits_batch(4, 3);
   batch.target_mask = torch::tensor(
-      {{true, true, true, false},
-       {true, true, false, false},
-       {true, true, true, false}});
+      {{true, true, true, false}, {true, true, false, false}, {true, true, true, false}});
   batch.n_targets = sources::count_targets(batch);
   ASSERT_EQ(batch.n_targets, 8);
   auto whole = fake_model(11, 0.0);
   auto chunked = fake_model(11, 0.0);
   sgd_step(*whole, batch, 1);
   sgd_step(*chunked, batch, 2);
-  EXPECT_TRUE(torch::allclose(
-      flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(flat_parameters(*whole), flat_parameters(*chunked), 1e-6, 1e-7));
   // A weighted term that does not count in proportion to the targets cannot be split exactly.
   auto refused = fake_model(11, 0.5);
   try {
@@ -279,15 +257,13 @@ TEST(Trainer, LogsEveryTermUnderItsName) {
   c.train.max_step = 10;
   const auto dataset = models::open_dataset(c);
   auto model = fake_model(dataset->vocab_size(), 0.5);
-  Trainer trainer(
-      c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
+  Trainer trainer(c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
   trainer.run(false);
   const auto train = records(corpus.dir / "run", "train");
   ASSERT_EQ(train.size(), 10u);
   const auto& last = train.at(10);
   EXPECT_DOUBLE_EQ(last["loss"].get<double>(), last["loss/lm"].get<double>());
-  EXPECT_NEAR(
-      last["ppl"].get<double>(), std::exp(last["loss/lm"].get<double>()), 1e-9);
+  EXPECT_NEAR(last["ppl"].get<double>(), std::exp(last["loss/lm"].get<double>()), 1e-9);
   EXPECT_TRUE(last.contains("loss/even"));
   EXPECT_GE(last["acc/correct"].get<double>(), 0.0);
   EXPECT_LE(last["acc/correct"].get<double>(), 1.0);
@@ -303,22 +279,18 @@ std::map<int64_t, nlohmann::json> expect_exact_resume(
     config::Sampling sampling,
     bool bf16 = false) {
   DigitsCorpus full_corpus;
-  const auto train = [bf16](
-                         DigitsCorpus& corpus,
-                         config::Sampling s,
-                         bool resume,
-                         std::optional<int64_t> stop) {
-    auto& c = corpus.config;
-    c.train.max_step = 14;
-    c.train.sampling = s;
-    c.train.batch_chunk = 2;
-    c.train.bf16 = bf16;
-    const auto dataset = models::open_dataset(c);
-    auto model = fake_model(dataset->vocab_size(), 0.5, resume ? 99 : 1);
-    Trainer trainer(
-        c, run::prepare_directory(c, resume), *dataset, model, torch::kCPU);
-    trainer.run(resume, stop);
-  };
+  const auto train =
+      [bf16](DigitsCorpus& corpus, config::Sampling s, bool resume, std::optional<int64_t> stop) {
+        auto& c = corpus.config;
+        c.train.max_step = 14;
+        c.train.sampling = s;
+        c.train.batch_chunk = 2;
+        c.train.bf16 = bf16;
+        const auto dataset = models::open_dataset(c);
+        auto model = fake_model(dataset->vocab_size(), 0.5, resume ? 99 : 1);
+        Trainer trainer(c, run::prepare_directory(c, resume), *dataset, model, torch::kCPU);
+        trainer.run(resume, stop);
+      };
   train(full_corpus, sampling, false, std::nullopt);
   DigitsCorpus split_corpus;
   train(split_corpus, sampling, false, 6);
@@ -328,8 +300,7 @@ std::map<int64_t, nlohmann::json> expect_exact_resume(
   EXPECT_EQ(a.size(), 14u);
   for (int64_t step = 7; step <= 14; ++step) {
     EXPECT_EQ(a.at(step)["loss/lm"], b.at(step)["loss/lm"]) << "step " << step;
-    EXPECT_EQ(a.at(step)["loss/even"], b.at(step)["loss/even"])
-        << "step " << step;
+    EXPECT_EQ(a.at(step)["loss/even"], b.at(step)["loss/even"]) << "step " << step;
   }
   return a;
 }
@@ -345,8 +316,7 @@ TEST(Trainer, ResumesExactlyFromRandomWindows) {
 TEST(Trainer, ResumesExactlyUnderBf16Autocast) {
   const auto bf16 = expect_exact_resume(config::Sampling::kOrdered, true);
   const auto fp32 = expect_exact_resume(config::Sampling::kOrdered, false);
-  EXPECT_NE(bf16.at(14)["loss/lm"], fp32.at(14)["loss/lm"])
-      << "autocast changed nothing";
+  EXPECT_NE(bf16.at(14)["loss/lm"], fp32.at(14)["loss/lm"]) << "autocast changed nothing";
 }
 
 TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
@@ -357,50 +327,38 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   const auto dataset = models::open_dataset(c);
   {
     torch::manual_seed(1);
-    auto model = std::make_shared<FakeModel>(
-        dataset->vocab_size(), 0.5, std::set<int>{3, 4});
-    Trainer trainer(
-        c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
+    auto model = std::make_shared<FakeModel>(dataset->vocab_size(), 0.5, std::set<int>{3, 4});
+    Trainer trainer(c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
     const auto result = trainer.run(false);
     EXPECT_EQ(result.step, 12);
     for (const auto& p : model->parameters()) {
       EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
     }
-    const std::string metrics =
-        test::read_text(corpus.dir / "run/metrics.jsonl");
+    const std::string metrics = test::read_text(corpus.dir / "run/metrics.jsonl");
     EXPECT_THAT(
         metrics,
-        HasSubstr(
-            "{\"reason\":\"non-finite loss or gradient\",\"skipped\":true,\"step\":3,"));
+        HasSubstr("{\"reason\":\"non-finite loss or gradient\",\"skipped\":true,\"step\":3,"));
     EXPECT_THAT(metrics, HasSubstr("\"skipped\":true,\"step\":4,"));
   }
   std::filesystem::remove_all(corpus.dir / "run");
   c.train.max_step = 20;
   torch::manual_seed(1);
-  auto model = std::make_shared<FakeModel>(
-      dataset->vocab_size(), 0.5, std::set<int>{11, 12, 13});
-  Trainer trainer(
-      c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
+  auto model = std::make_shared<FakeModel>(dataset->vocab_size(), 0.5, std::set<int>{11, 12, 13});
+  Trainer trainer(c, run::prepare_directory(c, false), *dataset, model, torch::kCPU);
   try {
     trainer.run(false);
     FAIL() << "expected the run to stop";
   } catch (const UserError& e) {
-    EXPECT_THAT(
-        e.what(),
-        HasSubstr("training stopped at step 13: 3 consecutive non-finite"));
+    EXPECT_THAT(e.what(), HasSubstr("training stopped at step 13: 3 consecutive non-finite"));
     EXPECT_THAT(e.what(), HasSubstr("checkpoints/last.pt"));
   }
   // The checkpoint of step 10 (the last good one) is intact.
   torch::serialize::InputArchive archive;
-  EXPECT_EQ(
-      run::load_checkpoint(corpus.dir / "run/checkpoints/last.pt", archive)
-          .step,
-      10);
+  EXPECT_EQ(run::load_checkpoint(corpus.dir / "run/checkpoints/last.pt", archive).step, 10);
 }
 
 TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
-  const formats::TokenTensor tokens(
-      torch::randint(11, {300}, torch::kLong), "random");
+  const formats::TokenTensor tokens(torch::randint(11, {300}, torch::kLong), "random");
   auto model = fake_model(11, 0.5);
   std::vector<eval::EvalResult> results;
   for (const int64_t batch_size : {3, 7}) {
@@ -463,10 +421,7 @@ TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
     results.push_back(eval::evaluate(*digits.model, source, options));
   }
   EXPECT_EQ(results[0].tokens(), results[1].tokens());
-  EXPECT_NEAR(
-      results[0].terms[0].sum,
-      results[1].terms[0].sum,
-      1e-5 * results[1].terms[0].sum);
+  EXPECT_NEAR(results[0].terms[0].sum, results[1].terms[0].sum, 1e-5 * results[1].terms[0].sum);
 }
 
 TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
@@ -474,15 +429,11 @@ TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
   EXPECT_EQ(eval::metric(nll, formats::VocabKind::kWord)->name, "ppl");
   EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kWord)->value, 20.0, 1e-9);
   nll.sum = std::log(2.0) * 1.5 * 4;
-  EXPECT_EQ(
-      eval::metric(nll, formats::VocabKind::kByte, "@stride=8")->name,
-      "bpc@stride=8");
+  EXPECT_EQ(eval::metric(nll, formats::VocabKind::kByte, "@stride=8")->name, "bpc@stride=8");
   EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kByte)->value, 1.5, 1e-12);
-  const models::TermTotal correct{
-      "cls_correct", TermKind::kAccuracy, 0.0, 3, 4};
+  const models::TermTotal correct{"cls_correct", TermKind::kAccuracy, 0.0, 3, 4};
   EXPECT_EQ(eval::metric(correct, formats::VocabKind::kWord)->name, "acc");
-  EXPECT_DOUBLE_EQ(
-      eval::metric(correct, formats::VocabKind::kWord)->value, 0.75);
+  EXPECT_DOUBLE_EQ(eval::metric(correct, formats::VocabKind::kWord)->value, 0.75);
   const models::TermTotal cls{"cls", TermKind::kNll, 1.0, 2, 4};
   EXPECT_FALSE(eval::metric(cls, formats::VocabKind::kWord).has_value());
 }

@@ -18,8 +18,7 @@ TEST(AtomicWrite, ReplacesContentAndLeavesNoTemporary) {
   atomic_write(dir / "f.txt", std::string("second"));
   EXPECT_EQ(read_file(dir / "f.txt"), "second");
   size_t files = 0;
-  for ([[maybe_unused]] const auto& entry :
-       fs::directory_iterator(dir.path())) {
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
     ++files;
   }
   EXPECT_EQ(files, 1u);
@@ -46,8 +45,7 @@ TEST(ReadFile, NamesWhatIsMissing) {
 TEST(ReadFile, RefusesDevicesAndReadsPipes) {
   EXPECT_THAT(
       test::user_error([] { read_file("/dev/zero", "text file"); }),
-      ::testing::HasSubstr(
-          "text file is a device, expected a file: /dev/zero"));
+      ::testing::HasSubstr("text file is a device, expected a file: /dev/zero"));
   test::TempDir dir;
   const auto fifo = dir / "pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -28,11 +28,9 @@ TEST(StdFilesystem, BindsToTheSharedLibstdcxxNotToLibtorch) {
   using RemoveAll = std::uintmax_t (*)(const fs::path&, std::error_code&);
   using TempDirectory = fs::path (*)();
   const auto remove_all = static_cast<RemoveAll>(&fs::remove_all);
-  const auto temp_directory =
-      static_cast<TempDirectory>(&fs::temp_directory_path);
+  const auto temp_directory = static_cast<TempDirectory>(&fs::temp_directory_path);
   for (const void* function :
-       {reinterpret_cast<const void*>(remove_all),
-        reinterpret_cast<const void*>(temp_directory)}) {
+       {reinterpret_cast<const void*>(remove_all), reinterpret_cast<const void*>(temp_directory)}) {
     const std::string library = library_of(function);
     EXPECT_NE(library.find("libstdc++.so"), std::string::npos)
         << "std::filesystem is bound to " << library

@@ -25,8 +25,6 @@ struct BenchOptions {
 /// tokens/s, milliseconds
 /// per iteration, peak memory (CUDA: allocator peak; CPU: peak resident set
 /// of the process) and the memory estimate of models/memory_estimate.h.
-nlohmann::json run_benchmark(
-    const config::Config& config,
-    const BenchOptions& options);
+nlohmann::json run_benchmark(const config::Config& config, const BenchOptions& options);
 
 } // namespace xl::bench

@@ -15,9 +15,7 @@ struct Tree;
 /// later ones win), parses every section strictly and validates cross-field
 /// rules. Errors are ConfigErrors naming the file (and line), the key path,
 /// what was expected and what was found.
-Config load(
-    const std::string& path,
-    const std::vector<std::string>& overrides = {});
+Config load(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Parses an already merged tree. `origin` names the config for the default run
 /// name.
@@ -37,15 +35,10 @@ std::string schema_reference();
 
 /// Fails with a ConfigError naming where `key` was set, the key and `what` is wrong: a rule
 /// between fields is broken.
-[[noreturn]] void fail_rule(
-    const Config& config,
-    const std::string& key,
-    const std::string& what);
+[[noreturn]] void fail_rule(const Config& config, const std::string& key, const std::string& what);
 
 /// The key of `candidates` closest to `key` by edit distance, or "" if none is
 /// close.
-std::string closest_key(
-    const std::string& key,
-    const std::vector<std::string>& candidates);
+std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
 
 } // namespace xl::config

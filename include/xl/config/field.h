@@ -131,8 +131,8 @@ std::string type_name() {
   if constexpr (std::is_enum_v<T>) {
     return "string";
   } else if constexpr (
-      std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-      std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+      std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, bool> ||
+      std::is_same_v<T, std::string>) {
     return TypeName<T>::value;
   } else {
     return TypeName<T>::get();

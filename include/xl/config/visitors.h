@@ -92,8 +92,8 @@ bool within(const T& value, const Limits& limits) {
 
 template <class T>
 std::string expectation(const Limits& limits) {
-  std::string text = std::string("expected ") +
-      (std::is_same_v<T, int64_t> ? "an " : "a ") + type_name<T>();
+  std::string text =
+      std::string("expected ") + (std::is_same_v<T, int64_t> ? "an " : "a ") + type_name<T>();
   const std::string range = limits.describe();
   return range.empty() ? text : text + " " + range;
 }
@@ -108,9 +108,7 @@ class KeyLister {
   void operator()(const char* key, const T&, const char*, const Limits& = {}) {
     keys.emplace_back(key);
   }
-  void family(
-      const FamilySectionSlot& /*slot*/,
-      const std::string& /*current*/) {
+  void family(const FamilySectionSlot& /*slot*/, const std::string& /*current*/) {
     for (const FamilySchema* schema : family_schemas()) {
       if (schema->section) {
         keys.push_back(schema->name);
@@ -135,18 +133,11 @@ std::vector<std::string> keys_of() {
 class Reader {
  public:
   /// `prefix` is the section's key path ("model"); `sources` receives where each key was set.
-  Reader(
-      const Tree& section,
-      std::string prefix,
-      std::map<std::string, Source>& sources)
+  Reader(const Tree& section, std::string prefix, std::map<std::string, Source>& sources)
       : section_(section), prefix_(std::move(prefix)), sources_(sources) {}
 
   template <class T>
-  void operator()(
-      const char* key,
-      T& member,
-      const char* /*help*/,
-      const Limits& limits = {}) {
+  void operator()(const char* key, T& member, const char* /*help*/, const Limits& limits = {}) {
     known_.emplace_back(key);
     const Tree* node = section_.find(key);
     if (node == nullptr) {
@@ -200,8 +191,7 @@ class Reader {
       if (std::find(known_.begin(), known_.end(), key) != known_.end()) {
         continue;
       }
-      std::string message =
-          node.source.str() + ": unknown key '" + prefix_ + "." + key + "'";
+      std::string message = node.source.str() + ": unknown key '" + prefix_ + "." + key + "'";
       // The current family's section first: several families have keys of the same name.
       std::vector<std::string> families{current_family_};
       for (const auto& entry : family_keys_) {
@@ -210,8 +200,7 @@ class Reader {
       for (const auto& family : families) {
         const auto found = family_keys_.find(family);
         if (found != family_keys_.end() &&
-            std::find(found->second.begin(), found->second.end(), key) !=
-                found->second.end()) {
+            std::find(found->second.begin(), found->second.end(), key) != found->second.end()) {
           throw ConfigError(fmt::format(
               "{}: it belongs to the family section: write {}.{}.{}",
               message,
@@ -224,8 +213,8 @@ class Reader {
       if (!guess.empty()) {
         message += " (did you mean '" + prefix_ + "." + guess + "'?)";
       } else {
-        message += "; valid keys in '" + prefix_ +
-            "': " + fmt::format("{}", fmt::join(known_, ", "));
+        message +=
+            "; valid keys in '" + prefix_ + "': " + fmt::format("{}", fmt::join(known_, ", "));
       }
       throw ConfigError(message);
     }
@@ -237,16 +226,11 @@ class Reader {
       const std::string& path,
       const std::string& expected,
       const std::string& found) {
-    throw ConfigError(
-        node.source.str() + ": " + path + ": " + expected + ", found " + found);
+    throw ConfigError(node.source.str() + ": " + path + ": " + expected + ", found " + found);
   }
 
   template <class T>
-  void read(
-      const Tree& node,
-      const std::string& path,
-      T& member,
-      const Limits& limits) {
+  void read(const Tree& node, const std::string& path, T& member, const Limits& limits) {
     if (node.is_map) {
       fail(node, path, expectation<T>(limits), "a mapping");
     }
@@ -317,15 +301,10 @@ class Reader {
 
 class Writer {
  public:
-  Writer(std::string& out, std::string indent)
-      : out_(out), indent_(std::move(indent)) {}
+  Writer(std::string& out, std::string indent) : out_(out), indent_(std::move(indent)) {}
 
   template <class T>
-  void operator()(
-      const char* key,
-      const T& member,
-      const char* /*help*/,
-      const Limits& = {}) {
+  void operator()(const char* key, const T& member, const char* /*help*/, const Limits& = {}) {
     out_ += indent_ + key + ": " + render(member) + "\n";
   }
 
@@ -375,33 +354,21 @@ class Writer {
 
 class Describer {
  public:
-  Describer(std::string& out, std::string prefix)
-      : out_(out), prefix_(std::move(prefix)) {}
+  Describer(std::string& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
 
   template <class T>
-  void operator()(
-      const char* key,
-      const T& member,
-      const char* help,
-      const Limits& limits = {}) {
+  void operator()(const char* key, const T& member, const char* help, const Limits& limits = {}) {
     std::string type = type_name<T>();
     const std::string range = effective_limits<T>(limits).describe();
     if (!range.empty()) {
       type += ", " + range;
     }
     out_ += fmt::format(
-        "| `{}.{}` | {} | `{}` | {} |\n",
-        prefix_,
-        key,
-        type,
-        Writer::render(member),
-        help);
+        "| `{}.{}` | {} | `{}` | {} |\n", prefix_, key, type, Writer::render(member), help);
   }
 
   /// Every family's sub-section, with its defaults.
-  void family(
-      const FamilySectionSlot& /*slot*/,
-      const std::string& /*current*/) {
+  void family(const FamilySectionSlot& /*slot*/, const std::string& /*current*/) {
     for (const FamilySchema* schema : family_schemas()) {
       if (schema->section) {
         Describer describer(out_, prefix_ + "." + schema->name);

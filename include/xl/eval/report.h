@@ -15,8 +15,7 @@
 namespace xl::eval {
 
 struct Metric {
-  std::string
-      name; // "ppl", "bpc", "acc", with the source's qualifier: "bpc@stride=8"
+  std::string name; // "ppl", "bpc", "acc", with the source's qualifier: "bpc@stride=8"
   double value = 0.0;
 };
 

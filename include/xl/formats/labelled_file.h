@@ -16,8 +16,7 @@ struct LabelledText {
 
 /// A line without a tab or with a label that is no non-negative integer is a UserError naming
 /// the file and line; so is a file without examples.
-std::vector<LabelledText> read_labelled_texts(
-    const std::filesystem::path& path);
+std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& path);
 /// Writes atomically.
 void write_labelled_texts(
     const std::filesystem::path& path,

@@ -29,9 +29,7 @@ struct SentenceTokens {
 };
 
 /// Encodes a raw text file. A file without any text is a UserError.
-SentenceTokens encode_raw_text(
-    const std::filesystem::path& path,
-    const SentencePiece& model);
+SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model);
 
 void write_sentence_tokens(
     const std::filesystem::path& path,
@@ -40,8 +38,6 @@ void write_sentence_tokens(
 
 /// A missing, truncated, corrupt or foreign file, one encoded with another model or holding an
 /// id outside the vocabulary, is a UserError.
-SentenceTokens read_sentence_tokens(
-    const std::filesystem::path& path,
-    const SentencePiece& model);
+SentenceTokens read_sentence_tokens(const std::filesystem::path& path, const SentencePiece& model);
 
 } // namespace xl::formats

@@ -21,9 +21,7 @@ Utf8Check check_utf8(std::string_view text);
 /// Reads the text file `path` (read_file, `what` names it) for a tokenizer that expects
 /// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a
 /// UserError; fewer are counted in a warning, and SentencePiece reads them as unknown pieces.
-std::string read_utf8_text(
-    const std::filesystem::path& path,
-    const std::string& what);
+std::string read_utf8_text(const std::filesystem::path& path, const std::string& what);
 
 /// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
 /// and a final line without terminator still counts. An empty text has no

@@ -63,9 +63,7 @@ class TokenFile : public Tokens {
   // mapped).
   void map();
   // The data's checksum and every id against the vocabulary, in one pass.
-  void check_data(
-      const IdFileHeader& header,
-      const std::filesystem::path& vocab_path) const;
+  void check_data(const IdFileHeader& header, const std::filesystem::path& vocab_path) const;
   void release();
 
   std::filesystem::path path_;

@@ -68,8 +68,7 @@ class Vocab {
       bool open_end = false) const;
   /// The text of `ids`: words joined by spaces with `<eos>` as a line break, or the bytes;
   /// `after_word`: the text continues a line that ends in a word (a space comes first).
-  std::string decode(const std::vector<int64_t>& ids, bool after_word = false)
-      const;
+  std::string decode(const std::vector<int64_t>& ids, bool after_word = false) const;
 
  private:
   Vocab(VocabKind kind, std::vector<std::string> tokens);

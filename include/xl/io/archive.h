@@ -9,29 +9,17 @@
 
 namespace xl::io {
 
-void write_int(
-    torch::serialize::OutputArchive& archive,
-    const std::string& key,
-    int64_t value);
-void write_double(
-    torch::serialize::OutputArchive& archive,
-    const std::string& key,
-    double value);
+void write_int(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
+void write_double(torch::serialize::OutputArchive& archive, const std::string& key, double value);
 void write_string(
     torch::serialize::OutputArchive& archive,
     const std::string& key,
     const std::string& value);
 
 /// The value under `key`; a missing key or another type is a c10::Error naming the key.
-int64_t read_int(
-    torch::serialize::InputArchive& archive,
-    const std::string& key);
-double read_double(
-    torch::serialize::InputArchive& archive,
-    const std::string& key);
-std::string read_string(
-    torch::serialize::InputArchive& archive,
-    const std::string& key);
+int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key);
+double read_double(torch::serialize::InputArchive& archive, const std::string& key);
+std::string read_string(torch::serialize::InputArchive& archive, const std::string& key);
 
 /// `module`'s parameters and buffers as the sub-archive `key`.
 void write_module(

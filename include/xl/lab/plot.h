@@ -19,9 +19,7 @@ struct PlotOptions {
 /// The curves of `runs` as the bytes of a PNG file, with a legend of the run directories'
 /// names (written by the caller, through run/outputs.h). No logged loss in any run is a
 /// UserError.
-std::string plot_curves(
-    const std::vector<RunSummary>& runs,
-    const PlotOptions& options = {});
+std::string plot_curves(const std::vector<RunSummary>& runs, const PlotOptions& options = {});
 
 /// The colour of the i-th run, as 8-bit RGB (tests look for it in the image).
 std::array<uint8_t, 3> run_colour(size_t i);

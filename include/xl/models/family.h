@@ -33,8 +33,7 @@ struct ModelFamily {
 
   /// The model over a vocabulary of `n_token`, freshly initialised from the torch random state
   /// (train.activation_checkpointing decides whether its layers recompute).
-  LanguageModel (*build)(const config::Config& config, int64_t n_token) =
-      nullptr;
+  LanguageModel (*build)(const config::Config& config, int64_t n_token) = nullptr;
   /// The attention lengths of an evaluation (`validation`: during training); see
   /// models::eval_span.
   Span (*eval_span)(const config::Config& config, bool validation) = nullptr;
@@ -44,23 +43,18 @@ struct ModelFamily {
 
   /// The prepared data `config` asks for (data.dir exists; everything else is the family's to
   /// check), and random data in the same shapes for benchmarks.
-  std::unique_ptr<sources::Dataset> (*open_dataset)(
-      const config::Config& config) = nullptr;
-  std::unique_ptr<sources::Dataset> (*random_dataset)(
-      const config::Config& config,
-      int64_t n_token,
-      int64_t size) = nullptr;
+  std::unique_ptr<sources::Dataset> (*open_dataset)(const config::Config& config) = nullptr;
+  std::unique_ptr<sources::Dataset> (
+      *random_dataset)(const config::Config& config, int64_t n_token, int64_t size) = nullptr;
 
   /// What the memory estimate needs of the model config builds over `n_token`.
-  MemoryShape (*memory_shape)(const config::Config& config, int64_t n_token) =
-      nullptr;
+  MemoryShape (*memory_shape)(const config::Config& config, int64_t n_token) = nullptr;
 
   /// Model FLOPs per input token on uniformly random targets (xl-bench's data): of a training
   /// step, and of a memory-mode evaluation segment of `tgt_len` new tokens after `mem_len` of
   /// memory (`projections_kept`: the memory's projections come from the previous segment).
   /// Null where the family has no formula yet: xl-bench then reports no MFU.
-  double (*training_flops)(const config::Config& config, int64_t n_token) =
-      nullptr;
+  double (*training_flops)(const config::Config& config, int64_t n_token) = nullptr;
   double (*evaluation_flops)(
       const config::Config& config,
       int64_t n_token,
@@ -72,12 +66,10 @@ struct ModelFamily {
   /// vocabulary (null: HF has no such model, and `no_hf_model` says so), the tensors of one of
   /// this family's models under HF's names (nullopt for a model of another family), and the
   /// import of such tensors.
-  nlohmann::json (*hf_config)(
-      const config::Config& config,
-      const sources::Dataset& dataset) = nullptr;
-  std::string no_hf_model;
-  std::optional<std::vector<HFTensor>> (*hf_tensors)(LanguageModelImpl& model) =
+  nlohmann::json (*hf_config)(const config::Config& config, const sources::Dataset& dataset) =
       nullptr;
+  std::string no_hf_model;
+  std::optional<std::vector<HFTensor>> (*hf_tensors)(LanguageModelImpl& model) = nullptr;
   void (*import_hf)(
       LanguageModelImpl& model,
       const io::SafeTensors& weights,
@@ -86,8 +78,7 @@ struct ModelFamily {
   /// Generation: why xl-sample refuses the family ("" where it generates), and the longest
   /// window its position tables hold (nullopt: any).
   std::string no_sampling;
-  std::optional<int64_t> (*position_limit)(const config::Config& config) =
-      nullptr;
+  std::optional<int64_t> (*position_limit)(const config::Config& config) = nullptr;
 };
 
 } // namespace xl::models

@@ -31,9 +31,7 @@ void import_hf(
 
 /// config.json of the HF model class that matches `config`'s model over `dataset`'s vocabulary;
 /// what HF cannot express is a UserError.
-nlohmann::json hf_config(
-    const config::Config& config,
-    const sources::Dataset& dataset);
+nlohmann::json hf_config(const config::Config& config, const sources::Dataset& dataset);
 
 /// Every tensor of `model` under its HF name (tied and shared copies too, so that every name HF
 /// looks for is there), contiguous on the CPU, ready for safetensors.

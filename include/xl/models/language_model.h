@@ -100,9 +100,6 @@ int64_t count_parameters(const torch::nn::Module& module);
 
 /// The batch of a language model: tokens [L, B] and targets [T <= L, B], or no targets when
 /// `args` asks for the next token only; else an error naming `family` and the sizes.
-void check_lm_batch(
-    const sources::Batch& batch,
-    const ForwardArgs& args,
-    const char* family);
+void check_lm_batch(const sources::Batch& batch, const ForwardArgs& args, const char* family);
 
 } // namespace xl::models

@@ -48,9 +48,7 @@ struct TermTotal {
 
 /// Adds `more` into `totals` term by term; an empty `totals` takes `more`'s terms. Terms must
 /// come in the same order with the same names.
-void accumulate(
-    std::vector<TermTotal>& totals,
-    const std::vector<TermTotal>& more);
+void accumulate(std::vector<TermTotal>& totals, const std::vector<TermTotal>& more);
 
 /// Totals of `terms` with host values `sums` (one per term, in order).
 std::vector<TermTotal> totals_of(

@@ -86,15 +86,11 @@ struct MemoryEstimate {
 /// A training step of `config` over a vocabulary of `n_token`: one chunk of
 /// train.batch_size / train.batch_chunk sequences, with the whole graph kept (or one layer's,
 /// with train.activation_checkpointing).
-MemoryEstimate estimate_training_memory(
-    const config::Config& config,
-    int64_t n_token);
+MemoryEstimate estimate_training_memory(const config::Config& config, int64_t n_token);
 
 /// An evaluation batch of `config` (eval.batch_size, its segment length and memory, as
 /// eval_span(config, false) resolves them) without a graph.
-MemoryEstimate estimate_evaluation_memory(
-    const config::Config& config,
-    int64_t n_token);
+MemoryEstimate estimate_evaluation_memory(const config::Config& config, int64_t n_token);
 
 /// Compares `need` for `what` ("training", "evaluation") with the `available` bytes of `where`
 /// ("the CPU", "cuda:0"). Too much is a UserError naming both and the flag that overrides the

@@ -48,8 +48,7 @@ struct AdaptiveOptions {
   void validate() const;
 };
 
-class AdaptiveEmbeddingImpl
-    : public torch::nn::Cloneable<AdaptiveEmbeddingImpl> {
+class AdaptiveEmbeddingImpl : public torch::nn::Cloneable<AdaptiveEmbeddingImpl> {
  public:
   explicit AdaptiveEmbeddingImpl(const AdaptiveOptions& options);
   void reset() override;
@@ -71,8 +70,7 @@ class AdaptiveEmbeddingImpl
 TORCH_MODULE(AdaptiveEmbedding);
 
 struct AdaptiveSoftmaxOptions {
-  explicit AdaptiveSoftmaxOptions(AdaptiveOptions adaptive)
-      : adaptive_(std::move(adaptive)) {}
+  explicit AdaptiveSoftmaxOptions(AdaptiveOptions adaptive) : adaptive_(std::move(adaptive)) {}
   TORCH_ARG(AdaptiveOptions, adaptive);
   /// share each bin's weight with the embedding (biases are never shared)
   TORCH_ARG(bool, tie_weight) = true;
@@ -84,8 +82,7 @@ struct AdaptiveSoftmaxOptions {
   TORCH_ARG(bool, fused_loss) = true;
 };
 
-class AdaptiveLogSoftmaxImpl
-    : public torch::nn::Cloneable<AdaptiveLogSoftmaxImpl> {
+class AdaptiveLogSoftmaxImpl : public torch::nn::Cloneable<AdaptiveLogSoftmaxImpl> {
  public:
   explicit AdaptiveLogSoftmaxImpl(const AdaptiveSoftmaxOptions& options);
   /// Registers the parameters that are not tied; tied ones come from tie_to().
@@ -99,9 +96,7 @@ class AdaptiveLogSoftmaxImpl
 
   /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token
   /// order
-  torch::Tensor forward(
-      const torch::Tensor& hidden,
-      const torch::Tensor& target);
+  torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& target);
   /// hidden [N, d_proj] -> log-probabilities over the whole vocabulary [N,
   /// n_token]
   torch::Tensor log_probs(const torch::Tensor& hidden);

@@ -72,10 +72,7 @@ void check_attention_inputs(
     const torch::Tensor& mem);
 
 /// [len, B, H * Dh] -> [B, H, len, Dh]
-torch::Tensor split_heads(
-    const torch::Tensor& x,
-    int64_t n_head,
-    int64_t d_head);
+torch::Tensor split_heads(const torch::Tensor& x, int64_t n_head, int64_t d_head);
 
 /// q, k, v through one fused projection `qkv_net` (D -> 3 H Dh) of [mem | h]; with pre-LN the
 /// keys' source is normalised first. With a `cache` whose rows end with the memory's, only h
@@ -109,10 +106,7 @@ inline double attention_scale(const AttentionOptions& o) {
 
 /// A global attention bias (Transformer-XL's u and v, XLNet's r_*_bias), uninitialised: [H, Dh]
 /// shared by the layers, or [n_layer, H, Dh] with one per layer.
-inline torch::Tensor global_bias(
-    const AttentionOptions& o,
-    int64_t n_layer,
-    bool per_layer) {
+inline torch::Tensor global_bias(const AttentionOptions& o, int64_t n_layer, bool per_layer) {
   return per_layer ? torch::empty({n_layer, o.n_head(), o.d_head()})
                    : torch::empty({o.n_head(), o.d_head()});
 }
@@ -159,17 +153,12 @@ void register_attention_modules(Impl& m) {
   const AttentionOptions& o = m.options;
   const int64_t inner = o.n_head() * o.d_head();
   m.qkv_net = m.register_module(
-      "qkv_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(o.d_model(), 3 * inner).bias(false)));
+      "qkv_net", torch::nn::Linear(torch::nn::LinearOptions(o.d_model(), 3 * inner).bias(false)));
   m.o_net = m.register_module(
-      "o_net",
-      torch::nn::Linear(
-          torch::nn::LinearOptions(inner, o.d_model()).bias(false)));
+      "o_net", torch::nn::Linear(torch::nn::LinearOptions(inner, o.d_model()).bias(false)));
   m.layer_norm = m.register_module(
       "layer_norm",
-      torch::nn::LayerNorm(
-          torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
   m.drop = m.register_module("drop", torch::nn::Dropout(o.dropout()));
   m.dropatt = m.register_module("dropatt", torch::nn::Dropout(o.dropatt()));
 }
@@ -177,8 +166,7 @@ void register_attention_modules(Impl& m) {
 /// The projection of relative position embeddings onto the heads: D -> H * Dh, no bias.
 inline torch::nn::Linear position_projection(const AttentionOptions& o) {
   return torch::nn::Linear(
-      torch::nn::LinearOptions(o.d_model(), o.n_head() * o.d_head())
-          .bias(false));
+      torch::nn::LinearOptions(o.d_model(), o.n_head() * o.d_head()).bias(false));
 }
 
 /// Draws what register_attention_modules() registered, in its order.

@@ -16,8 +16,7 @@ namespace xl::nn {
 enum class Activation { kRelu, kGelu, kGeluTanh };
 
 struct FeedForwardOptions {
-  FeedForwardOptions(int64_t d_model, int64_t d_inner)
-      : d_model_(d_model), d_inner_(d_inner) {}
+  FeedForwardOptions(int64_t d_model, int64_t d_inner) : d_model_(d_model), d_inner_(d_inner) {}
   TORCH_ARG(int64_t, d_model);
   TORCH_ARG(int64_t, d_inner);
   TORCH_ARG(double, dropout) = 0.0;

@@ -9,9 +9,7 @@
 namespace xl::nn {
 
 /// `layer_norm` of `x` in float32: [..., d] -> [..., d] float32.
-inline torch::Tensor layer_norm_fp32(
-    torch::nn::LayerNorm& layer_norm,
-    const torch::Tensor& x) {
+inline torch::Tensor layer_norm_fp32(torch::nn::LayerNorm& layer_norm, const torch::Tensor& x) {
   return layer_norm->forward(x.to(torch::kFloat));
 }
 

@@ -23,8 +23,7 @@ struct SinusoidEmbeddingOptions {
 
 /// Maps positions to fixed sinusoid vectors. No parameters; `inv_freq` is a
 /// buffer so that it follows the module's device.
-class SinusoidEmbeddingImpl
-    : public torch::nn::Cloneable<SinusoidEmbeddingImpl> {
+class SinusoidEmbeddingImpl : public torch::nn::Cloneable<SinusoidEmbeddingImpl> {
  public:
   explicit SinusoidEmbeddingImpl(const SinusoidEmbeddingOptions& options);
   void reset() override;

@@ -10,8 +10,7 @@
 
 namespace xl::nn {
 
-using Block = std::function<std::vector<torch::Tensor>(
-    const std::vector<torch::Tensor>&)>;
+using Block = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
 
 /// Returns block(inputs). When autograd would record the block (grad mode on and an input
 /// requiring grad), it runs without recording; the outputs get one backward node that
@@ -20,8 +19,6 @@ using Block = std::function<std::vector<torch::Tensor>(
 /// block uses get their gradients there) and hands the inputs' gradients on. Every tensor
 /// that carries gradient into the block and is not a parameter must be one of `inputs`
 /// (all defined); the block may capture parameters and tensors without gradient.
-std::vector<torch::Tensor> recompute(
-    const Block& block,
-    const std::vector<torch::Tensor>& inputs);
+std::vector<torch::Tensor> recompute(const Block& block, const std::vector<torch::Tensor>& inputs);
 
 } // namespace xl::nn

@@ -27,8 +27,7 @@ struct RelativeTerms {
   torch::Tensor v;
 };
 
-class RelPartialAttentionImpl
-    : public torch::nn::Cloneable<RelPartialAttentionImpl> {
+class RelPartialAttentionImpl : public torch::nn::Cloneable<RelPartialAttentionImpl> {
  public:
   explicit RelPartialAttentionImpl(const AttentionOptions& options);
   void reset() override;

@@ -23,10 +23,7 @@ namespace xl::nn {
 /// positions [B or 1, Q] (int64) is each query's input position p in 0..L-1. Returns y
 /// [B, H, Q, K] with y[..., q, j] = x[..., q, j + L - p]: the distance (M + p) - j, M = K - L.
 /// (Transformer-XL's shift, rel_shift, only keeps the distances >= 0.)
-torch::Tensor xlnet_rel_shift(
-    const torch::Tensor& x,
-    const torch::Tensor& positions,
-    int64_t klen);
+torch::Tensor xlnet_rel_shift(const torch::Tensor& x, const torch::Tensor& positions, int64_t klen);
 
 /// One stream's queries: where they sit and what they may not see.
 struct StreamQueries {
@@ -57,8 +54,7 @@ struct TwoStreamTerms {
   torch::Tensor query_valid;
 };
 
-class TwoStreamAttentionImpl
-    : public torch::nn::Cloneable<TwoStreamAttentionImpl> {
+class TwoStreamAttentionImpl : public torch::nn::Cloneable<TwoStreamAttentionImpl> {
  public:
   explicit TwoStreamAttentionImpl(const AttentionOptions& options);
   void reset() override;

@@ -9,8 +9,7 @@
 
 namespace xl::nn {
 
-class VanillaDecoderLayerImpl
-    : public torch::nn::Cloneable<VanillaDecoderLayerImpl> {
+class VanillaDecoderLayerImpl : public torch::nn::Cloneable<VanillaDecoderLayerImpl> {
  public:
   explicit VanillaDecoderLayerImpl(const DecoderLayerOptions& options);
   void reset() override;

@@ -20,9 +20,7 @@ class MetricsWriter {
  public:
   /// Appends to `path`; with `tensorboard`, every record also goes to a TensorBoard event file
   /// beside it (run/tensorboard.h).
-  explicit MetricsWriter(
-      const std::filesystem::path& path,
-      bool tensorboard = false);
+  explicit MetricsWriter(const std::filesystem::path& path, bool tensorboard = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

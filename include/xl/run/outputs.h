@@ -11,15 +11,12 @@ namespace xl::run {
 
 /// The run directory that `path` lies in or is (a folder holding config.yaml beside
 /// checkpoints/, metrics.jsonl or .lock), found through symbolic links; `path` need not exist.
-std::optional<std::filesystem::path> enclosing_run(
-    const std::filesystem::path& path);
+std::optional<std::filesystem::path> enclosing_run(const std::filesystem::path& path);
 
 /// What `path` is to the run `run` that encloses it: "its config", "its metrics", "its log",
 /// "its lock", "its TensorBoard events", "its checkpoints" (anything under checkpoints/), or
 /// empty for a file the run does not own.
-std::string file_role(
-    const std::filesystem::path& run,
-    const std::filesystem::path& path);
+std::string file_role(const std::filesystem::path& run, const std::filesystem::path& path);
 
 /// Refuses (UserError naming `flag`) a name given where a plain file name is asked: empty,
 /// "." or "..", with a '/', a NUL or another control character, or longer than 255 bytes.
@@ -44,9 +41,7 @@ std::filesystem::path check_output_folder(
     bool force);
 
 /// Creates `folder` and the folders above it, a UserError naming `flag` when it cannot.
-void create_output_folder(
-    const std::string& flag,
-    const std::filesystem::path& folder);
+void create_output_folder(const std::string& flag, const std::filesystem::path& folder);
 
 /// Writes `content` to a file checked by check_output_file, atomically, creating the folders
 /// above it; a failure is a UserError naming `flag`.

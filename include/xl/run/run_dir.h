@@ -59,9 +59,7 @@ RunPaths paths_of(const std::filesystem::path& dir);
 
 /// Refuses a config file that is a run's config.yaml (a run directory's, also a copied one's)
 /// whose run.dir names another run directory: training it would continue the other run.
-void check_config_belongs(
-    const std::filesystem::path& config_file,
-    const config::Config& config);
+void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config);
 
 /// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
 /// same run is refused), removes the temporary files a killed save left, and writes the

@@ -20,11 +20,7 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
-  void scalar(
-      const std::string& tag,
-      double value,
-      int64_t step,
-      double wall_time);
+  void scalar(const std::string& tag, double value, int64_t step, double wall_time);
   /// A resumed run restarts at `step`: TensorBoard drops the points at `step` and after that
   /// it read before this record (what a killed run logged after its last checkpoint).
   void restart(int64_t step, double wall_time);
@@ -44,10 +40,7 @@ class EventWriter {
 /// record's step, tagged "<split>/<key>" ("train/loss", "valid/ppl", "train/loss/layer3",
 /// "train/lr") or "<split>/<mode>/<key>" for xl-eval's records; a "resumed" record as a restart
 /// after its step. Other records, counts (tokens, batches) and marks are left out.
-void write_events(
-    EventWriter& writer,
-    const nlohmann::json& record,
-    double wall_time);
+void write_events(EventWriter& writer, const nlohmann::json& record, double wall_time);
 
 /// Seconds since the epoch, as TensorBoard's wall times.
 double wall_time_now();

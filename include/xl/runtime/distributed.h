@@ -22,9 +22,9 @@ namespace xl::runtime {
 
 /// What torchrun tells each process.
 struct DistributedEnv {
-  int rank = 0;       // RANK
-  int world_size = 1; // WORLD_SIZE
-  int local_rank = 0; // LOCAL_RANK: the GPU of this process on its machine
+  int rank = 0;                          // RANK
+  int world_size = 1;                    // WORLD_SIZE
+  int local_rank = 0;                    // LOCAL_RANK: the GPU of this process on its machine
   std::string master_addr = "127.0.0.1"; // MASTER_ADDR
   int master_port = 29500;               // MASTER_PORT
   /// TORCHELASTIC_USE_AGENT_STORE: torchrun already serves the store at the master address

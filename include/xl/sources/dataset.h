@@ -65,9 +65,7 @@ class Dataset {
   }
   /// Batches of `split` ("valid" or "test"); `validation`: the periodic validation of training,
   /// otherwise the final evaluation the eval section describes.
-  virtual EvalBatches eval_batches(
-      const std::string& split,
-      bool validation) = 0;
+  virtual EvalBatches eval_batches(const std::string& split, bool validation) = 0;
   /// Evaluation batches of a file the user names, prepared as the data.dir splits are (raw text
   /// for XLNet pretraining, labelled text for classification); a UserError for data that needs
   /// xl-prep first.
@@ -91,9 +89,7 @@ EvalBatches token_eval_batches(
     int64_t ext_len);
 
 /// The file of data.<split> ("train", "valid", "test").
-const std::string& split_file(
-    const config::DataConfig& data,
-    const std::string& split);
+const std::string& split_file(const config::DataConfig& data, const std::string& split);
 
 /// A UserError unless data.dir is a folder, saying how relative paths are read.
 void check_data_dir(const config::Config& config);

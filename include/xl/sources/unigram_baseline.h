@@ -19,9 +19,7 @@ struct UnigramBaseline {
   torch::Tensor chars;
 
   /// From the training split's counts [V] (integers) and the entries' characters [V].
-  static UnigramBaseline from_counts(
-      const torch::Tensor& counts,
-      const torch::Tensor& chars);
+  static UnigramBaseline from_counts(const torch::Tensor& counts, const torch::Tensor& chars);
 };
 
 /// The baseline of SentencePiece data: the counts of the training split `train`, and the

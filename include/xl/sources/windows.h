@@ -23,11 +23,7 @@ class SlidingWindows : public BatchSource {
  public:
   /// `batch_size` windows per batch; `tokens` must outlive the source and hold more than W
   /// tokens.
-  SlidingWindows(
-      const formats::Tokens& tokens,
-      int64_t window,
-      int64_t stride,
-      int64_t batch_size);
+  SlidingWindows(const formats::Tokens& tokens, int64_t window, int64_t stride, int64_t batch_size);
 
   std::optional<Batch> next() override;
   bool continues_streams() const override {
@@ -55,11 +51,7 @@ class SlidingWindows : public BatchSource {
 class RandomWindows : public BatchSource {
  public:
   /// `tokens` must outlive the source and hold more than W tokens.
-  RandomWindows(
-      const formats::Tokens& tokens,
-      int64_t window,
-      int64_t batch_size,
-      uint64_t seed);
+  RandomWindows(const formats::Tokens& tokens, int64_t window, int64_t batch_size, uint64_t seed);
 
   std::optional<Batch> next() override;
   bool continues_streams() const override {

@@ -33,12 +33,7 @@ class Optimizer {
 ///   w -= lr s trust r.
 class Lamb : public Optimizer {
  public:
-  Lamb(
-      std::vector<ParameterGroup> groups,
-      double lr,
-      double beta1,
-      double beta2,
-      double eps);
+  Lamb(std::vector<ParameterGroup> groups, double lr, double beta1, double beta2, double eps);
   void step() override;
   std::vector<torch::Tensor> state_tensors() const override;
   void zero_grad() override;

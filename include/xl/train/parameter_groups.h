@@ -59,8 +59,6 @@ std::vector<std::string> parameters_named(
 /// that no gradient is computed for them (calling it again gives the same plan). A train.freeze
 /// pattern that names no parameter, or one that leaves nothing to train, is a ConfigError
 /// naming the key and the model's parameters.
-ParameterPlan plan_parameters(
-    const config::Config& config,
-    torch::nn::Module& model);
+ParameterPlan plan_parameters(const config::Config& config, torch::nn::Module& model);
 
 } // namespace xl::train

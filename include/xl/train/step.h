@@ -33,9 +33,7 @@ struct StepOptions {
   DataParallel* parallel = nullptr;
 
   /// train.batch_chunk, clip and bf16 on `device`, one process
-  static StepOptions from(
-      const config::TrainConfig& t,
-      const torch::Device& device);
+  static StepOptions from(const config::TrainConfig& t, const torch::Device& device);
 };
 
 struct StepResult {

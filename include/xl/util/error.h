@@ -12,8 +12,7 @@ namespace xl {
 /// where.
 class UserError : public std::runtime_error {
  public:
-  explicit UserError(const std::string& message)
-      : std::runtime_error(message) {}
+  explicit UserError(const std::string& message) : std::runtime_error(message) {}
 };
 
 /// A configuration problem: file (and line where known), key path, expected and

@@ -23,9 +23,7 @@ using ByteSink = std::function<void(const void* data, size_t size)>;
 /// entry is synced. A crash at any point leaves either the old file or the new
 /// one, never a torn mix. `produce` streams the content into the sink it is
 /// given.
-void atomic_write(
-    const fs::path& path,
-    const std::function<void(const ByteSink&)>& produce);
+void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce);
 
 /// Convenience overload for content already in memory.
 void atomic_write(const fs::path& path, const std::string& content);
@@ -40,10 +38,7 @@ std::string plain_name_problem(const std::string& name);
 
 /// 64-bit FNV-1a hash, used for vocabulary checksums (stable across platforms
 /// and versions).
-uint64_t fnv1a64(
-    const void* data,
-    size_t size,
-    uint64_t seed = 0xcbf29ce484222325ULL);
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
 
 /// A fast 64-bit hash of a byte block, for data checksums (several GB/s: four independent
 /// multiply-rotate lanes over 8-byte words, then a final mix). Chain blocks through `seed`.

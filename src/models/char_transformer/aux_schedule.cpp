@@ -24,10 +24,9 @@ std::vector<double> layer_weights(const LayerSchedule& s, int64_t step) {
       continue;
     }
     double& w = weights[static_cast<size_t>(l - 1)];
-    w = s.decay == LayerDecay::kStep ? 1.0
-                                     : 1.0 -
-            static_cast<double>(done * 2 * n) /
-                static_cast<double>(l * s.max_step);
+    w = s.decay == LayerDecay::kStep
+        ? 1.0
+        : 1.0 - static_cast<double>(done * 2 * n) / static_cast<double>(l * s.max_step);
     ++active;
   }
   if (s.mean) {

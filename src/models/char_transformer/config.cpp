@@ -18,9 +18,7 @@ void validate_char_transformer(const config::Config& c) {
   }
   if (x.target_weights.empty()) {
     config::fail_rule(
-        c,
-        "model.char_transformer.target_weights",
-        "needs the t+1 weight at least, found []");
+        c, "model.char_transformer.target_weights", "needs the t+1 weight at least, found []");
   }
   if (static_cast<int64_t>(x.target_weights.size()) > c.train.tgt_len) {
     config::fail_rule(

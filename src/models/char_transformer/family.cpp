@@ -6,9 +6,7 @@
 
 namespace xl::models {
 
-CharTransformerOptions char_transformer_options(
-    const config::Config& c,
-    int64_t n_token) {
+CharTransformerOptions char_transformer_options(const config::Config& c, int64_t n_token) {
   const config::ModelConfig& m = c.model;
   const auto& x = m.section<CharTransformerConfig>();
   CharLosses losses;
@@ -22,8 +20,7 @@ CharTransformerOptions char_transformer_options(
   return CharTransformerOptions(
              n_token,
              m.n_layer,
-             nn::DecoderLayerOptions(attention_options(m), m.d_inner)
-                 .inner_dropout(x.relu_dropout))
+             nn::DecoderLayerOptions(attention_options(m), m.d_inner).inner_dropout(x.relu_dropout))
       .n_ctx(x.n_ctx)
       .per_layer_positions(x.positions == PositionTables::kPerLayer)
       .losses(losses)
@@ -53,8 +50,7 @@ std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {
-  return sources::random_token_dataset(
-      config, n_token, size, formats::VocabKind::kByte, 0);
+  return sources::random_token_dataset(config, n_token, size, formats::VocabKind::kByte, 0);
 }
 
 // The character transformer: per-layer (or one) position tables, the output head and the
@@ -66,15 +62,14 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const auto v = static_cast<double>(o.n_token());
   const double heads = (o.losses().schedule.intermediate ? f.n_layer : 1) *
       static_cast<double>(o.losses().target_weights.size());
-  const double positions = (o.per_layer_positions() ? f.n_layer : 1) *
-      static_cast<double>(o.n_ctx()) * l.d;
+  const double positions =
+      (o.per_layer_positions() ? f.n_layer : 1) * static_cast<double>(o.n_ctx()) * l.d;
   f.parameters = v * l.d + positions + f.n_layer * l.parameters() +
       (o.layer().attention().pre_lnorm() ? 2 * l.d : 0) + heads * (l.d * v + v);
   f.largest = std::max({v * l.d, positions, l.largest()});
   f.classes = v;
-  f.training_rows = heads *
-      (o.losses().multiple_positions ? static_cast<double>(c.train.tgt_len)
-                                     : 1);
+  f.training_rows =
+      heads * (o.losses().multiple_positions ? static_cast<double>(c.train.tgt_len) : 1);
   return f;
 }
 

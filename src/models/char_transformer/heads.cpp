@@ -2,8 +2,7 @@
 
 namespace xl::models {
 
-CharHeadsImpl::CharHeadsImpl(const CharHeadsOptions& options_)
-    : options(options_) {
+CharHeadsImpl::CharHeadsImpl(const CharHeadsOptions& options_) : options(options_) {
   reset();
 }
 
@@ -49,13 +48,9 @@ bool CharHeadsImpl::has(int64_t layer, int64_t offset) const {
   return index(layer, offset) >= 0;
 }
 
-torch::Tensor CharHeadsImpl::forward(
-    int64_t layer,
-    int64_t offset,
-    const torch::Tensor& h) {
+torch::Tensor CharHeadsImpl::forward(int64_t layer, int64_t offset, const torch::Tensor& h) {
   const int64_t i = index(layer, offset);
-  TORCH_CHECK(
-      i >= 0, "no training head for layer ", layer, ", target t+", offset + 1);
+  TORCH_CHECK(i >= 0, "no training head for layer ", layer, ", target t+", offset + 1);
   return heads->ptr<torch::nn::LinearImpl>(static_cast<size_t>(i))->forward(h);
 }
 

@@ -20,8 +20,7 @@ void CharTransformerImpl::reset() {
   const auto& attention = o.layer().attention();
   const auto& losses = o.losses();
   TORCH_CHECK(
-      o.n_token() >= 1 && o.n_layer() >= 1 && o.n_ctx() >= 1 &&
-          !losses.target_weights.empty() &&
+      o.n_token() >= 1 && o.n_layer() >= 1 && o.n_ctx() >= 1 && !losses.target_weights.empty() &&
           losses.schedule.n_layer == o.n_layer(),
       "char transformer: need a vocabulary, layers, positions and a t+1 weight, and a schedule "
       "over the model's layers; got ",
@@ -36,8 +35,7 @@ void CharTransformerImpl::reset() {
       losses.schedule.n_layer,
       " layers");
   const int64_t d_model = attention.d_model();
-  word_embedding = register_module(
-      "word_embedding", torch::nn::Embedding(o.n_token(), d_model));
+  word_embedding = register_module("word_embedding", torch::nn::Embedding(o.n_token(), d_model));
   positions = register_module(
       "positions",
       nn::LearnedPositions(nn::LearnedPositionsOptions(
@@ -50,8 +48,8 @@ void CharTransformerImpl::reset() {
   if (attention.pre_lnorm()) {
     final_norm = register_module(
         "final_norm",
-        torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(
-            attention.layer_norm_eps())));
+        torch::nn::LayerNorm(
+            torch::nn::LayerNormOptions({d_model}).eps(attention.layer_norm_eps())));
   }
   out = register_module("out", torch::nn::Linear(d_model, o.n_token()));
   const auto n_target = static_cast<int64_t>(losses.target_weights.size());
@@ -104,8 +102,7 @@ LossTerm CharTransformerImpl::head_term(
   const auto name = layer == options.n_layer() - 1 && offset == 0
       ? std::string("lm")
       : fmt::format("l{}/t+{}", layer + 1, offset + 1);
-  if (rows == 0 ||
-      weight == 0.0) { // nothing to score, or a stopped layer: no head runs
+  if (rows == 0 || weight == 0.0) { // nothing to score, or a stopped layer: no head runs
     return {name, torch::zeros({}, h.options().dtype(torch::kFloat)), 0, 0.0};
   }
   auto x = h.narrow(0, first + len - n_targets, rows);
@@ -113,10 +110,9 @@ LossTerm CharTransformerImpl::head_term(
     x = nn::layer_norm_fp32(final_norm, x);
   }
   const auto logits = name == "lm" ? out(x) : heads(layer, offset, x);
-  const auto log_probs =
-      torch::log_softmax(logits.to(torch::kFloat), -1)
-          .gather(2, batch.targets.narrow(0, first + offset, rows).unsqueeze(2))
-          .squeeze(2);
+  const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1)
+                             .gather(2, batch.targets.narrow(0, first + offset, rows).unsqueeze(2))
+                             .squeeze(2);
   if (keep != nullptr) {
     *keep = log_probs;
   }
@@ -129,18 +125,16 @@ torch::Tensor CharTransformerImpl::run_layer(
     const torch::Tensor& mask) {
   const int64_t len = h.size(0); // positions 0..len-1 must fit the tables
   // Captures by value: a replay runs after forward has returned.
-  const auto layer =
-      [this, l, len, mask](const std::vector<torch::Tensor>& in) {
-        auto x = in[0];
-        if (options.per_layer_positions() || l == 0) {
-          x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
-        }
-        return std::vector<torch::Tensor>{
-            layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-                ->forward(x, mask, torch::Tensor())};
-      };
-  return (
-      options.checkpoint_layers() ? nn::recompute(layer, {h}) : layer({h}))[0];
+  const auto layer = [this, l, len, mask](const std::vector<torch::Tensor>& in) {
+    auto x = in[0];
+    if (options.per_layer_positions() || l == 0) {
+      x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
+    }
+    return std::vector<torch::Tensor>{
+        layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+            ->forward(x, mask, torch::Tensor())};
+  };
+  return (options.checkpoint_layers() ? nn::recompute(layer, {h}) : layer({h}))[0];
 }
 
 void CharTransformerImpl::add_layer_terms(
@@ -155,12 +149,10 @@ void CharTransformerImpl::add_layer_terms(
   const bool training = is_training();
   const auto& targets = batch.targets;
   const int64_t scored = training && !losses.multiple_positions ? 1
-      : targets.defined() ? targets.size(0)
-                          : 0;
+      : targets.defined()                                       ? targets.size(0)
+                                                                : 0;
   // Generation without targets runs no head but the next token's.
-  const auto n_target = targets.defined()
-      ? static_cast<int64_t>(losses.target_weights.size())
-      : 0;
+  const auto n_target = targets.defined() ? static_cast<int64_t>(losses.target_weights.size()) : 0;
   for (int64_t k = 0; k < n_target; ++k) {
     const bool own = l == options.n_layer() - 1 && k == 0;
     if (!own && (!training || !heads || !heads->has(l, k))) {
@@ -190,8 +182,7 @@ ModelOutput CharTransformerImpl::forward(
   std::vector<double> weights(static_cast<size_t>(n_layer), 0.0);
   weights.back() = 1.0;
   if (is_training()) {
-    weights = layer_weights(
-        options.losses().schedule, std::max<int64_t>(args.step, 1));
+    weights = layer_weights(options.losses().schedule, std::max<int64_t>(args.step, 1));
   }
   ModelOutput output;
   std::vector<LossTerm> aux;
@@ -199,8 +190,7 @@ ModelOutput CharTransformerImpl::forward(
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   for (int64_t l = 0; l < n_layer; ++l) {
     h = run_layer(l, h, mask);
-    add_layer_terms(
-        batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
+    add_layer_terms(batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
   }
   for (auto& term : aux) {
     output.terms.push_back(std::move(term));

@@ -92,8 +92,7 @@ void validate_memory_spans(const config::Config& c) {
             eval_tgt_len));
   }
   const bool same_length = e.same_length.value_or(x.same_length);
-  if (e.mode == config::EvalMode::kMemory && same_length &&
-      e.mem_len.value_or(kept_span) == 0) {
+  if (e.mode == config::EvalMode::kMemory && same_length && e.mem_len.value_or(kept_span) == 0) {
     config::fail_rule(
         c,
         e.same_length ? "eval.same_length" : "eval.mem_len",
@@ -130,8 +129,7 @@ void validate_learned_positions(const config::Config& c) {
   }
   const config::EvalConfig& e = c.eval;
   const int64_t eval_tgt_len = e.tgt_len.value_or(c.train.tgt_len);
-  const int64_t eval_span =
-      e.mem_len.value_or(span - eval_tgt_len) + eval_tgt_len;
+  const int64_t eval_span = e.mem_len.value_or(span - eval_tgt_len) + eval_tgt_len;
   if (e.mode == config::EvalMode::kMemory && eval_span > n_ctx) {
     config::fail_rule(
         c,

@@ -11,9 +11,7 @@
 
 namespace xl::models {
 
-TransformerXLOptions transformer_xl_options(
-    const config::Config& c,
-    int64_t n_token) {
+TransformerXLOptions transformer_xl_options(const config::Config& c, int64_t n_token) {
   const config::ModelConfig& m = c.model;
   const auto& x = m.section<TransformerXLConfig>();
   if (!x.cutoffs.empty() && x.cutoffs.back() >= n_token) {
@@ -29,10 +27,9 @@ TransformerXLOptions transformer_xl_options(
     tie_projs[0] = false;
   }
   const auto attention = attention_options(m);
-  const auto adaptive =
-      nn::AdaptiveOptions(n_token, x.d_embed.value_or(m.d_model), m.d_model)
-          .cutoffs(x.cutoffs)
-          .div_val(x.div_val);
+  const auto adaptive = nn::AdaptiveOptions(n_token, x.d_embed.value_or(m.d_model), m.d_model)
+                            .cutoffs(x.cutoffs)
+                            .div_val(x.div_val);
   TransformerXLLengths lengths;
   lengths.mem_len = x.mem_len;
   lengths.ext_len = x.ext_len;
@@ -41,9 +38,7 @@ TransformerXLOptions transformer_xl_options(
   return TransformerXLOptions(
              m.n_layer,
              nn::DecoderLayerOptions(attention, m.d_inner),
-             nn::AdaptiveSoftmaxOptions(adaptive)
-                 .tie_weight(x.tie_weight)
-                 .tie_projs(tie_projs))
+             nn::AdaptiveSoftmaxOptions(adaptive).tie_weight(x.tie_weight).tie_projs(tie_projs))
       .untie_r(x.untie_r)
       .relative(x.attn_type == AttnType::kRelative)
       .learned_positions(x.attn_type == AttnType::kLearned)
@@ -62,8 +57,7 @@ LanguageModel build(const config::Config& config, int64_t n_token) {
 
 bool trained_without_memory(const config::Config& c) {
   const auto source = c.sources.find("eval.mem_len");
-  const bool asked =
-      source != c.sources.end() && source->second.file.rfind("--set", 0) == 0;
+  const bool asked = source != c.sources.end() && source->second.file.rfind("--set", 0) == 0;
   return c.model.section<TransformerXLConfig>().mem_len == 0 && !asked;
 }
 
@@ -124,9 +118,8 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const TransformerXLOptions o = transformer_xl_options(c, n_token);
   MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
   const LayerShape& l = f.layer;
-  const double positions = o.learned_positions()
-      ? f.n_layer * static_cast<double>(o.n_ctx()) * l.d
-      : 0;
+  const double positions =
+      o.learned_positions() ? f.n_layer * static_cast<double>(o.n_ctx()) * l.d : 0;
   f.parameters = f.n_layer * l.parameters(o.relative() ? 1 : 0) +
       (o.relative() ? 2 * l.hd * (o.untie_r() ? f.n_layer : 1) : 0) + positions;
   f.largest = std::max(positions, l.largest());
@@ -136,13 +129,11 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const size_t bins = bounds.size() - 1;
   const size_t tables = a.div_val() == 1 ? 1 : bins;
   const auto proj = [&](size_t table) {
-    return a.has_proj(table)
-        ? static_cast<double>(a.d_proj() * a.bin_dim(table))
-        : 0.0;
+    return a.has_proj(table) ? static_cast<double>(a.d_proj() * a.bin_dim(table)) : 0.0;
   };
   for (size_t i = 0; i < tables; ++i) {
-    const auto rows = static_cast<double>(
-        a.div_val() == 1 ? a.n_token() : bounds[i + 1] - bounds[i]);
+    const auto rows =
+        static_cast<double>(a.div_val() == 1 ? a.n_token() : bounds[i + 1] - bounds[i]);
     const double table = rows * static_cast<double>(a.bin_dim(i));
     f.parameters += table + proj(i) + rows + (out.tie_weight() ? 0 : table);
     f.largest = std::max(f.largest, table);
@@ -160,8 +151,7 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
 }
 
 double training_flops(const config::Config& config, int64_t n_token) {
-  return training_flops_per_token(
-      config, n_token, uniform_bin_share(config, n_token));
+  return training_flops_per_token(config, n_token, uniform_bin_share(config, n_token));
 }
 
 double evaluation_flops(
@@ -171,23 +161,14 @@ double evaluation_flops(
     int64_t mem_len,
     bool projections_kept) {
   return evaluation_flops_per_token(
-      config,
-      n_token,
-      uniform_bin_share(config, n_token),
-      tgt_len,
-      mem_len,
-      projections_kept);
+      config, n_token, uniform_bin_share(config, n_token), tgt_len, mem_len, projections_kept);
 }
 
-nlohmann::json hf_config(
-    const config::Config& config,
-    const sources::Dataset& dataset) {
-  return transfo_xl_config(
-      config, dataset.vocab_size(), dataset.text_vocab().index("<eos>"));
+nlohmann::json hf_config(const config::Config& config, const sources::Dataset& dataset) {
+  return transfo_xl_config(config, dataset.vocab_size(), dataset.text_vocab().index("<eos>"));
 }
 
-std::optional<std::vector<HFTensor>> hf_model_tensors(
-    LanguageModelImpl& model) {
+std::optional<std::vector<HFTensor>> hf_model_tensors(LanguageModelImpl& model) {
   auto* txl = dynamic_cast<TransformerXLImpl*>(&model);
   if (txl == nullptr) {
     return std::nullopt;
@@ -199,8 +180,7 @@ void import_hf(
     LanguageModelImpl& model,
     const io::SafeTensors& weights,
     const HFImportOptions& options) {
-  import_hf_transfo_xl(
-      dynamic_cast<TransformerXLImpl&>(model), weights, options);
+  import_hf_transfo_xl(dynamic_cast<TransformerXLImpl&>(model), weights, options);
 }
 
 // Learned position tables hold n_ctx positions; relative and absolute sinusoids any.

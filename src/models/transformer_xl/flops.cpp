@@ -31,8 +31,7 @@ double forward_flops_per_token(
   const auto bounds = bin_bounds(x, n_token);
   const size_t bins = bounds.size() - 1;
   if (bin_share.size() != bins) {
-    throw UserError(fmt::format(
-        "FLOP count: {} bin shares for {} bins", bin_share.size(), bins));
+    throw UserError(fmt::format("FLOP count: {} bin shares for {} bins", bin_share.size(), bins));
   }
   const auto d = static_cast<double>(m.d_model);
   const auto inner = static_cast<double>(m.d_inner);
@@ -68,16 +67,11 @@ double forward_flops_per_token(
 
 } // namespace
 
-std::vector<double> uniform_bin_share(
-    const config::Config& c,
-    int64_t n_token) {
-  const auto bounds =
-      bin_bounds(c.model.section<TransformerXLConfig>(), n_token);
+std::vector<double> uniform_bin_share(const config::Config& c, int64_t n_token) {
+  const auto bounds = bin_bounds(c.model.section<TransformerXLConfig>(), n_token);
   std::vector<double> share;
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    share.push_back(
-        static_cast<double>(bounds[i + 1] - bounds[i]) /
-        static_cast<double>(n_token));
+    share.push_back(static_cast<double>(bounds[i + 1] - bounds[i]) / static_cast<double>(n_token));
   }
   return share;
 }
@@ -87,8 +81,7 @@ double training_flops_per_token(
     int64_t n_token,
     const std::vector<double>& bin_share) {
   const auto q = static_cast<double>(c.train.tgt_len);
-  const auto k =
-      q + static_cast<double>(c.model.section<TransformerXLConfig>().mem_len);
+  const auto k = q + static_cast<double>(c.model.section<TransformerXLConfig>().mem_len);
   return 3 * forward_flops_per_token(c, n_token, bin_share, q, k, true);
 }
 
@@ -101,12 +94,7 @@ double evaluation_flops_per_token(
     bool projections_kept) {
   const auto q = static_cast<double>(tgt_len);
   return forward_flops_per_token(
-      c,
-      n_token,
-      bin_share,
-      q,
-      q + static_cast<double>(mem_len),
-      !projections_kept);
+      c, n_token, bin_share, q, q + static_cast<double>(mem_len), !projections_kept);
 }
 
 } // namespace xl::models

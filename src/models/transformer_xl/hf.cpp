@@ -13,11 +13,7 @@ namespace xl::models {
 namespace {
 
 // `p` under HF's `name` as it is; `tied`: an alias of a tensor listed elsewhere.
-void add(
-    std::vector<HFTensor>& out,
-    std::string name,
-    torch::Tensor p,
-    bool tied = false) {
+void add(std::vector<HFTensor>& out, std::string name, torch::Tensor p, bool tied = false) {
   add_hf_tensor(out, std::move(name), std::move(p), {}, tied);
 }
 
@@ -39,12 +35,8 @@ void add_embedding(std::vector<HFTensor>& out, TransformerXLImpl& model) {
 
 // Layer `l`: its u/v biases (its rows, or HF's copies of the shared pair), attention and
 // feed-forward.
-void add_layer(
-    std::vector<HFTensor>& out,
-    TransformerXLImpl& model,
-    int64_t l) {
-  const auto layer =
-      model.layers->ptr<nn::RelDecoderLayerImpl>(static_cast<size_t>(l));
+void add_layer(std::vector<HFTensor>& out, TransformerXLImpl& model, int64_t l) {
+  const auto layer = model.layers->ptr<nn::RelDecoderLayerImpl>(static_cast<size_t>(l));
   const std::string hf = fmt::format("transformer.layers.{}.", l);
   if (model.options.untie_r()) {
     add_hf_tensor(out, hf + "dec_attn.r_w_bias", model.r_w_bias, hf_row(l));
@@ -74,10 +66,7 @@ void add_softmax(std::vector<HFTensor>& out, TransformerXLImpl& model) {
   auto& crit = *model.crit;
   const bool tie_weight = crit.options.tie_weight();
   for (size_t i = 0; i < crit.out_biases.size(); ++i) {
-    add(out,
-        fmt::format("crit.out_layers.{}.weight", i),
-        crit.out_weights[i],
-        tie_weight);
+    add(out, fmt::format("crit.out_layers.{}.weight", i), crit.out_weights[i], tie_weight);
     add(out, fmt::format("crit.out_layers.{}.bias", i), crit.out_biases[i]);
   }
   const auto& tie_projs = crit.options.tie_projs();
@@ -98,9 +87,7 @@ void add_softmax(std::vector<HFTensor>& out, TransformerXLImpl& model) {
 } // namespace
 
 std::vector<HFTensor> hf_tensors(TransformerXLImpl& model) {
-  TORCH_CHECK(
-      model.options.relative(),
-      "Hugging Face TransfoXL has relative attention only");
+  TORCH_CHECK(model.options.relative(), "Hugging Face TransfoXL has relative attention only");
   std::vector<HFTensor> out;
   add_embedding(out, model);
   for (int64_t l = 0; l < model.options.n_layer(); ++l) {
@@ -127,10 +114,7 @@ void import_hf_transfo_xl(
   in.finish();
 }
 
-nlohmann::json transfo_xl_config(
-    const config::Config& config,
-    int64_t n_token,
-    int64_t eos_id) {
+nlohmann::json transfo_xl_config(const config::Config& config, int64_t n_token, int64_t eos_id) {
   const auto& m = config.model;
   const auto& txl = m.section<TransformerXLConfig>();
   if (txl.attn_type != AttnType::kRelative) {

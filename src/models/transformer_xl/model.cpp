@@ -16,8 +16,7 @@ TransformerXLLengths TransformerXLLengths::with(const Span& span) const {
   return out;
 }
 
-TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& options_)
-    : options(options_) {
+TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& options_) : options(options_) {
   reset();
 }
 
@@ -46,8 +45,7 @@ void TransformerXLImpl::reset() {
       nn::AdaptiveEmbedding(nn::AdaptiveOptions(adaptive).sparse_grad(
           o.output().tie_weight() && adaptive.div_val() == 1)));
   pos_emb = register_module(
-      "pos_emb",
-      nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));
+      "pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(attention.d_model())));
   TORCH_CHECK(
       !o.learned_positions() || (!o.relative() && o.n_ctx() >= 1),
       "learned positions need vanilla attention and n_ctx >= 1, got relative ",
@@ -57,15 +55,13 @@ void TransformerXLImpl::reset() {
   if (o.learned_positions()) {
     positions = register_module(
         "positions",
-        nn::LearnedPositions(nn::LearnedPositionsOptions(
-            o.n_layer(), o.n_ctx(), attention.d_model())));
+        nn::LearnedPositions(
+            nn::LearnedPositionsOptions(o.n_layer(), o.n_ctx(), attention.d_model())));
   }
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   if (o.relative()) {
-    r_w_bias = register_parameter(
-        "r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
-    r_r_bias = register_parameter(
-        "r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+    r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+    r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
   }
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
@@ -116,11 +112,9 @@ std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
     const TransformerXLLengths& lengths) {
   const int64_t qlen = tokens.size(0);
   const auto embedded = word_emb(tokens); // [L, B, D]
-  const auto float_options =
-      torch::dtype(torch::kFloat).device(tokens.device());
+  const auto float_options = torch::dtype(torch::kFloat).device(tokens.device());
   if (options.relative()) {
-    const auto distances =
-        nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
+    const auto distances = nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
     // Positions first: the reference draws their dropout mask before the words'.
     auto r = drop(pos_emb(distances));
     return {drop(embedded), std::move(r)};
@@ -153,39 +147,31 @@ torch::Tensor TransformerXLImpl::run_layers(
     const auto layer = [this, i, index, r, mask, mem, layer_cache](
                            const std::vector<torch::Tensor>& in) {
       if (options.relative()) {
-        return std::vector<torch::Tensor>{
-            layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-                in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
+        return std::vector<torch::Tensor>{layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
+            in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
       }
       if (!options.learned_positions()) {
         return std::vector<torch::Tensor>{
-            layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
-                in[0], mask, mem)};
+            layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(in[0], mask, mem)};
       }
       // The last rows of the table for [memory | segment]: the segment always reads the
       // same rows. The memory keeps no positions; they are added where it is read.
       const int64_t mlen = mem.defined() ? mem.size(0) : 0;
       const int64_t qlen = in[0].size(0);
       const int64_t first = options.n_ctx() - mlen - qlen;
-      return std::vector<torch::Tensor>{
-          layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
-              in[0] + positions(i, first + mlen, qlen),
-              mask,
-              mlen > 0 ? mem + positions(i, first, mlen) : mem)};
+      return std::vector<torch::Tensor>{layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+          in[0] + positions(i, first + mlen, qlen),
+          mask,
+          mlen > 0 ? mem + positions(i, first, mlen) : mem)};
     };
-    core =
-        (options.checkpoint_layers() ? nn::recompute(layer, {core})
-                                     : layer({core}))[0];
+    core = (options.checkpoint_layers() ? nn::recompute(layer, {core}) : layer({core}))[0];
   }
   return drop(core);
 }
 
-torch::Tensor TransformerXLImpl::score(
-    const torch::Tensor& core,
-    const torch::Tensor& targets) {
+torch::Tensor TransformerXLImpl::score(const torch::Tensor& core, const torch::Tensor& targets) {
   const int64_t tgt_len = targets.size(0);
-  const auto pred = core.narrow(0, core.size(0) - tgt_len, tgt_len)
-                        .reshape({-1, core.size(2)});
+  const auto pred = core.narrow(0, core.size(0) - tgt_len, tgt_len).reshape({-1, core.size(2)});
   return crit(pred, targets.reshape({-1})).view({tgt_len, targets.size(1)});
 }
 
@@ -205,16 +191,15 @@ ModelOutput TransformerXLImpl::forward(
   const auto lengths = options.lengths().with(args.span);
   const int64_t qlen = tokens.size(0);
   const int64_t mlen = mems.empty() ? 0 : mems[0].size(0);
-  const auto mask = nn::causal_mask(
-      qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
+  const auto mask =
+      nn::causal_mask(qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(tokens, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
   core = run_layers(core, r, mask, mems, hiddens, args.cache);
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
-  if (args.cache !=
-      nullptr) { // the next memory ends ext_len rows before the last
+  if (args.cache != nullptr) { // the next memory ends ext_len rows before the last
     for (auto& layer : args.cache->layers) {
       layer.tail = lengths.ext_len;
     }

@@ -10,10 +10,7 @@ void validate_xlnet(const config::Config& c) {
   const config::ModelConfig& m = c.model;
   require_even_d_model(c);
   if (m.pre_lnorm) {
-    config::fail_rule(
-        c,
-        "model.pre_lnorm",
-        "XLNet normalises after each sub-layer: set false");
+    config::fail_rule(c, "model.pre_lnorm", "XLNet normalises after each sub-layer: set false");
   }
   if (c.eval.tgt_len && *c.eval.tgt_len != c.train.tgt_len) {
     config::fail_rule(

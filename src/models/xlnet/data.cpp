@@ -36,11 +36,9 @@ class XLNetDataset : public sources::Dataset {
           n_token));
     }
     // Ordinary pieces in sentences of 8 to 31, reviews of 1 to 2 * train.tgt_len pieces.
-    auto ids =
-        torch::randint(formats::kEopId + 1, n_token, {size}, torch::kLong);
+    auto ids = torch::randint(formats::kEopId + 1, n_token, {size}, torch::kLong);
     random_pieces_.name = "random pieces";
-    random_pieces_.ids.assign(
-        ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + size);
+    random_pieces_.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + size);
     random_pieces_.sent_ids.resize(static_cast<size_t>(size));
     uint8_t sentence = 0;
     for (int64_t i = 0, next = 0; i < size; ++i) {
@@ -50,11 +48,9 @@ class XLNetDataset : public sources::Dataset {
       }
       random_pieces_.sent_ids[static_cast<size_t>(i)] = sentence;
     }
-    const int64_t classes =
-        std::max<int64_t>(c.model.section<XLNetConfig>().n_class, 1);
+    const int64_t classes = std::max<int64_t>(c.model.section<XLNetConfig>().n_class, 1);
     for (int64_t used = 0; used < size;) {
-      const auto length =
-          torch::randint(1, 2 * c.train.tgt_len + 1, {1}).item<int64_t>();
+      const auto length = torch::randint(1, 2 * c.train.tgt_len + 1, {1}).item<int64_t>();
       const auto piece = random_pieces_.ids.begin() + used;
       random_reviews_.push_back(
           {torch::randint(classes, {1}).item<int64_t>(),
@@ -87,8 +83,7 @@ class XLNetDataset : public sources::Dataset {
       return nullptr;
     }
     if (!unigram_) {
-      const auto train =
-          formats::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
+      const auto train = formats::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
       unigram_ = sources::piece_unigram_baseline(train, *pieces_);
     }
     return &*unigram_;
@@ -104,23 +99,19 @@ class XLNetDataset : public sources::Dataset {
   std::unique_ptr<sources::BatchSource> build_train_source() override {
     return split_source("train", c_.train.batch_size, true);
   }
-  sources::EvalBatches eval_batches(
-      const std::string& split,
-      bool /*validation*/) override {
+  sources::EvalBatches eval_batches(const std::string& split, bool /*validation*/) override {
     return described(split_source(split, c_.eval.batch_size, false));
   }
   sources::EvalBatches file_batches(const fs::path& file) override {
     if (!pieces_) {
       throw UserError(fmt::format(
-          "{}: random data has no SentencePiece model to encode files with",
-          file.string()));
+          "{}: random data has no SentencePiece model to encode files with", file.string()));
     }
     if (classification()) {
       return described(std::make_unique<sources::LabelledTexts>(
           file, *pieces_, labelled_options(c_.eval.batch_size, false)));
     }
-    return described(records(
-        formats::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
+    return described(records(formats::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
   }
 
  private:
@@ -128,8 +119,7 @@ class XLNetDataset : public sources::Dataset {
     return c_.model.section<XLNetConfig>().n_class > 0;
   }
 
-  static sources::EvalBatches described(
-      std::unique_ptr<sources::BatchSource> source) {
+  static sources::EvalBatches described(std::unique_ptr<sources::BatchSource> source) {
     auto setting = source->describe();
     return {std::move(source), std::move(setting)};
   }
@@ -147,8 +137,7 @@ class XLNetDataset : public sources::Dataset {
       try {
         return pieces_
             ? std::make_unique<sources::LabelledTexts>(path, *pieces_, o)
-            : std::make_unique<sources::LabelledTexts>(
-                  random_reviews_, "random reviews", o);
+            : std::make_unique<sources::LabelledTexts>(random_reviews_, "random reviews", o);
       } catch (const UserError& e) {
         if (!o.max_examples) {
           throw;
@@ -160,15 +149,13 @@ class XLNetDataset : public sources::Dataset {
       }
     }
     return records(
-        pieces_ ? formats::read_sentence_tokens(path, *pieces_)
-                : random_pieces_,
+        pieces_ ? formats::read_sentence_tokens(path, *pieces_) : random_pieces_,
         batch_size,
         training);
   }
 
   // Labelled texts, shuffled for training.
-  sources::LabelledOptions labelled_options(int64_t batch_size, bool training)
-      const {
+  sources::LabelledOptions labelled_options(int64_t batch_size, bool training) const {
     sources::LabelledOptions o;
     o.batch_size = batch_size;
     o.seq_len = c_.train.tgt_len;
@@ -198,8 +185,7 @@ class XLNetDataset : public sources::Dataset {
     o.bi_data = x.bi_data;
     o.seed = static_cast<uint64_t>(c_.train.seed);
     try {
-      return std::make_unique<sources::PermutationRecords>(
-          tokens, word_starts_, o);
+      return std::make_unique<sources::PermutationRecords>(tokens, word_starts_, o);
     } catch (const UserError& e) {
       throw UserError(fmt::format(
           "{} (batch_size: {}.batch_size, seq_len: train.tgt_len, the others: "
@@ -221,8 +207,7 @@ class XLNetDataset : public sources::Dataset {
 
 } // namespace
 
-std::unique_ptr<sources::Dataset> open_xlnet_dataset(
-    const config::Config& config) {
+std::unique_ptr<sources::Dataset> open_xlnet_dataset(const config::Config& config) {
   return std::make_unique<XLNetDataset>(config);
 }
 

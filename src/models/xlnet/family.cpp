@@ -45,17 +45,15 @@ XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
 namespace {
 
 LanguageModel build(const config::Config& config, int64_t n_token) {
-  return std::make_shared<XLNetImpl>(
-      xlnet_options(config.model, n_token)
-          .checkpoint_layers(config.train.activation_checkpointing));
+  return std::make_shared<XLNetImpl>(xlnet_options(config.model, n_token)
+                                         .checkpoint_layers(config.train.activation_checkpointing));
 }
 
 Span eval_span(const config::Config& c, bool validation) {
   const auto& x = c.model.section<XLNetConfig>();
   Span span;
   span.mem_len = validation ? x.mem_len : c.eval.mem_len.value_or(x.mem_len);
-  span.clamp_len =
-      validation ? x.clamp_len : c.eval.clamp_len.value_or(x.clamp_len);
+  span.clamp_len = validation ? x.clamp_len : c.eval.clamp_len.value_or(x.clamp_len);
   return span;
 }
 
@@ -75,21 +73,17 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   f.streams = 2;
   f.mem_len = static_cast<double>(o.lengths().mem_len);
   f.classes = v;
-  f.training_rows = n_class > 0
-      ? 0
-      : static_cast<double>(c.model.section<XLNetConfig>().num_predict);
+  f.training_rows =
+      n_class > 0 ? 0 : static_cast<double>(c.model.section<XLNetConfig>().num_predict);
   f.eval_rows = f.training_rows;
   return f;
 }
 
-nlohmann::json hf_config(
-    const config::Config& config,
-    const sources::Dataset& dataset) {
+nlohmann::json hf_config(const config::Config& config, const sources::Dataset& dataset) {
   return xlnet_config(config, dataset.vocab_size());
 }
 
-std::optional<std::vector<HFTensor>> hf_model_tensors(
-    LanguageModelImpl& model) {
+std::optional<std::vector<HFTensor>> hf_model_tensors(LanguageModelImpl& model) {
   auto* xlnet = dynamic_cast<XLNetImpl*>(&model);
   if (xlnet == nullptr) {
     return std::nullopt;

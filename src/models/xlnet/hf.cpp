@@ -28,18 +28,15 @@ void add_layer(std::vector<HFTensor>& out, XLNetImpl& model, int64_t l) {
       return w.narrow(0, first, inner).t().view({d_model, n_head, d_head});
     };
   };
-  const auto layer =
-      model.layers->ptr<nn::TwoStreamLayerImpl>(static_cast<size_t>(l));
+  const auto layer = model.layers->ptr<nn::TwoStreamLayerImpl>(static_cast<size_t>(l));
   const std::string hf = fmt::format("transformer.layer.{}.", l);
   auto& attn = *layer->rel_attn;
   add_hf_tensor(out, hf + "rel_attn.q", attn.qkv_net->weight, kernel(0));
   add_hf_tensor(out, hf + "rel_attn.k", attn.qkv_net->weight, kernel(inner));
-  add_hf_tensor(
-      out, hf + "rel_attn.v", attn.qkv_net->weight, kernel(2 * inner));
-  add_hf_tensor(
-      out, hf + "rel_attn.o", attn.o_net->weight, [=](const torch::Tensor& w) {
-        return w.view({d_model, n_head, d_head});
-      });
+  add_hf_tensor(out, hf + "rel_attn.v", attn.qkv_net->weight, kernel(2 * inner));
+  add_hf_tensor(out, hf + "rel_attn.o", attn.o_net->weight, [=](const torch::Tensor& w) {
+    return w.view({d_model, n_head, d_head});
+  });
   add_hf_tensor(out, hf + "rel_attn.r", attn.r_net->weight, kernel(0));
   for (const auto& [name, bias] :
        {std::pair<const char*, torch::Tensor>{"r_r_bias", model.r_r_bias},
@@ -52,8 +49,7 @@ void add_layer(std::vector<HFTensor>& out, XLNetImpl& model, int64_t l) {
     }
   }
   add_hf_tensor(out, hf + "rel_attn.seg_embed", attn.seg_embed);
-  add_hf_tensor(
-      out, hf + "rel_attn.layer_norm.weight", attn.layer_norm->weight);
+  add_hf_tensor(out, hf + "rel_attn.layer_norm.weight", attn.layer_norm->weight);
   add_hf_tensor(out, hf + "rel_attn.layer_norm.bias", attn.layer_norm->bias);
   auto& ff = *layer->ff;
   add_hf_tensor(out, hf + "ff.layer_norm.weight", ff.layer_norm->weight);
@@ -69,20 +65,17 @@ void add_layer(std::vector<HFTensor>& out, XLNetImpl& model, int64_t l) {
 std::vector<HFTensor> hf_tensors(XLNetImpl& model) {
   std::vector<HFTensor> out;
   add_hf_tensor(out, "transformer.mask_emb", model.mask_emb);
-  add_hf_tensor(
-      out, "transformer.word_embedding.weight", model.word_embedding->weight);
+  add_hf_tensor(out, "transformer.word_embedding.weight", model.word_embedding->weight);
   for (int64_t l = 0; l < model.options.n_layer(); ++l) {
     add_layer(out, model, l);
   }
   if (model.summary) {
-    add_hf_tensor(
-        out, "sequence_summary.summary.weight", model.summary->weight);
+    add_hf_tensor(out, "sequence_summary.summary.weight", model.summary->weight);
     add_hf_tensor(out, "sequence_summary.summary.bias", model.summary->bias);
     add_hf_tensor(out, "logits_proj.weight", model.logits_proj->weight);
     add_hf_tensor(out, "logits_proj.bias", model.logits_proj->bias);
   } else {
-    add_hf_tensor(
-        out, "lm_loss.weight", model.word_embedding->weight, {}, true);
+    add_hf_tensor(out, "lm_loss.weight", model.word_embedding->weight, {}, true);
     add_hf_tensor(out, "lm_loss.bias", model.lm_bias);
   }
   return out;
@@ -124,26 +117,21 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
   check_hf_expressible(m);
   const std::string activation = config::choice_name(x.ff_activation);
   nlohmann::json out = {
-      {"architectures",
-       {x.n_class > 0 ? "XLNetForSequenceClassification" : "XLNetLMHeadModel"}},
+      {"architectures", {x.n_class > 0 ? "XLNetForSequenceClassification" : "XLNetLMHeadModel"}},
       {"model_type", "xlnet"},
       {"vocab_size", n_token},
       {"d_model", m.d_model},
       {"n_layer", m.n_layer},
       {"n_head", m.n_head},
       {"d_inner", m.d_inner},
-      {"ff_activation",
-       activation == "gelu_tanh" ? std::string("gelu_new") : activation},
-      {"untie_r",
-       true}, // HF keeps biases per layer; shared ones are exported to each
+      {"ff_activation", activation == "gelu_tanh" ? std::string("gelu_new") : activation},
+      {"untie_r", true}, // HF keeps biases per layer; shared ones are exported to each
       {"attn_type", "bi"},
       {"layer_norm_eps", m.layer_norm_eps},
       {"dropout", m.dropout},
       {"mem_len", x.mem_len > 0 ? nlohmann::json(x.mem_len) : nlohmann::json()},
-      {"reuse_len",
-       x.reuse_len > 0 ? nlohmann::json(x.reuse_len) : nlohmann::json()},
-      {"bi_data",
-       x.bi_data}, // as trained; HF reverses half the rows' positions with it
+      {"reuse_len", x.reuse_len > 0 ? nlohmann::json(x.reuse_len) : nlohmann::json()},
+      {"bi_data", x.bi_data}, // as trained; HF reverses half the rows' positions with it
       {"clamp_len", x.clamp_len},
       {"same_length", false},
       {"summary_type", "last"},

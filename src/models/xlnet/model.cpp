@@ -21,8 +21,8 @@ void XLNetImpl::reset() {
   const auto& o = options;
   const auto& attention = o.layer().attention();
   TORCH_CHECK(
-      o.n_token() >= 1 && o.n_layer() >= 1 && attention.n_head() >= 1 &&
-          attention.d_head() >= 1 && o.n_class() >= 0,
+      o.n_token() >= 1 && o.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1 &&
+          o.n_class() >= 0,
       "XLNet needs a vocabulary, at least one layer and head, got ",
       o.n_token(),
       " tokens, ",
@@ -35,17 +35,14 @@ void XLNetImpl::reset() {
       o.n_class(),
       " classes");
   const int64_t d_model = attention.d_model();
-  word_embedding = register_module(
-      "word_embedding", torch::nn::Embedding(o.n_token(), d_model));
+  word_embedding = register_module("word_embedding", torch::nn::Embedding(o.n_token(), d_model));
   mask_emb = register_parameter("mask_emb", torch::empty({1, 1, d_model}));
-  const auto bias = [&] {
-    return nn::global_bias(attention, o.n_layer(), o.untie_r());
-  };
+  const auto bias = [&] { return nn::global_bias(attention, o.n_layer(), o.untie_r()); };
   r_w_bias = register_parameter("r_w_bias", bias());
   r_r_bias = register_parameter("r_r_bias", bias());
   r_s_bias = register_parameter("r_s_bias", bias());
-  pos_emb = register_module(
-      "pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(d_model)));
+  pos_emb =
+      register_module("pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer(); ++i) {
@@ -54,8 +51,7 @@ void XLNetImpl::reset() {
   lm_bias = register_parameter("lm_bias", torch::empty({o.n_token()}));
   if (o.n_class() > 0) {
     summary = register_module("summary", torch::nn::Linear(d_model, d_model));
-    logits_proj =
-        register_module("logits_proj", torch::nn::Linear(d_model, o.n_class()));
+    logits_proj = register_module("logits_proj", torch::nn::Linear(d_model, o.n_class()));
   }
   reset_parameters();
 }
@@ -84,11 +80,8 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
     const XLNetLengths& lengths) {
   const int64_t qlen = batch.tokens.size(0);
   // Signed distances of a query at the segment's end ... start: klen, ..., -qlen + 1.
-  auto forward = torch::arange(
-      klen,
-      -qlen,
-      -1,
-      torch::dtype(torch::kFloat).device(batch.tokens.device()));
+  auto forward =
+      torch::arange(klen, -qlen, -1, torch::dtype(torch::kFloat).device(batch.tokens.device()));
   if (lengths.clamp_len > 0) {
     const auto c = static_cast<double>(lengths.clamp_len);
     forward = forward.clamp(-c, c);
@@ -97,8 +90,7 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
     return {drop(pos_emb(forward).unsqueeze(0)), torch::Tensor()};
   }
   TORCH_CHECK(
-      batch.reversed.dim() == 1 &&
-          batch.reversed.size(0) == batch.tokens.size(1),
+      batch.reversed.dim() == 1 && batch.reversed.size(0) == batch.tokens.size(1),
       "reversed must be [",
       batch.tokens.size(1),
       "], got ",
@@ -125,18 +117,15 @@ torch::Tensor hidden_keys(const sources::Batch& batch, int64_t mlen) {
         tokens.sizes(),
         ", got ",
         batch.padding.sizes());
-    hidden = torch::cat(
-                 {torch::zeros({bsz, mlen}, bool_options),
-                  batch.padding.t().to(torch::kBool)},
-                 1)
-                 .view({bsz, 1, 1, klen})
-                 .expand({bsz, 1, qlen, klen});
+    hidden =
+        torch::cat({torch::zeros({bsz, mlen}, bool_options), batch.padding.t().to(torch::kBool)}, 1)
+            .view({bsz, 1, 1, klen})
+            .expand({bsz, 1, qlen, klen});
   }
   if (batch.perm_mask.defined()) {
     const auto& perm = batch.perm_mask;
     TORCH_CHECK(
-        perm.dim() == 3 && perm.size(0) == qlen && perm.size(1) == qlen &&
-            perm.size(2) == bsz,
+        perm.dim() == 3 && perm.size(0) == qlen && perm.size(1) == qlen && perm.size(2) == bsz,
         "perm_mask must be [",
         qlen,
         ", ",
@@ -168,8 +157,7 @@ torch::Tensor other_segment(const sources::Batch& batch, int64_t mlen) {
       batch.tokens.sizes(),
       ", got ",
       seg.sizes());
-  const auto keys =
-      torch::cat({torch::zeros({mlen, seg.size(1)}, seg.options()), seg});
+  const auto keys = torch::cat({torch::zeros({mlen, seg.size(1)}, seg.options()), seg});
   return (seg.t().unsqueeze(2) != keys.t().unsqueeze(1)).unsqueeze(1);
 }
 
@@ -196,8 +184,8 @@ void add_query_terms(
   terms.query.positions = mapping.argmax(1).t().contiguous(); // [B, P]
   const auto valid = mapping.sum(1);                          // [P, B]
   terms.query_valid = valid.unsqueeze(2);
-  const auto rows = terms.query.positions.view({bsz, 1, n_predict, 1})
-                        .expand({bsz, 1, n_predict, klen});
+  const auto rows =
+      terms.query.positions.view({bsz, 1, n_predict, 1}).expand({bsz, 1, n_predict, klen});
   if (hidden.defined()) {
     terms.query.mask = hidden.gather(2, rows);
   }
@@ -234,17 +222,14 @@ void check_inputs(
 
 } // namespace
 
-void XLNetImpl::stream_queries(
-    const sources::Batch& batch,
-    int64_t mlen,
-    nn::TwoStreamTerms& terms) const {
+void XLNetImpl::stream_queries(const sources::Batch& batch, int64_t mlen, nn::TwoStreamTerms& terms)
+    const {
   const auto& tokens = batch.tokens;
   const int64_t qlen = tokens.size(0);
   const int64_t klen = mlen + qlen;
   const torch::Tensor hidden = hidden_keys(batch, mlen);
   terms.content.positions =
-      torch::arange(qlen, torch::dtype(torch::kLong).device(tokens.device()))
-          .unsqueeze(0);
+      torch::arange(qlen, torch::dtype(torch::kLong).device(tokens.device())).unsqueeze(0);
   if (hidden.defined()) {
     // The content stream sees its own position, whatever the permutation says.
     const auto self = torch::arange(klen, tokens.options()).unsqueeze(0) ==
@@ -272,8 +257,8 @@ void XLNetImpl::lm_terms(
       g.size(1),
       "] (one per prediction), got ",
       targets.defined() ? targets.sizes() : torch::IntArrayRef{});
-  const auto logits = torch::nn::functional::linear(
-      g, word_embedding->weight, lm_bias); // [P, B, V]
+  const auto logits =
+      torch::nn::functional::linear(g, word_embedding->weight, lm_bias); // [P, B, V]
   const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1)
                              .gather(2, targets.unsqueeze(2))
                              .squeeze(2); // [P, B]
@@ -285,9 +270,7 @@ void XLNetImpl::classification_terms(
     const torch::Tensor& h,
     ModelOutput& out) {
   const auto& labels = batch.labels;
-  TORCH_CHECK(
-      summary,
-      "labels given to an XLNet without a classification head (n_class 0)");
+  TORCH_CHECK(summary, "labels given to an XLNet without a classification head (n_class 0)");
   TORCH_CHECK(
       labels.dim() == 1 && labels.size(0) == h.size(1),
       "labels must be [",
@@ -314,8 +297,7 @@ void XLNetImpl::classification_terms(
        torch::nn::functional::cross_entropy(
            out.logits,
            labels,
-           torch::nn::functional::CrossEntropyFuncOptions().reduction(
-               torch::kSum)),
+           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)),
        rows,
        1.0,
        TermKind::kNll});
@@ -338,18 +320,13 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
   // in = {h} or {h, g}. The biases are sliced inside, so that a replay's backward reaches the
   // parameters; the memory is detached and r a sinusoid. Captures by value: a replay runs after
   // forward has returned.
-  const auto layer = [this, i, index, terms, mem, cache](
-                         const std::vector<torch::Tensor>& in) {
+  const auto layer = [this, i, index, terms, mem, cache](const std::vector<torch::Tensor>& in) {
     nn::TwoStreamTerms layer_terms = terms;
     layer_terms.r_w_bias = nn::layer_bias(r_w_bias, i);
     layer_terms.r_r_bias = nn::layer_bias(r_r_bias, i);
     layer_terms.r_s_bias = nn::layer_bias(r_s_bias, i);
     auto [h_out, g_out] = layers->ptr<nn::TwoStreamLayerImpl>(index)->forward(
-        in[0],
-        in.size() > 1 ? in[1] : torch::Tensor(),
-        layer_terms,
-        mem,
-        cache);
+        in[0], in.size() > 1 ? in[1] : torch::Tensor(), layer_terms, mem, cache);
     std::vector<torch::Tensor> out{std::move(h_out)};
     if (g_out.defined()) {
       out.push_back(std::move(g_out));
@@ -360,8 +337,7 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
   if (g.defined()) {
     in.push_back(g);
   }
-  const auto out =
-      options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
+  const auto out = options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
   return {out[0], out.size() > 1 ? out[1] : torch::Tensor()};
 }
 
@@ -383,8 +359,7 @@ ModelOutput XLNetImpl::forward(
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   torch::Tensor g;
   if (two_stream) {
-    g = drop(mask_emb.expand(
-        {batch.target_mapping.size(0), bsz, mask_emb.size(2)})); // [P, B, D]
+    g = drop(mask_emb.expand({batch.target_mapping.size(0), bsz, mask_emb.size(2)})); // [P, B, D]
   }
   std::vector<torch::Tensor> hiddens;
   hiddens.reserve(static_cast<size_t>(options.n_layer()));
@@ -405,9 +380,8 @@ ModelOutput XLNetImpl::forward(
 
   ModelOutput out;
   // reuse_len: only the first positions go into the memory; the rest are read again next time.
-  const int64_t not_reused = lengths.reuse_len > 0
-      ? std::max<int64_t>(0, qlen - lengths.reuse_len)
-      : 0;
+  const int64_t not_reused =
+      lengths.reuse_len > 0 ? std::max<int64_t>(0, qlen - lengths.reuse_len) : 0;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, not_reused);
   if (args.cache != nullptr) { // the next memory ends where the reused rows do
     for (auto& layer : args.cache->layers) {

@@ -15,8 +15,7 @@ namespace xl::models {
 namespace {
 
 config::Config shipped(const std::string& name) {
-  return config::load(
-      std::string(test::kSourceDir) + "/configs/char/" + name + ".yaml");
+  return config::load(std::string(test::kSourceDir) + "/configs/char/" + name + ".yaml");
 }
 
 // The count from the architecture: per layer, attention without biases (q, k, v, o), two
@@ -29,34 +28,27 @@ struct Counts {
 Counts expected_counts(int64_t n_layer) {
   const int64_t d = 512;
   const int64_t v = 256;
-  const int64_t layer =
-      4 * d * d + 2 * 2 * d + (d * 2048 + 2048) + (2048 * d + d);
+  const int64_t layer = 4 * d * d + 2 * 2 * d + (d * 2048 + 2048) + (2048 * d + d);
   const int64_t head = d * v + v;
-  const int64_t inference =
-      n_layer * layer + n_layer * 512 * d + v * d + 2 * d + head;
+  const int64_t inference = n_layer * layer + n_layer * 512 * d + v * d + 2 * d + head;
   return {inference, inference + (2 * n_layer - 1) * head};
 }
 
 TEST(CharTransformerParameters, T64AndT12AsTheArchitectureAndThePaperSay) {
   for (const auto& [name, n_layer, paper_training, paper_inference] :
-       {std::tuple<const char*, int64_t, double, double>{
-            "enwik8_t64", 64, 235.5e6, 218.7e6},
+       {std::tuple<const char*, int64_t, double, double>{"enwik8_t64", 64, 235.5e6, 218.7e6},
         {"enwik8_t12", 12, 44.3e6, 41.1e6}}) {
     SCOPED_TRACE(name);
-    const auto model = std::dynamic_pointer_cast<CharTransformerImpl>(
-        build_model(shipped(name), 256));
+    const auto model =
+        std::dynamic_pointer_cast<CharTransformerImpl>(build_model(shipped(name), 256));
     ASSERT_TRUE(model);
     const auto expected = expected_counts(n_layer);
     EXPECT_EQ(count_parameters(*model), expected.training);
     EXPECT_EQ(model->inference_parameters(), expected.inference);
     // The paper's rounded figures (its arithmetic counts attention biases, which
     // tensor2tensor's attention does not have): within 0.5%.
-    EXPECT_NEAR(
-        count_parameters(*model), paper_training, 0.005 * paper_training);
-    EXPECT_NEAR(
-        model->inference_parameters(),
-        paper_inference,
-        0.005 * paper_inference);
+    EXPECT_NEAR(count_parameters(*model), paper_training, 0.005 * paper_training);
+    EXPECT_NEAR(model->inference_parameters(), paper_inference, 0.005 * paper_inference);
   }
   EXPECT_EQ(expected_counts(64).training, 235340800);
   EXPECT_EQ(expected_counts(64).inference, 218662144);
@@ -99,10 +91,7 @@ CharTransformerOptions tiny(bool multiple_positions = true) {
   losses.schedule.n_layer = 3;
   losses.schedule.max_step = 100;
   return CharTransformerOptions(
-             20,
-             3,
-             nn::DecoderLayerOptions(
-                 nn::AttentionOptions(16, 2, 8).pre_lnorm(true), 32))
+             20, 3, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(true), 32))
       .n_ctx(12)
       .losses(losses);
 }
@@ -137,13 +126,10 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
     names.push_back(t.name);
   }
   EXPECT_EQ(
-      names,
-      (std::vector<std::string>{
-          "lm", "l1/t+1", "l1/t+2", "l2/t+1", "l2/t+2", "l3/t+2"}));
+      names, (std::vector<std::string>{"lm", "l1/t+1", "l1/t+2", "l2/t+1", "l2/t+2", "l3/t+2"}));
   const auto terms = by_name(out);
   EXPECT_EQ(terms.at("lm").count, 30);
-  EXPECT_EQ(
-      terms.at("l1/t+2").count, 27); // the last position has no t+2 target
+  EXPECT_EQ(terms.at("l1/t+2").count, 27); // the last position has no t+2 target
   EXPECT_DOUBLE_EQ(terms.at("l1/t+2").weight, 0.5);
   // Layer 1 stops after 100 / 6 steps are done, layer 2 after 100 / 3: same names, count 0.
   args.step = 18;
@@ -165,8 +151,7 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
     return out_names;
   };
   CharTransformerImpl last_layer_only(options);
-  EXPECT_EQ(
-      names_of(last_layer_only), (std::vector<std::string>{"lm", "l3/t+2"}));
+  EXPECT_EQ(names_of(last_layer_only), (std::vector<std::string>{"lm", "l3/t+2"}));
   losses.target_weights = {1.0};
   CharTransformerImpl plain(options);
   EXPECT_EQ(names_of(plain), (std::vector<std::string>{"lm"}));
@@ -232,13 +217,10 @@ TEST(CharTransformer, EveryHeadIsCausal) {
     const auto mask = nn::causal_mask(10, 0, false, 0);
     for (int64_t l = 0; l < 3; ++l) {
       h = h + model.positions(l, 0, 10);
-      h = model.layers->ptr<nn::VanillaDecoderLayerImpl>(l)->forward(
-          h, mask, torch::Tensor());
+      h = model.layers->ptr<nn::VanillaDecoderLayerImpl>(l)->forward(h, mask, torch::Tensor());
       for (int64_t k = 0; k < 2; ++k) {
         const auto x_norm = model.final_norm(h);
-        all.push_back(
-            l == 2 && k == 0 ? model.out(x_norm)
-                             : model.heads->forward(l, k, x_norm));
+        all.push_back(l == 2 && k == 0 ? model.out(x_norm) : model.heads->forward(l, k, x_norm));
       }
     }
     return all;
@@ -246,15 +228,12 @@ TEST(CharTransformer, EveryHeadIsCausal) {
   const auto la = logits(a);
   const auto lb = logits(b);
   for (size_t i = 0; i < la.size(); ++i) {
-    EXPECT_TRUE(torch::equal(la[i].narrow(0, 0, 6), lb[i].narrow(0, 0, 6)))
-        << "head " << i;
-    EXPECT_FALSE(torch::equal(la[i].narrow(0, 6, 4), lb[i].narrow(0, 6, 4)))
-        << "head " << i;
+    EXPECT_TRUE(torch::equal(la[i].narrow(0, 0, 6), lb[i].narrow(0, 0, 6))) << "head " << i;
+    EXPECT_FALSE(torch::equal(la[i].narrow(0, 6, 4), lb[i].narrow(0, 6, 4))) << "head " << i;
   }
   // The model's own terms read exactly these logits.
   const auto out = model.forward(a, {}, {});
-  const auto expected =
-      -torch::log_softmax(la[4], -1).gather(2, a.targets.unsqueeze(2)).sum();
+  const auto expected = -torch::log_softmax(la[4], -1).gather(2, a.targets.unsqueeze(2)).sum();
   EXPECT_TRUE(torch::allclose(out.terms[0].sum, expected, 1e-5, 1e-5));
 }
 
@@ -276,8 +255,7 @@ TEST(CharTransformer, AuxiliaryTermsSendGradientWhereTheyShould) {
     std::map<std::string, bool> reached;
     for (const auto& item : model.named_parameters()) {
       const auto& grad = item.value().grad();
-      reached[item.key()] =
-          grad.defined() && grad.abs().sum().item<double>() > 0;
+      reached[item.key()] = grad.defined() && grad.abs().sum().item<double>() > 0;
     }
     return reached;
   };
@@ -304,8 +282,7 @@ TEST(CharTransformer, AuxiliaryTermsSendGradientWhereTheyShould) {
   }
   objective.backward();
   for (const int64_t head : {0, 1, 2, 3}) { // layers 1 and 2
-    const auto& grad =
-        model.heads->heads->ptr<torch::nn::LinearImpl>(head)->weight.grad();
+    const auto& grad = model.heads->heads->ptr<torch::nn::LinearImpl>(head)->weight.grad();
     EXPECT_FALSE(grad.defined()) << "head " << head;
   }
 }
@@ -317,18 +294,12 @@ TEST(CharTransformer, RefusesWindowsLongerThanItsPositions) {
 
 TEST(CharTransformerConfig, BadSettingsAreClearErrors) {
   const auto load = [](const std::string& sets) {
-    return test::user_error([&] {
-      config::load(
-          std::string(test::kSourceDir) + "/configs/char/tiny.yaml", {sets});
-    });
+    return test::user_error(
+        [&] { config::load(std::string(test::kSourceDir) + "/configs/char/tiny.yaml", {sets}); });
   };
-  EXPECT_NE(
-      load("train.tgt_len=33").find("model.char_transformer.n_ctx = 32"),
-      std::string::npos);
+  EXPECT_NE(load("train.tgt_len=33").find("model.char_transformer.n_ctx = 32"), std::string::npos);
   EXPECT_NE(load("eval.mode=memory").find("has no memory"), std::string::npos);
-  EXPECT_NE(
-      load("model.char_transformer.target_weights=[]").find("t+1 weight"),
-      std::string::npos);
+  EXPECT_NE(load("model.char_transformer.target_weights=[]").find("t+1 weight"), std::string::npos);
 }
 
 } // namespace

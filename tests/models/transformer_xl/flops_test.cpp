@@ -30,15 +30,13 @@ TEST(Flops, TransformerXLTrainingStepCountedByHand) {
   // 2*8*8 = 128; feed-forward 2*2*8*16 = 512; relative: positions 2*8*8*8/4 = 256 and BD
   // 2*8*8 = 128. Softmax: head 2*8*(10 + 1) = 176, the tail 2*8*10 for half the targets = 80.
   EXPECT_DOUBLE_EQ(training_flops_per_token(c, 20, share), 3.0 * (1920 + 256));
-  c.model.section<models::TransformerXLConfig>().attn_type =
-      models::AttnType::kAbsolute;
+  c.model.section<models::TransformerXLConfig>().attn_type = models::AttnType::kAbsolute;
   EXPECT_DOUBLE_EQ(training_flops_per_token(c, 20, share), 3.0 * (1536 + 256));
   // div_val 2: bin sizes 8 and 4, each projected to 8, in the softmax and the embedding.
   c.model.section<models::TransformerXLConfig>().div_val = 2;
   const double head = 2 * 8 * 11 + 2 * 8 * 8 + 0.5 * 2 * 8 * 8;
   const double tail = 0.5 * (2 * 4 * 10 + 2 * 8 * 4) + 0.5 * 2 * 8 * 4;
-  EXPECT_DOUBLE_EQ(
-      training_flops_per_token(c, 20, share), 3.0 * (1536 + head + tail));
+  EXPECT_DOUBLE_EQ(training_flops_per_token(c, 20, share), 3.0 * (1536 + head + tail));
 }
 
 TEST(Flops, TransformerXLEvaluationSegmentCountedByHand) {
@@ -46,8 +44,7 @@ TEST(Flops, TransformerXLEvaluationSegmentCountedByHand) {
   const auto share = uniform_bin_share(c, 20);
   // Projections kept: q, k, v of the 4 new tokens 2*8*8*3 = 384; scores and weighted sum
   // 2*2*8*8 = 256; output 128; feed-forward 512; BD 2*8*8 = 128; the softmax 256.
-  EXPECT_DOUBLE_EQ(
-      evaluation_flops_per_token(c, 20, share, 4, 4, true), 1408 + 256);
+  EXPECT_DOUBLE_EQ(evaluation_flops_per_token(c, 20, share, 4, 4, true), 1408 + 256);
   // Recomputed: the memory's keys and values 2*8*16*4/4 = 256 and the positions of all 8
   // 2*8*8*8/4 = 256, as in a training step's forward.
   EXPECT_DOUBLE_EQ(

@@ -14,8 +14,7 @@ namespace {
 constexpr int64_t kWt103Vocab = 267735;
 
 config::Config shipped(const std::string& name) {
-  return config::load(
-      std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
+  return config::load(std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
 }
 
 // kimiyoung/transformer-xl train.py prints these for its wt103 scripts.
@@ -41,9 +40,7 @@ TransformerXLOptions tiny(bool relative = true, int64_t mem_len = 6) {
       .lengths(lengths);
 }
 
-sources::Batch lm_batch(
-    const torch::Tensor& tokens,
-    const torch::Tensor& targets) {
+sources::Batch lm_batch(const torch::Tensor& tokens, const torch::Tensor& targets) {
   sources::Batch batch;
   batch.tokens = tokens;
   batch.targets = targets;
@@ -82,8 +79,7 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
         out.log_probs[7],
         1e-5,
         1e-5));
-    EXPECT_TRUE(torch::allclose(
-        out.next_log_probs.logsumexp(1), torch::zeros({2}), 1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(out.next_log_probs.logsumexp(1), torch::zeros({2}), 1e-5, 1e-5));
     sources::Batch tokens_only;
     tokens_only.tokens = input;
     ForwardArgs next;
@@ -123,14 +119,10 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
       batch.tokens = torch::randint(40, {len, 2});
       const auto a = model->forward(batch, plain_mems, plain);
       const auto b = model->forward(batch, cached_mems, cached);
-      EXPECT_TRUE(
-          torch::allclose(a.next_log_probs, b.next_log_probs, 1e-5, 1e-5))
-          << len;
+      EXPECT_TRUE(torch::allclose(a.next_log_probs, b.next_log_probs, 1e-5, 1e-5)) << len;
       EXPECT_TRUE(torch::allclose(a.mems.back(), b.mems.back(), 1e-5, 1e-5));
       // The cache holds the keys and values of every row this call read.
-      EXPECT_EQ(
-          cache.layers[1].k.size(2),
-          (plain_mems.empty() ? 0 : plain_mems[0].size(0)) + len);
+      EXPECT_EQ(cache.layers[1].k.size(2), (plain_mems.empty() ? 0 : plain_mems[0].size(0)) + len);
       plain_mems = a.mems;
       cached_mems = b.mems;
     }
@@ -150,13 +142,7 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
   auto extended = tiny(true, 5); // the memory ends 2 rows before the last
   extended.lengths().ext_len = 2;
   for (const auto& options :
-       {tiny(true, 3),
-        tiny(true, 5),
-        tiny(true, 12),
-        pre_ln,
-        untied,
-        same_length,
-        extended}) {
+       {tiny(true, 3), tiny(true, 5), tiny(true, 12), pre_ln, untied, same_length, extended}) {
     torch::manual_seed(6);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
@@ -172,8 +158,7 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     nn::Memory plain_mems;
     nn::Memory cached_mems;
     for (int segment = 0; segment < 5; ++segment) {
-      const auto batch =
-          lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
+      const auto batch = lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
       const auto a = model->forward(batch, plain_mems, with_log_probs());
       const auto b = model->forward(batch, cached_mems, cached);
       EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
@@ -183,21 +168,17 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     }
     // It holds the last call's [memory | segment] rows, and the next call reads them: spoilt,
     // they change what it scores.
-    EXPECT_EQ(
-        cache.layers[0].k.size(2),
-        std::min<int64_t>(options.lengths().mem_len, 4 * 5) + 5);
+    EXPECT_EQ(cache.layers[0].k.size(2), std::min<int64_t>(options.lengths().mem_len, 4 * 5) + 5);
     for (auto& layer : cache.layers) {
       layer.k.zero_();
       layer.v.zero_();
     }
-    const auto batch =
-        lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
-    const auto change =
-        (model->forward(batch, plain_mems, with_log_probs()).log_probs -
-         model->forward(batch, cached_mems, cached).log_probs)
-            .abs()
-            .max()
-            .item<double>();
+    const auto batch = lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
+    const auto change = (model->forward(batch, plain_mems, with_log_probs()).log_probs -
+                         model->forward(batch, cached_mems, cached).log_probs)
+                            .abs()
+                            .max()
+                            .item<double>();
     EXPECT_GT(change, 1e-2);
     // The rows are written into the cache in place, which gradients cannot flow through.
     torch::AutoGradMode with_gradients(true);
@@ -213,14 +194,11 @@ TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
     const auto input = torch::randint(40, {8, 2});
     const auto target = torch::randint(40, {8, 2});
     const auto memory = model->forward(lm_batch(input, target), {}).mems;
-    const auto base =
-        model->forward(lm_batch(input, target), memory, with_log_probs())
-            .log_probs;
+    const auto base = model->forward(lm_batch(input, target), memory, with_log_probs()).log_probs;
     auto changed = input.clone();
     changed[5][0] = (changed[5][0].item<int64_t>() + 1) % 40;
     const auto after =
-        model->forward(lm_batch(changed, target), memory, with_log_probs())
-            .log_probs;
+        model->forward(lm_batch(changed, target), memory, with_log_probs()).log_probs;
     EXPECT_TRUE(torch::equal(base.narrow(0, 0, 5), after.narrow(0, 0, 5)));
     EXPECT_FALSE(torch::equal(base[5], after[5]));
   }
@@ -232,20 +210,13 @@ TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
   model->eval();
   const auto input = torch::randint(40, {10, 3});
   const auto target = torch::randint(40, {10, 3});
-  const auto whole =
-      model->forward(lm_batch(input, target), {}, with_log_probs()).log_probs;
-  const auto first = model->forward(
-      lm_batch(input.narrow(0, 0, 4), target.narrow(0, 0, 4)),
-      {},
-      with_log_probs());
+  const auto whole = model->forward(lm_batch(input, target), {}, with_log_probs()).log_probs;
+  const auto first =
+      model->forward(lm_batch(input.narrow(0, 0, 4), target.narrow(0, 0, 4)), {}, with_log_probs());
   const auto second = model->forward(
-      lm_batch(input.narrow(0, 4, 6), target.narrow(0, 4, 6)),
-      first.mems,
-      with_log_probs());
-  EXPECT_TRUE(
-      torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
-  EXPECT_TRUE(
-      torch::allclose(second.log_probs, whole.narrow(0, 4, 6), 1e-5, 1e-5));
+      lm_batch(input.narrow(0, 4, 6), target.narrow(0, 4, 6)), first.mems, with_log_probs());
+  EXPECT_TRUE(torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(second.log_probs, whole.narrow(0, 4, 6), 1e-5, 1e-5));
   ASSERT_EQ(second.mems.size(), 2u);
   EXPECT_EQ(second.mems[0].size(0), 10);
 }
@@ -256,17 +227,13 @@ TEST(TransformerXL, LossIsOneTermSummingTheTokenLogProbs) {
   model->eval();
   const auto input = torch::randint(40, {5, 2});
   const auto target = torch::randint(40, {3, 2});
-  const auto out =
-      model->forward(lm_batch(input, target), {}, with_log_probs());
+  const auto out = model->forward(lm_batch(input, target), {}, with_log_probs());
   ASSERT_EQ(out.terms.size(), 1u);
   EXPECT_EQ(out.terms[0].name, "lm");
   EXPECT_EQ(out.terms[0].kind, TermKind::kTokenNll);
   EXPECT_EQ(out.terms[0].count, 6);
   EXPECT_EQ(out.log_probs.sizes(), (std::vector<int64_t>{3, 2}));
-  EXPECT_NEAR(
-      out.terms[0].sum.item<double>(),
-      -out.log_probs.sum().item<double>(),
-      1e-5);
+  EXPECT_NEAR(out.terms[0].sum.item<double>(), -out.log_probs.sum().item<double>(), 1e-5);
 }
 
 TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
@@ -274,8 +241,7 @@ TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
   auto model = std::make_shared<TransformerXLImpl>(tiny());
   model->eval();
   auto batch = lm_batch(torch::randint(40, {4, 2}), torch::randint(40, {4, 2}));
-  batch.target_mask = torch::tensor(
-      {{true, false}, {true, true}, {false, true}, {true, false}});
+  batch.target_mask = torch::tensor({{true, false}, {true, true}, {false, true}, {true, false}});
   batch.n_targets = sources::count_targets(batch);
   const auto out = model->forward(batch, {}, with_log_probs());
   EXPECT_EQ(out.terms[0].count, 5);
@@ -289,8 +255,7 @@ TEST(TransformerXL, SpanOverridesTheModelsLengthsForOneCall) {
   torch::manual_seed(7);
   auto model = std::make_shared<TransformerXLImpl>(tiny(true, 6));
   model->eval();
-  const auto batch =
-      lm_batch(torch::randint(40, {5, 2}), torch::randint(40, {5, 2}));
+  const auto batch = lm_batch(torch::randint(40, {5, 2}), torch::randint(40, {5, 2}));
   ForwardArgs no_memory;
   no_memory.span.mem_len = 0;
   EXPECT_TRUE(model->forward(batch, {}, no_memory).mems.empty());
@@ -315,8 +280,7 @@ TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
       EXPECT_NEAR(mean, 1.0, 0.5) << name; // normal(1, 0.5) gains
       EXPECT_GT(std, 0.2) << name;
     } else if (
-        name.find(".bias") != std::string::npos ||
-        name.find("out_bias_") != std::string::npos ||
+        name.find(".bias") != std::string::npos || name.find("out_bias_") != std::string::npos ||
         name == "crit.cluster_bias") {
       EXPECT_EQ(t.abs().max().item<double>(), 0.0) << name;
     } else if (name.find("proj") != std::string::npos) {
@@ -331,11 +295,7 @@ TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
   options.init(nn::InitOptions().uniform(true).range(0.05));
   auto uniform = std::make_shared<TransformerXLImpl>(options);
   EXPECT_LE(
-      uniform->layers[0]
-          ->named_parameters()["rel_attn.qkv_net.weight"]
-          .abs()
-          .max()
-          .item<double>(),
+      uniform->layers[0]->named_parameters()["rel_attn.qkv_net.weight"].abs().max().item<double>(),
       0.05);
   const auto before = uniform->r_w_bias.clone();
   uniform->reset_parameters();
@@ -346,10 +306,8 @@ TEST(TransformerXL, GradientsReachEveryParameter) {
   torch::manual_seed(9);
   auto model = std::make_shared<TransformerXLImpl>(tiny());
   // inputs and targets in every bin, so that every table and cluster takes part
-  const auto input =
-      torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
-  const auto target =
-      torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
+  const auto input = torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
+  const auto target = torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
   auto out = model->forward(lm_batch(input, target), {});
   out.terms[0].sum.backward();
   for (const auto& p : model->named_parameters()) {
@@ -365,18 +323,14 @@ TEST(TransformerXL, LearnedPositionsReadTheTablesLastRows) {
   auto model = std::make_shared<TransformerXLImpl>(tiny_learned());
   model->eval(); // no dropout: the memory can be compared with the embedding
   EXPECT_EQ(
-      count_parameters(*model),
-      count_parameters(TransformerXLImpl(tiny(false))) + 2 * 16 * 16);
+      count_parameters(*model), count_parameters(TransformerXLImpl(tiny(false))) + 2 * 16 * 16);
   const auto input = torch::randint(40, {8, 2});
   const auto target = torch::randint(40, {8, 2});
   const auto rows_with_gradient = [&](const nn::Memory& memory) {
     model->zero_grad();
     auto out = model->forward(lm_batch(input, target), memory);
     out.terms[0].sum.backward();
-    const auto used = model->positions->table.grad()
-                          .abs()
-                          .sum(std::vector<int64_t>{0, 2})
-                          .gt(0);
+    const auto used = model->positions->table.grad().abs().sum(std::vector<int64_t>{0, 2}).gt(0);
     return std::make_pair(used, out.mems);
   };
   const auto [first, memory] = rows_with_gradient({});
@@ -384,8 +338,7 @@ TEST(TransformerXL, LearnedPositionsReadTheTablesLastRows) {
   expected.narrow(0, 8, 8).fill_(true);
   EXPECT_TRUE(torch::equal(first, expected)) << first;
   ASSERT_EQ(memory[0].size(0), 6);
-  EXPECT_TRUE(torch::allclose(
-      memory[0], model->word_emb(input).narrow(0, 2, 6), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(memory[0], model->word_emb(input).narrow(0, 2, 6), 1e-6, 1e-6));
   const auto second = rows_with_gradient(memory).first;
   expected.narrow(0, 2, 6).fill_(true);
   EXPECT_TRUE(torch::equal(second, expected)) << second;

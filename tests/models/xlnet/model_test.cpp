@@ -13,11 +13,9 @@ namespace {
 // Scores whose column c holds the distance it encodes (K - c) give back the distance of each
 // (query, key) pair: (M + p) - j, in both directions.
 TEST(XLNetRelShift, GivesTheSignedDistanceOfEveryQueryKeyPair) {
-  for (const auto& [mlen, qlen] :
-       {std::pair<int64_t, int64_t>{0, 4}, {3, 4}, {5, 2}}) {
+  for (const auto& [mlen, qlen] : {std::pair<int64_t, int64_t>{0, 4}, {3, 4}, {5, 2}}) {
     const int64_t klen = mlen + qlen;
-    const auto distances =
-        torch::arange(klen, -qlen, -1, torch::kFloat).expand({2, 3, qlen, -1});
+    const auto distances = torch::arange(klen, -qlen, -1, torch::kFloat).expand({2, 3, qlen, -1});
     const auto positions = torch::arange(qlen).unsqueeze(0);
     const auto shifted = nn::xlnet_rel_shift(distances, positions, klen);
     ASSERT_EQ(shifted.sizes(), (std::vector<int64_t>{2, 3, qlen, klen}));
@@ -30,9 +28,7 @@ TEST(XLNetRelShift, GivesTheSignedDistanceOfEveryQueryKeyPair) {
     // Queries at other positions (the query stream's) read the rows of their positions.
     const auto some = torch::tensor({{qlen - 1, int64_t{0}}});
     const auto picked = nn::xlnet_rel_shift(
-        torch::arange(klen, -qlen, -1, torch::kFloat).expand({1, 1, 2, -1}),
-        some,
-        klen);
+        torch::arange(klen, -qlen, -1, torch::kFloat).expand({1, 1, 2, -1}), some, klen);
     for (int64_t j = 0; j < klen; ++j) {
       EXPECT_EQ(picked[0][0][0][j].item<float>(), mlen + qlen - 1 - j);
       EXPECT_EQ(picked[0][0][1][j].item<float>(), mlen - j);
@@ -59,20 +55,15 @@ XLNetOptions small(int64_t n_class = 0, int64_t mem_len = 0) {
 
 // A factorisation order: positions of rank 0 are context, seen by everyone; the others are
 // targets, each hidden from the targets of lower or equal rank and from the context.
-sources::Batch permuted(
-    const torch::Tensor& tokens,
-    const torch::Tensor& rank) {
+sources::Batch permuted(const torch::Tensor& tokens, const torch::Tensor& rank) {
   const int64_t qlen = tokens.size(0);
   const int64_t bsz = tokens.size(1);
   sources::Batch batch;
   batch.tokens = tokens;
   batch.segment_ids = torch::zeros_like(tokens);
   // [L, L, B]: rank[j] > 0 and rank[j] >= rank[i]
-  batch.perm_mask = rank.unsqueeze(0)
-                        .ge(rank.unsqueeze(1))
-                        .logical_and(rank.unsqueeze(0).gt(0));
-  batch.target_mapping =
-      torch::eye(qlen).unsqueeze(2).expand({qlen, qlen, bsz});
+  batch.perm_mask = rank.unsqueeze(0).ge(rank.unsqueeze(1)).logical_and(rank.unsqueeze(0).gt(0));
+  batch.target_mapping = torch::eye(qlen).unsqueeze(2).expand({qlen, qlen, bsz});
   batch.targets = tokens;
   batch.n_targets = tokens.numel();
   return batch;
@@ -97,8 +88,7 @@ TEST(XLNet, APredictionSeesOnlyWhatPrecedesItInTheOrder) {
   const auto tokens = torch::randint(50, {qlen, 2});
   // two context positions (rank 0) per row
   const auto rank = torch::stack(
-      {torch::randperm(qlen).sub(1).clamp_min(0),
-       torch::randperm(qlen).sub(1).clamp_min(0)},
+      {torch::randperm(qlen).sub(1).clamp_min(0), torch::randperm(qlen).sub(1).clamp_min(0)},
       1); // [L, B]
   const auto batch = permuted(tokens, rank);
   const auto base = model.forward(batch, {}, with_log_probs()).log_probs;
@@ -143,8 +133,7 @@ TEST(XLNet, PaddedPredictionsAreNotCounted) {
   batch.n_targets = 5;
   const auto padded = model.forward(batch, {}, with_log_probs());
   EXPECT_EQ(padded.terms[0].count, 5);
-  EXPECT_TRUE(torch::allclose(
-      padded.log_probs.narrow(0, 0, 5), full.log_probs.narrow(0, 0, 5)));
+  EXPECT_TRUE(torch::allclose(padded.log_probs.narrow(0, 0, 5), full.log_probs.narrow(0, 0, 5)));
   EXPECT_NEAR(
       padded.terms[0].sum.item<double>(),
       -full.log_probs.narrow(0, 0, 5).sum().item<double>(),
@@ -166,13 +155,9 @@ sources::Batch classification(const torch::Tensor& tokens, int64_t pad) {
 // Left padding: whatever the 3 pad positions of `tokens` [8, 2] hold and however many there
 // are (a batch cut to its longest row, or a longer one), `model` reads the same sequence; the
 // pad tokens count once they are not flagged. Returns the output for `tokens`.
-ModelOutput expect_padding_ignored(
-    XLNetImpl& model,
-    const torch::Tensor& tokens) {
-  const auto close = [&](const sources::Batch& batch,
-                         const torch::Tensor& logits) {
-    return torch::allclose(
-        model.forward(batch, {}, {}).logits, logits, 1e-5, 1e-6);
+ModelOutput expect_padding_ignored(XLNetImpl& model, const torch::Tensor& tokens) {
+  const auto close = [&](const sources::Batch& batch, const torch::Tensor& logits) {
+    return torch::allclose(model.forward(batch, {}, {}).logits, logits, 1e-5, 1e-6);
   };
   auto a = model.forward(classification(tokens, 3), {}, {});
   auto other = tokens.clone();
@@ -202,8 +187,7 @@ TEST(XLNet, ClassificationIgnoresPadding) {
       torch::nn::functional::cross_entropy(
           a.logits,
           torch::tensor({1, 0}),
-          torch::nn::functional::CrossEntropyFuncOptions().reduction(
-              torch::kSum))
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
           .item<double>(),
       1e-5);
   EXPECT_EQ(a.terms[1].kind, TermKind::kAccuracy);
@@ -226,10 +210,7 @@ TEST(XLNet, MeanSummaryIgnoresPadding) {
     item.value().copy_(params[item.key()]);
   }
   EXPECT_FALSE(torch::allclose(
-      last.forward(classification(tokens, 3), {}, {}).logits,
-      a.logits,
-      1e-5,
-      1e-6));
+      last.forward(classification(tokens, 3), {}, {}).logits, a.logits, 1e-5, 1e-6));
 }
 
 // The memory holds the first reuse_len inputs of each layer, the last mem_len kept, detached.
@@ -237,18 +218,16 @@ TEST(XLNet, MemoryKeepsTheReusedPositions) {
   torch::manual_seed(6);
   XLNetImpl model(small(0, 5));
   const auto tokens = torch::randint(50, {6, 2});
-  const auto batch =
-      permuted(tokens, torch::randperm(6).unsqueeze(1).expand({6, 2}));
+  const auto batch = permuted(tokens, torch::randperm(6).unsqueeze(1).expand({6, 2}));
   const auto first = model.forward(batch, {}, {});
   ASSERT_EQ(first.mems.size(), 2U);
   EXPECT_EQ(first.mems[0].size(0), 3); // reuse_len 3 of 6
   EXPECT_FALSE(first.mems[0].requires_grad());
-  EXPECT_TRUE(torch::allclose(
-      first.mems[0], model.word_embedding(tokens.narrow(0, 0, 3)).detach()));
+  EXPECT_TRUE(
+      torch::allclose(first.mems[0], model.word_embedding(tokens.narrow(0, 0, 3)).detach()));
   const auto second = model.forward(batch, first.mems, {});
   EXPECT_EQ(second.mems[0].size(0), 5); // 3 + 3, the last 5 kept
-  EXPECT_TRUE(torch::allclose(
-      second.mems[0].narrow(0, 0, 2), first.mems[0].narrow(0, 1, 2)));
+  EXPECT_TRUE(torch::allclose(second.mems[0].narrow(0, 0, 2), first.mems[0].narrow(0, 1, 2)));
 }
 
 // A memory-mode evaluation keeps each layer's key and value projections of the memory, and the
@@ -268,9 +247,7 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     nn::Memory cached_mems;
     sources::Batch batch;
     for (int segment = 0; segment < 4; ++segment) {
-      batch = permuted(
-          torch::randint(50, {6, 2}),
-          torch::randperm(6).unsqueeze(1).expand({6, 2}));
+      batch = permuted(torch::randint(50, {6, 2}), torch::randperm(6).unsqueeze(1).expand({6, 2}));
       const auto a = model.forward(batch, plain_mems, with_log_probs());
       const auto b = model.forward(batch, cached_mems, cached);
       EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
@@ -283,12 +260,11 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
       layer.k.zero_();
       layer.v.zero_();
     }
-    const auto change =
-        (model.forward(batch, plain_mems, with_log_probs()).log_probs -
-         model.forward(batch, cached_mems, cached).log_probs)
-            .abs()
-            .max()
-            .item<double>();
+    const auto change = (model.forward(batch, plain_mems, with_log_probs()).log_probs -
+                         model.forward(batch, cached_mems, cached).log_probs)
+                            .abs()
+                            .max()
+                            .item<double>();
     EXPECT_GT(change, 1e-2) << "mem_len " << mem_len;
   }
 }
@@ -304,8 +280,7 @@ TEST(XLNet, RefusesABatchWithoutPredictionsOrLabels) {
 // 2048, per-layer biases, 32k pieces: 16,384,000 embedding + 3 x 2,757,632 per layer + 3 x 3 x
 // 256 biases + 512 mask_emb + 32,000 LM bias.
 TEST(XLNetParameters, MiniKoreanMatchesTheTutorialArithmetic) {
-  const auto config = config::load(
-      std::string(test::kSourceDir) + "/configs/xlnet/mini_ko.yaml");
+  const auto config = config::load(std::string(test::kSourceDir) + "/configs/xlnet/mini_ko.yaml");
   const auto model = build_model(config, 32000);
   EXPECT_EQ(count_parameters(*model), 24691712);
 }

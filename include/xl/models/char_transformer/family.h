@@ -12,9 +12,7 @@ namespace xl::models {
 
 /// Character-transformer options for `config` (its loss schedule runs over train.max_step) over a
 /// vocabulary of `n_token`.
-CharTransformerOptions char_transformer_options(
-    const config::Config& config,
-    int64_t n_token);
+CharTransformerOptions char_transformer_options(const config::Config& config, int64_t n_token);
 
 /// The descriptor.
 ModelFamily char_transformer_family();

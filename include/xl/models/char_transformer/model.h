@@ -38,10 +38,7 @@ struct CharLosses {
 };
 
 struct CharTransformerOptions {
-  CharTransformerOptions(
-      int64_t n_token,
-      int64_t n_layer,
-      nn::DecoderLayerOptions layer)
+  CharTransformerOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
       : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
   TORCH_ARG(int64_t, n_token);
   TORCH_ARG(int64_t, n_layer);
@@ -89,10 +86,7 @@ class CharTransformerImpl : public LanguageModelImpl {
  private:
   /// Layer `l` on `h` [L, B, D] under `mask`, through activation recompute where asked, its
   /// position table added first (every layer's, or the input's at layer 0).
-  torch::Tensor run_layer(
-      int64_t l,
-      const torch::Tensor& h,
-      const torch::Tensor& mask);
+  torch::Tensor run_layer(int64_t l, const torch::Tensor& h, const torch::Tensor& mask);
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(

@@ -39,8 +39,7 @@ struct TransformerXLConfig {
   std::vector<int64_t> cutoffs;
   int64_t div_val = 1;
   bool tie_weight = true;
-  std::vector<bool>
-      tie_projs; // empty: [false, true, true, ...] (kimiyoung's wt103 setting)
+  std::vector<bool> tie_projs; // empty: [false, true, true, ...] (kimiyoung's wt103 setting)
   double proj_init_std = 0.01;
 
   template <class Self, class V>

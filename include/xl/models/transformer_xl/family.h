@@ -12,9 +12,7 @@ namespace xl::models {
 /// Transformer-XL options for `config`'s model over a vocabulary of `n_token` (the learned
 /// position tables default to the training span). A config that does not fit the vocabulary (a
 /// cutoff >= n_token) is a ConfigError.
-TransformerXLOptions transformer_xl_options(
-    const config::Config& config,
-    int64_t n_token);
+TransformerXLOptions transformer_xl_options(const config::Config& config, int64_t n_token);
 
 /// The descriptor. Evaluation spans: validation keeps the training attention span, memory
 /// mem_len + train.tgt_len - eval.tgt_len (the kimiyoung/NVIDIA rule), and the model's clamp_len

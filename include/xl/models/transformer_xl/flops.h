@@ -32,8 +32,6 @@ double evaluation_flops_per_token(
     bool projections_kept);
 
 /// The share of uniformly random targets in each adaptive-softmax bin (xl-bench's data).
-std::vector<double> uniform_bin_share(
-    const config::Config& config,
-    int64_t n_token);
+std::vector<double> uniform_bin_share(const config::Config& config, int64_t n_token);
 
 } // namespace xl::models

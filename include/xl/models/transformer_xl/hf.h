@@ -47,9 +47,6 @@ void import_hf_transfo_xl(
 
 /// TransfoXLLMHeadModel's config.json for `config`'s model over `n_token` words, `eos_id` the
 /// vocabulary's <eos>; a UserError for attention HF does not have.
-nlohmann::json transfo_xl_config(
-    const config::Config& config,
-    int64_t n_token,
-    int64_t eos_id);
+nlohmann::json transfo_xl_config(const config::Config& config, int64_t n_token, int64_t eos_id);
 
 } // namespace xl::models

@@ -103,10 +103,7 @@ class XLNetImpl : public LanguageModelImpl {
       const XLNetLengths& lengths);
   /// The streams' queries and masks for a batch with `mlen` memory positions; the query stream's
   /// validity goes into `terms`.
-  void stream_queries(
-      const sources::Batch& batch,
-      int64_t mlen,
-      nn::TwoStreamTerms& terms) const;
+  void stream_queries(const sources::Batch& batch, int64_t mlen, nn::TwoStreamTerms& terms) const;
   /// Layer `i` on the content stream `h` [L, B, D] and the query stream `g` [P, B, D] (undefined
   /// in classification), through activation recompute where asked; their outputs.
   std::pair<torch::Tensor, torch::Tensor> run_layer(
@@ -123,10 +120,7 @@ class XLNetImpl : public LanguageModelImpl {
       const ForwardArgs& args,
       ModelOutput& out);
   /// Loss terms and logits of the classification head on the content stream `h` [L, B, D].
-  void classification_terms(
-      const sources::Batch& batch,
-      const torch::Tensor& h,
-      ModelOutput& out);
+  void classification_terms(const sources::Batch& batch, const torch::Tensor& h, ModelOutput& out);
 };
 
 } // namespace xl::models
