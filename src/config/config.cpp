@@ -41,18 +41,18 @@ void validate_data(const Config& c) {
   }
   const FamilySchema* family = family_schema(c.model.type.name);
   const bool labelled = family != nullptr && family->labelled != nullptr && family->labelled(c);
-  const std::string readers = labelled_readers();
   if (c.data.train_examples && !labelled) {
     fail_rule(
         c,
         "data.train_examples",
-        fmt::format("limits labelled examples, which only {} reads: set null", readers));
+        fmt::format("limits labelled examples, which only {} reads: set null", labelled_readers()));
   }
   if (c.train.group_by_length && !labelled) {
     fail_rule(
         c,
         "train.group_by_length",
-        fmt::format("groups labelled examples, which only {} reads: set false", readers));
+        fmt::format(
+            "groups labelled examples, which only {} reads: set false", labelled_readers()));
   }
 }
 
