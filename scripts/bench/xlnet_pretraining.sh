@@ -21,8 +21,9 @@
 #               training count (scripts/analysis/xlnet_embeddings.py), fine-tuning at lr 1e-4
 #               (nsmc_cls_cpu.yaml) from them, from random weights, from the pretrained body with
 #               fresh embeddings and the reverse, with the rare rows drawn again, with the mean
-#               summary; and linear probes of random, 2k and 12k at each label count ->
-#               $dir/diag_*
+#               summary -> $dir/diag_*
+#     diagnosis-probes  linear probes (everything but the head frozen) of random weights and
+#               of the 2,000- and 12,000-step pretraining at each label count -> $dir/diag_probe_*
 #     table     scripts/bench/xlnet_table.py $dir
 # A fine-tuning run of seed s starts from the pretraining of seed s (Hugging Face's: of seed s
 # where it ran, else of the first peer seed; none: no hf fine-tunings).
@@ -42,7 +43,7 @@ labels=${XL_LABELS:-1000 5000 all}
 starts=${XL_STARTS:-random xl hf}
 threads=()
 [ -z "${XL_THREADS:-}" ] || threads=(--set "train.threads=$XL_THREADS")
-stages=${*:-pretrain peer baseline finetune probe diagnosis table}
+stages=${*:-pretrain peer baseline finetune probe diagnosis diagnosis-probes table}
 mkdir -p "$dir"
 
 log() { echo "[xlnet_pretraining] $*" >&2; }
@@ -104,6 +105,16 @@ steps_for() {
   esac
 }
 
+# The tutorial scaled down after 2,000 and 12,000 steps, which the diagnosis measures.
+diagnosis_pretraining() {
+  checkpoint=best
+  for steps in 2000 12000; do
+    train_and_eval "$dir/diag_mini_ko_cpu_$steps" configs/xlnet/mini_ko_cpu.yaml \
+      --set "train.max_step=$steps" --set train.eval_interval=2000
+    eval_pretraining "$dir/diag_mini_ko_cpu_$steps"
+  done
+}
+
 for stage in $stages; do
   case $stage in
     pretrain)
@@ -138,6 +149,7 @@ for stage in $stages; do
       done
       ;;
     baseline)
+      # shellcheck disable=SC2086
       [ -f "$dir/bag_of_pieces.json" ] ||
         "$python" scripts/baselines/bag_of_pieces.py --data-dir data/prepared/nsmc_8k \
           --examples $labels --threads 2 --out "$dir/bag_of_pieces.json"
@@ -177,12 +189,7 @@ for stage in $stages; do
       done
       ;;
     diagnosis)
-      checkpoint=best
-      for steps in 2000 12000; do
-        train_and_eval "$dir/diag_mini_ko_cpu_$steps" configs/xlnet/mini_ko_cpu.yaml \
-          --set "train.max_step=$steps" --set train.eval_interval=2000
-        eval_pretraining "$dir/diag_mini_ko_cpu_$steps"
-      done
+      diagnosis_pretraining
       "$python" scripts/analysis/xlnet_embeddings.py "$dir/diag_mini_ko_cpu_2000" \
         "$dir/diag_mini_ko_cpu_12000" >"$dir/diag_embeddings.md"
       pretrained=$dir/diag_mini_ko_cpu_2000
@@ -210,6 +217,9 @@ for stage in $stages; do
         --set "train.init_from=$pretrained" --set model.xlnet.summary=mean
       train_and_eval "$dir/diag_lr1e-4_random_mean" "${lr[@]}" --set train.init_from=null \
         --set model.xlnet.summary=mean
+      ;;
+    diagnosis-probes)
+      diagnosis_pretraining
       checkpoint=last
       for n in $labels; do
         for start in random 2000 12000; do
@@ -225,7 +235,7 @@ for stage in $stages; do
       ;;
     table) "$python" scripts/bench/xlnet_table.py "$dir" ;;
     *)
-      echo "xlnet_pretraining.sh: unknown stage '$stage'; expected pretrain, peer, baseline, finetune, probe, diagnosis or table" >&2
+      echo "xlnet_pretraining.sh: unknown stage '$stage'; expected pretrain, peer, baseline, finetune, probe, diagnosis, diagnosis-probes or table" >&2
       exit 2
       ;;
   esac
