@@ -115,6 +115,7 @@ eval::GenerateOptions generate_options(
   options.use_memory = !request.no_memory;
   options.seed = static_cast<uint64_t>(request.seed);
   options.device = device;
+  options.bf16 = config.train.bf16;
   return options;
 }
 

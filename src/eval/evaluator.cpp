@@ -24,6 +24,7 @@ Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
     : model_(model),
       options_(std::move(options)),
       eval_scope_(model),
+      kept_casts_(options_.bf16),
       start_(std::chrono::steady_clock::now()) {}
 
 void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "xl/eval/eval_scope.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::eval {
 
@@ -105,6 +106,7 @@ class GenerationSteps {
     sources::Batch batch;
     batch.tokens = tokens.to(options_.device);
     args_.cache = caching_ ? &cache_ : nullptr;
+    const runtime::AutocastGuard autocast(options_.device, options_.bf16);
     return model_.forward(batch, mems, args_);
   }
 
@@ -143,6 +145,7 @@ Generated generate(
       options.window);
   torch::NoGradGuard no_grad;
   const EvalScope eval_scope(model);
+  const runtime::KeptWeightCasts kept_casts(options.bf16);
   GenerationSteps steps(model, prompt, options);
 
   Generated out;

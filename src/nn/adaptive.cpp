@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "xl/nn/adaptive_loss.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::nn {
 
@@ -111,7 +112,7 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
         /*scale_grad_by_freq=*/false,
         options.sparse_grad());
     if (options.has_proj(0)) {
-      embed = torch::nn::functional::linear(embed, proj(0));
+      embed = runtime::linear(embed, proj(0));
     }
     return embed.mul(scale);
   }
@@ -129,7 +130,7 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
         /*padding_idx=*/-1,
         /*scale_grad_by_freq=*/false,
         options.sparse_grad());
-    embed_i = torch::nn::functional::linear(embed_i, proj(i));
+    embed_i = runtime::linear(embed_i, proj(i));
     if (!out.defined()) {
       out = torch::zeros({flat.size(0), options.d_proj()}, embed_i.options());
     }
@@ -256,6 +257,13 @@ torch::Tensor AdaptiveLogSoftmaxImpl::proj(size_t i) const {
 
 namespace {
 
+// The matrix products' dtype: autocast's on the hidden states' device, else float32.
+torch::ScalarType product_dtype(const torch::Tensor& hidden) {
+  const auto device = hidden.device().type();
+  return at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device)
+                                                   : torch::kFloat;
+}
+
 torch::Tensor projected_logits(
     const torch::Tensor& hidden,
     const torch::Tensor& weight,
@@ -268,17 +276,25 @@ torch::Tensor projected_logits(
 } // namespace
 
 torch::Tensor AdaptiveLogSoftmaxImpl::head_log_probs(const torch::Tensor& hidden) const {
-  auto w = weight(0);
-  auto b = bias(0);
+  const auto bounds = options.adaptive().bounds();
+  const auto dtype = product_dtype(hidden);
+  auto w = bin_rows(out_weights, bounds, 0, dtype);
+  auto b = bin_rows(out_biases, bounds, 0, dtype);
   if (cluster_weight.defined()) {
-    w = torch::cat({w, cluster_weight}, 0);
-    b = torch::cat({b, cluster_bias}, 0);
+    w = torch::cat({w, runtime::cast_weight(cluster_weight, dtype)}, 0);
+    b = torch::cat({b, runtime::cast_weight(cluster_bias, dtype)}, 0);
   }
   return torch::log_softmax(projected_logits(hidden, w, b, proj(0)).to(torch::kFloat), -1);
 }
 
 torch::Tensor AdaptiveLogSoftmaxImpl::tail_logits(size_t i, const torch::Tensor& hidden) const {
-  return projected_logits(hidden, weight(i), bias(i), proj(i));
+  const auto bounds = options.adaptive().bounds();
+  const auto dtype = product_dtype(hidden);
+  return projected_logits(
+      hidden,
+      bin_rows(out_weights, bounds, i, dtype),
+      bin_rows(out_biases, bounds, i, dtype),
+      proj(i));
 }
 
 torch::Tensor AdaptiveLogSoftmaxImpl::forward(
@@ -295,13 +311,11 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
       " and ",
       target.sizes());
   if (options.fused_loss() && hidden.scalar_type() == torch::kFloat && hidden.size(0) > 0) {
-    const auto device = hidden.device().type();
     return adaptive_log_prob(
         {a.bounds(), out_weights, out_biases, out_projs, cluster_weight, cluster_bias},
         hidden,
         target,
-        at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device)
-                                                  : torch::kFloat);
+        product_dtype(hidden));
   }
   const auto head = head_log_probs(hidden);
   const auto bounds = a.bounds();

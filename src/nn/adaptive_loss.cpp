@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "xl/runtime/autocast.h"
+
 namespace xl::nn {
 
 namespace {
@@ -186,26 +188,23 @@ class AdaptiveLossBackward : public torch::autograd::Node {
   }
 };
 
-// A bin's table, bias and projection as the forward pass multiplies them (a slice of the shared
-// table when there is one).
+// A bin's table, bias and projection in the matrix products' dtype, as the forward pass
+// multiplies them.
 struct BinTables {
   const AdaptiveLossParams& params;
   torch::ScalarType dtype;
 
   torch::Tensor weight(size_t i) const {
-    const auto& bounds = params.bounds;
-    return params.weights.size() == 1
-        ? params.weights[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
-        : params.weights[i];
+    return bin_rows(params.weights, params.bounds, i, dtype);
   }
   torch::Tensor bias(size_t i) const {
-    const auto& bounds = params.bounds;
-    return params.biases.size() == 1
-        ? params.biases[0].narrow(0, bounds[i], bounds[i + 1] - bounds[i])
-        : params.biases[i];
+    return bin_rows(params.biases, params.bounds, i, dtype);
   }
   torch::Tensor project(size_t i, const torch::Tensor& x) const {
-    return params.projs[i].defined() ? torch::mm(x, params.projs[i].to(dtype)) : x;
+    return params.projs[i].defined() ? torch::mm(x, cast(params.projs[i])) : x;
+  }
+  torch::Tensor cast(const torch::Tensor& leaf) const {
+    return runtime::cast_weight(leaf, dtype);
   }
 };
 
@@ -260,11 +259,11 @@ torch::Tensor score_head(
   const auto& params = t.params;
   head.x = hidden_lowp;
   head.h = t.project(0, hidden_lowp);
-  auto w = t.weight(0).to(t.dtype);
-  auto b = t.bias(0).to(t.dtype);
+  auto w = t.weight(0);
+  auto b = t.bias(0);
   if (params.bounds.size() > 2) {
-    w = torch::cat({w, params.cluster_weight.to(t.dtype)}, 0);
-    b = torch::cat({b, params.cluster_bias.to(t.dtype)}, 0);
+    w = torch::cat({w, t.cast(params.cluster_weight)}, 0);
+    b = torch::cat({b, t.cast(params.cluster_bias)}, 0);
   }
   head.logits = torch::addmm(b, head.h, w.t());
   head.lse = row_logsumexp(head.logits);
@@ -288,7 +287,7 @@ void score_tail(
   s.rows = rows;
   s.x = hidden_lowp.index_select(0, rows);
   s.h = t.project(i, s.x);
-  s.logits = torch::addmm(t.bias(i).to(t.dtype), s.h, t.weight(i).to(t.dtype).t());
+  s.logits = torch::addmm(t.bias(i), s.h, t.weight(i).t());
   s.lse = row_logsumexp(s.logits);
   s.cols = (target.index_select(0, rows) - t.params.bounds[i]).unsqueeze(1);
   out.index_add_(0, rows, log_prob_at(s));
@@ -324,6 +323,23 @@ void connect(
 }
 
 } // namespace
+
+torch::Tensor bin_rows(
+    const std::vector<torch::Tensor>& leaves,
+    const std::vector<int64_t>& bounds,
+    size_t i,
+    torch::ScalarType dtype) {
+  if (leaves.size() != 1) {
+    return runtime::cast_weight(leaves.at(i), dtype);
+  }
+  const int64_t lo = bounds.at(i);
+  const int64_t n = bounds.at(i + 1) - lo;
+  // An evaluation casts a shared table whole, once; training casts the slice a bin reads, so
+  // that no bf16 copy of the whole table lives through the step.
+  return runtime::KeptWeightCasts::active()
+      ? runtime::cast_weight(leaves[0], dtype).narrow(0, lo, n)
+      : leaves[0].narrow(0, lo, n).to(dtype);
+}
 
 torch::Tensor adaptive_log_prob(
     const AdaptiveLossParams& params,

@@ -1,6 +1,7 @@
 #include "xl/nn/feed_forward.h"
 
 #include "xl/nn/fp32_islands.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::nn {
 
@@ -46,7 +47,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
       ", got ",
       x.sizes());
   const auto core = [&](const torch::Tensor& in) {
-    return drop(fc2(inner_drop(activate(fc1(in)))));
+    const auto inner = activate(runtime::linear(in, fc1->weight, fc1->bias));
+    return drop(runtime::linear(inner_drop(inner), fc2->weight, fc2->bias));
   };
   return options.pre_lnorm() ? x + core(layer_norm_fp32(layer_norm, x))
                              : layer_norm_fp32(layer_norm, x + core(x));

@@ -1,6 +1,7 @@
 #include "xl/nn/rel_partial_attention.h"
 
 #include "xl/nn/init.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::nn {
 
@@ -53,7 +54,9 @@ torch::Tensor RelPartialAttentionImpl::forward(
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   const auto rk = project_positions(cache, r, [&] { // [S, H*Dh] -> [H, Dh, S]
-    return r_net(r).view({klen, options.n_head(), options.d_head()}).permute({1, 2, 0});
+    return runtime::linear(r, r_net->weight, r_net->bias)
+        .view({klen, options.n_head(), options.d_head()})
+        .permute({1, 2, 0});
   });
   const auto ac = torch::matmul(biased_query(options, heads.q, rel.u), heads.k.transpose(2, 3));
   const auto bd = rel_shift(position_scores(biased_query(options, heads.q, rel.v), rk));

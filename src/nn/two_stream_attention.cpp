@@ -1,4 +1,5 @@
 #include "xl/nn/two_stream_attention.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::nn {
 
@@ -96,7 +97,7 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   // [G, R, H*Dh] -> [G, H, R, Dh], then each row's direction: [B or 1, H, R, Dh]
   auto k_r = project_positions(cache, r, [&] {
-    return r_net(r)
+    return runtime::linear(r, r_net->weight, r_net->bias)
         .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
         .transpose(1, 2);
   });
@@ -118,7 +119,8 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
       g.sizes());
   // The query stream's queries go through the same q projection (the first rows of qkv_net).
   const auto q_g = split_heads(
-      torch::nn::functional::linear(g, qkv_net->weight.narrow(0, 0, inner)),
+      torch::nn::functional::linear(
+          g, runtime::product_weight(qkv_net->weight, g.device().type()).narrow(0, 0, inner)),
       options.n_head(),
       options.d_head());
   const auto g_vec = attend_stream(q_g, terms.query, terms, k_r, heads) * terms.query_valid;

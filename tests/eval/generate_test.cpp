@@ -7,6 +7,7 @@
 
 #include "xl/models/char_transformer/model.h"
 #include "xl/models/transformer_xl/model.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::eval {
 namespace {
@@ -78,6 +79,22 @@ TEST(Generate, TheSameSeedDrawsTheSameTokensAndTheModelKeepsItsMode) {
   });
   EXPECT_EQ(seen.size(), 30U);
   EXPECT_EQ(seen.back(), a.tokens[29][1].item<int64_t>());
+}
+
+// Under bf16 the forward passes run through autocast: the prompt's next-token distribution
+// within bf16's precision of float32's, but not equal to it.
+TEST(Generate, Bf16GeneratesThroughAutocastWithinItsPrecision) {
+  auto model = relative_model(64);
+  const auto prompt = torch::randint(30, {10, 3});
+  auto o = options(4, 5);
+  o.sampling.temperature = 0.0;
+  const auto f32 = generate(*model, prompt, o);
+  o.bf16 = true;
+  const auto bf16 = generate(*model, prompt, o);
+  EXPECT_TRUE(torch::equal(bf16.tokens[0], f32.tokens[0]));
+  EXPECT_TRUE(torch::allclose(bf16.log_probs[0], f32.log_probs[0], 0.0, 2e-2));
+  EXPECT_FALSE(torch::equal(bf16.log_probs[0], f32.log_probs[0]));
+  EXPECT_FALSE(runtime::KeptWeightCasts::active());
 }
 
 // A model without memory (the character transformer) re-reads its window.

@@ -33,6 +33,53 @@ TEST(AutocastGuard, RunsTheCpusMatrixProductsInBf16AndRestoresTheState) {
   EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
 }
 
+// Inside the scope the products read one bf16 copy of each weight from guard to guard, so a
+// change of the weights there goes unseen (why only evaluations hold one); its end drops the
+// copies. Outside, every product casts the weight as it is.
+TEST(KeptWeightCasts, KeepOneCastOfEachWeightFromGuardToGuardUntilTheScopeEnds) {
+  torch::nn::Linear layer(8, 8);
+  const auto x = torch::randn({2, 8});
+  const auto& w = layer->weight;
+  const auto product = [&] { return linear(x, w, layer->bias); };
+  const auto in_bf16 = [&] {
+    const auto bf16 = torch::kBFloat16;
+    return torch::nn::functional::linear(x.to(bf16), w.to(bf16), layer->bias.to(bf16));
+  };
+  const auto scale = [&](double by) {
+    const torch::NoGradGuard no_grad;
+    w.mul_(by);
+  };
+  {
+    AutocastGuard autocast(torch::kCPU, true);
+    EXPECT_FALSE(KeptWeightCasts::active());
+    EXPECT_TRUE(product_weight(w, torch::kCPU).is_same(w));
+    EXPECT_NE(
+        cast_weight(w, torch::kBFloat16).data_ptr(), cast_weight(w, torch::kBFloat16).data_ptr());
+  }
+  {
+    const KeptWeightCasts kept(true);
+    EXPECT_TRUE(KeptWeightCasts::active());
+    torch::Tensor before;
+    {
+      AutocastGuard autocast(torch::kCPU, true);
+      before = product();
+    }
+    EXPECT_TRUE(torch::equal(before, in_bf16()));
+    scale(2.0);
+    AutocastGuard autocast(torch::kCPU, true);
+    EXPECT_TRUE(torch::equal(product(), before)); // the kept copy, not the scaled weight
+    EXPECT_EQ(
+        product_weight(w, torch::kCPU).data_ptr(), cast_weight(w, torch::kBFloat16).data_ptr());
+    EXPECT_EQ(cast_weight(w, torch::kFloat).data_ptr(), w.data_ptr());
+  }
+  EXPECT_FALSE(KeptWeightCasts::active());
+  scale(0.25);
+  AutocastGuard autocast(torch::kCPU, true);
+  EXPECT_TRUE(torch::equal(product(), in_bf16())); // the weight as it is now
+  const KeptWeightCasts disabled(false);
+  EXPECT_FALSE(KeptWeightCasts::active());
+}
+
 TEST(PickDevice, Bf16OnACpuWithoutItsInstructionsWarnsWithTheMeasuredRates) {
   std::ostringstream log;
   const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);

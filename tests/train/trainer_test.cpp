@@ -15,6 +15,7 @@
 #include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/run_dir.h"
+#include "xl/runtime/autocast.h"
 #include "xl/sources/corpus.h"
 #include "xl/sources/ordered_segments.h"
 #include "xl/sources/windows.h"
@@ -422,6 +423,35 @@ TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
   }
   EXPECT_EQ(results[0].tokens(), results[1].tokens());
   EXPECT_NEAR(results[0].terms[0].sum, results[1].terms[0].sum, 1e-5 * results[1].terms[0].sum);
+}
+
+// Under bf16 an evaluation casts the weights once and keeps them for its life only: the next
+// evaluation, after the weights changed (a training step between two validations), scores
+// what a model built with those weights scores.
+TEST(Evaluator, Bf16EvaluationsEachReadTheWeightsAsTheyAreWhenTheyStart) {
+  DigitsModel digits;
+  DigitsModel fresh;
+  const auto change = [](models::LanguageModelImpl& model) {
+    const torch::NoGradGuard no_grad;
+    for (auto& p : model.parameters()) {
+      p.mul_(1.5);
+    }
+  };
+  const auto score = [&](models::LanguageModelImpl& model) {
+    sources::OrderedSegments source(digits.tokens, 3, 7);
+    eval::EvalOptions options;
+    options.span.mem_len = 10;
+    options.max_batches = 4;
+    options.bf16 = true;
+    return eval::evaluate(model, source, options).terms[0].sum;
+  };
+  const double before = score(*digits.model);
+  change(*digits.model);
+  change(*fresh.model);
+  const double after = score(*digits.model);
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, score(*fresh.model));
+  EXPECT_FALSE(runtime::KeptWeightCasts::active());
 }
 
 TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {

@@ -13,6 +13,7 @@
 
 #include "xl/eval/eval_scope.h"
 #include "xl/models/language_model.h"
+#include "xl/runtime/autocast.h"
 #include "xl/sources/batch_source.h"
 #include "xl/sources/unigram_baseline.h"
 
@@ -70,7 +71,8 @@ struct EvalResult {
 
 /// Scores batches one at a time with the model in eval mode (restored when the evaluator goes),
 /// without gradients, carrying the memory, and the projections of its rows, from batch to batch
-/// when asked to.
+/// when asked to. Under bf16 it keeps a bf16 copy of the weights for its life: the weights must
+/// not change while it lives.
 class Evaluator {
  public:
   Evaluator(models::LanguageModelImpl& model, EvalOptions options);
@@ -90,6 +92,8 @@ class Evaluator {
   models::LanguageModelImpl& model_;
   EvalOptions options_;
   EvalScope eval_scope_;
+  // bf16: the weights are cast once for the whole evaluation, not once per batch.
+  runtime::KeptWeightCasts kept_casts_;
   nn::Memory mems_;
   models::ProjectionCache cache_;
   models::TermAccumulator totals_;

@@ -45,6 +45,8 @@ struct GenerateOptions {
   bool use_memory = true;
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
+  /// the forward passes under bf16 autocast (the run's train.bf16), the weights cast once
+  bool bf16 = false;
 };
 
 struct Generated {

@@ -26,6 +26,16 @@ struct AdaptiveLossParams {
   torch::Tensor cluster_bias;
 };
 
+/// Bin `i`'s rows of the softmax's tables or biases (`leaves`: one shared by every bin, cut at
+/// `bounds`, or one per bin) in `dtype` for a matrix product. Inside runtime::KeptWeightCasts
+/// (an evaluation) a slice of the kept cast of the whole table, since autocast keeps no cast of
+/// a slice; otherwise the slice cast alone.
+torch::Tensor bin_rows(
+    const std::vector<torch::Tensor>& leaves,
+    const std::vector<int64_t>& bounds,
+    size_t i,
+    torch::ScalarType dtype);
+
 /// hidden [N, d_proj] (float32), target [N] -> log p(target) [N] (float32), equal to
 /// AdaptiveLogSoftmax's composed forward up to float rounding, gradients included. `dtype`
 /// is the matrix products' (bf16: as the composed ops under autocast compute them, with

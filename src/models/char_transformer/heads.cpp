@@ -1,4 +1,5 @@
 #include "xl/models/char_transformer/heads.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::models {
 
@@ -51,7 +52,8 @@ bool CharHeadsImpl::has(int64_t layer, int64_t offset) const {
 torch::Tensor CharHeadsImpl::forward(int64_t layer, int64_t offset, const torch::Tensor& h) {
   const int64_t i = index(layer, offset);
   TORCH_CHECK(i >= 0, "no training head for layer ", layer, ", target t+", offset + 1);
-  return heads->ptr<torch::nn::LinearImpl>(static_cast<size_t>(i))->forward(h);
+  const auto& head = *heads->ptr<torch::nn::LinearImpl>(static_cast<size_t>(i));
+  return runtime::linear(h, head.weight, head.bias);
 }
 
 } // namespace xl::models

@@ -3,6 +3,7 @@
 #include "xl/nn/memory.h"
 #include "xl/nn/recompute.h"
 #include "xl/nn/two_stream_layer.h"
+#include "xl/runtime/autocast.h"
 
 namespace xl::models {
 
@@ -257,8 +258,7 @@ void XLNetImpl::lm_terms(
       g.size(1),
       "] (one per prediction), got ",
       targets.defined() ? targets.sizes() : torch::IntArrayRef{});
-  const auto logits =
-      torch::nn::functional::linear(g, word_embedding->weight, lm_bias); // [P, B, V]
+  const auto logits = runtime::linear(g, word_embedding->weight, lm_bias); // [P, B, V]
   const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1)
                              .gather(2, targets.unsqueeze(2))
                              .squeeze(2); // [P, B]
@@ -289,8 +289,9 @@ void XLNetImpl::classification_terms(
   } else {
     summed = h[h.size(0) - 1];
   }
-  const auto pooled = drop(torch::tanh(summary(summed)));
-  out.logits = logits_proj(pooled).to(torch::kFloat); // [B, C]
+  const auto pooled = drop(torch::tanh(runtime::linear(summed, summary->weight, summary->bias)));
+  out.logits =
+      runtime::linear(pooled, logits_proj->weight, logits_proj->bias).to(torch::kFloat); // [B, C]
   const int64_t rows = labels.size(0);
   out.terms.push_back(
       {"cls",
