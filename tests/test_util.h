@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,13 +19,11 @@ namespace fs = std::filesystem;
 /// A fresh folder under the system temp dir, removed with the object.
 class TempDir {
  public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "xl-test-";
-    if (info != nullptr) {
-      name += std::string(info->test_suite_name()) + "-" + info->name() + "-";
-    }
-    path_ = fs::temp_directory_path() / (name + std::to_string(::getpid()));
+  TempDir() : TempDir(test_prefix()) {}
+  /// `prefix` and this process's id: a leftover of an earlier process with the same id (ids are
+  /// reused) is removed first.
+  explicit TempDir(const std::string& prefix)
+      : path_(fs::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -42,6 +41,15 @@ class TempDir {
   }
 
  private:
+  static std::string test_prefix() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "xl-test-";
+    if (info != nullptr) {
+      name += std::string(info->test_suite_name()) + "-" + info->name() + "-";
+    }
+    return name;
+  }
+
   fs::path path_;
 };
 

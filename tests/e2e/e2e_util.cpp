@@ -12,8 +12,10 @@
 namespace xl::test {
 
 const fs::path& corpus_dir() {
+  // Shared by the program's tests, removed when it ends.
+  static const TempDir folder("xl-e2e-corpus-");
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("xl-e2e-corpus-" + std::to_string(::getpid()));
+    const fs::path& d = folder.path();
     prep::PrepOptions options;
     options.splits["train"] = testdata("wikitext-2/wiki.valid.tokens");
     options.splits["valid"] = testdata("wikitext-2/wiki.test.tokens");

@@ -39,8 +39,10 @@ std::string bin(const std::string& app) {
 // 3,000 training reviews (the last 300 held out) and 500 test reviews, a 2,000-piece
 // SentencePiece model: prepared once.
 const fs::path& prepared() {
+  // Removed when the program ends.
+  static const TempDir folder("xl-e2e-xlnet-");
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("xl-e2e-xlnet-" + std::to_string(::getpid()));
+    const fs::path& d = folder.path();
     const auto train = nsmc_slice("train", 3000, d / "src/train.tsv");
     const auto test = nsmc_slice("test", 500, d / "src/test.tsv");
     auto r = run_command(
