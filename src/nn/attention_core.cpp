@@ -103,7 +103,7 @@ Heads project_qkv(
   if (o.pre_lnorm()) {
     source = layer_norm_fp32(layer_norm, source);
   }
-  const auto proj = runtime::linear(source, qkv_net->weight, qkv_net->bias);
+  const auto proj = runtime::linear(*qkv_net, source);
   const auto q = split_heads(
       proj.narrow(0, proj.size(0) - qlen, qlen).narrow(2, 0, inner), o.n_head(), o.d_head());
   if (cache == nullptr) {
@@ -176,7 +176,7 @@ torch::Tensor finish(
     torch::nn::LayerNorm& layer_norm,
     const torch::Tensor& h,
     const torch::Tensor& attn_vec) {
-  const auto out = drop->forward(runtime::linear(attn_vec, o_net->weight, o_net->bias));
+  const auto out = drop->forward(runtime::linear(*o_net, attn_vec));
   return o.pre_lnorm() ? h + out : layer_norm_fp32(layer_norm, h + out);
 }
 

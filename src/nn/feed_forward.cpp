@@ -47,8 +47,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
       ", got ",
       x.sizes());
   const auto core = [&](const torch::Tensor& in) {
-    const auto inner = activate(runtime::linear(in, fc1->weight, fc1->bias));
-    return drop(runtime::linear(inner_drop(inner), fc2->weight, fc2->bias));
+    const auto inner = activate(runtime::linear(*fc1, in));
+    return drop(runtime::linear(*fc2, inner_drop(inner)));
   };
   return options.pre_lnorm() ? x + core(layer_norm_fp32(layer_norm, x))
                              : layer_norm_fp32(layer_norm, x + core(x));

@@ -54,7 +54,7 @@ torch::Tensor RelPartialAttentionImpl::forward(
       r.sizes());
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   const auto rk = project_positions(cache, r, [&] { // [S, H*Dh] -> [H, Dh, S]
-    return runtime::linear(r, r_net->weight, r_net->bias)
+    return runtime::linear(*r_net, r)
         .view({klen, options.n_head(), options.d_head()})
         .permute({1, 2, 0});
   });

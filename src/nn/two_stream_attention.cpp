@@ -97,7 +97,7 @@ std::pair<torch::Tensor, torch::Tensor> TwoStreamAttentionImpl::forward(
   const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   // [G, R, H*Dh] -> [G, H, R, Dh], then each row's direction: [B or 1, H, R, Dh]
   auto k_r = project_positions(cache, r, [&] {
-    return runtime::linear(r, r_net->weight, r_net->bias)
+    return runtime::linear(*r_net, r)
         .view({r.size(0), r.size(1), options.n_head(), options.d_head()})
         .transpose(1, 2);
   });

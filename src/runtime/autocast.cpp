@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <torch/nn/functional/linear.h>
+#include <torch/nn/modules/linear.h>
 
 namespace xl::runtime {
 
@@ -77,6 +78,10 @@ at::Tensor product_weight(const at::Tensor& weight, c10::DeviceType device) {
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return torch::nn::functional::linear(x, product_weight(weight, x.device().type()), bias);
+}
+
+at::Tensor linear(const torch::nn::LinearImpl& layer, const at::Tensor& x) {
+  return linear(x, layer.weight, layer.bias);
 }
 
 } // namespace xl::runtime

@@ -5,6 +5,10 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+namespace torch::nn {
+class LinearImpl;
+} // namespace torch::nn
+
 namespace xl::runtime {
 
 /// bf16 autocast on `device`'s type (CUDA or the CPU) for the scope of the guard; a no-op when
@@ -54,5 +58,8 @@ at::Tensor product_weight(const at::Tensor& weight, c10::DeviceType device);
 /// LibTorch's functional linear, its weight through product_weight: the same numbers, with one
 /// cast of the weight per KeptWeightCasts scope. x [..., in], weight [out, in] -> [..., out].
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
+/// `layer`'s forward through the linear above: layer(x) with one cast of its weight per scope.
+at::Tensor linear(const torch::nn::LinearImpl& layer, const at::Tensor& x);
 
 } // namespace xl::runtime

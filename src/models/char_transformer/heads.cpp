@@ -52,8 +52,7 @@ bool CharHeadsImpl::has(int64_t layer, int64_t offset) const {
 torch::Tensor CharHeadsImpl::forward(int64_t layer, int64_t offset, const torch::Tensor& h) {
   const int64_t i = index(layer, offset);
   TORCH_CHECK(i >= 0, "no training head for layer ", layer, ", target t+", offset + 1);
-  const auto& head = *heads->ptr<torch::nn::LinearImpl>(static_cast<size_t>(i));
-  return runtime::linear(h, head.weight, head.bias);
+  return runtime::linear(*heads->ptr<torch::nn::LinearImpl>(static_cast<size_t>(i)), h);
 }
 
 } // namespace xl::models

@@ -110,8 +110,7 @@ LossTerm CharTransformerImpl::head_term(
   if (final_norm) {
     x = nn::layer_norm_fp32(final_norm, x);
   }
-  const auto logits =
-      name == "lm" ? runtime::linear(x, out->weight, out->bias) : heads(layer, offset, x);
+  const auto logits = name == "lm" ? runtime::linear(*out, x) : heads(layer, offset, x);
   const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1)
                              .gather(2, batch.targets.narrow(0, first + offset, rows).unsqueeze(2))
                              .squeeze(2);
@@ -202,8 +201,7 @@ ModelOutput CharTransformerImpl::forward(
     if (final_norm) {
       last = nn::layer_norm_fp32(final_norm, last);
     }
-    output.next_log_probs =
-        torch::log_softmax(runtime::linear(last, out->weight, out->bias).to(torch::kFloat), -1);
+    output.next_log_probs = torch::log_softmax(runtime::linear(*out, last).to(torch::kFloat), -1);
   }
   return output;
 }

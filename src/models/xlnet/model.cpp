@@ -289,9 +289,8 @@ void XLNetImpl::classification_terms(
   } else {
     summed = h[h.size(0) - 1];
   }
-  const auto pooled = drop(torch::tanh(runtime::linear(summed, summary->weight, summary->bias)));
-  out.logits =
-      runtime::linear(pooled, logits_proj->weight, logits_proj->bias).to(torch::kFloat); // [B, C]
+  const auto pooled = drop(torch::tanh(runtime::linear(*summary, summed)));
+  out.logits = runtime::linear(*logits_proj, pooled).to(torch::kFloat); // [B, C]
   const int64_t rows = labels.size(0);
   out.terms.push_back(
       {"cls",
