@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
           }
           return std::string();
         });
+    app.add_option(
+           "--top-ops",
+           options.top_ops,
+           "also list the N operators and autograd nodes called most in the counted iteration")
+        ->check(xl::app::count_from(0));
     app.add_option("--json", json_path, "also write the results to this file");
     app.add_flag("--force", force, "replace the file --json names if it exists");
     xl::config::Config config;

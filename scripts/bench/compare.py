@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""xl's training step against Hugging Face's and, given its code, kimiyoung's, interleaved.
+"""xl's training step against Hugging Face's, kimiyoung's and NVIDIA's, interleaved.
 
-Each round times xl-bench, then hf_train_step.py, then (with --kimiyoung) the same script on
-kimiyoung's MemTransformerLM, all on one resolved config: same model, batch, segment, memory,
+Each round times xl-bench, then hf_train_step.py, then (with --kimiyoung, --nvidia) the same script
+on kimiyoung's and NVIDIA's MemTransformerLM, all on one resolved config: same model, batch, segment, memory,
 optimizer, clipping and threads, random tokens. Rounds alternate so that a slow spell of a shared
 machine hits every side. Prints one line per measurement and the medians and ratios, and the
 whole record as JSON with --json. --device cuda runs every side on the GPU. --precisions
@@ -38,6 +38,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--kimiyoung", metavar="DIR",
                         help="pytorch/ folder of a kimiyoung/transformer-xl checkout")
+    parser.add_argument("--nvidia", metavar="DIR",
+                        help="PyTorch/LanguageModeling/Transformer-XL/pytorch/ folder of an "
+                             "NVIDIA/DeepLearningExamples checkout")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override, as xl-train takes it")
     parser.add_argument("--precisions", metavar="LIST",
@@ -71,6 +74,8 @@ def main():
             sides[f"hf {p}"] = hf
             if args.kimiyoung:
                 sides[f"kimiyoung {p}"] = hf + ["--kimiyoung", args.kimiyoung]
+            if args.nvidia:
+                sides[f"nvidia {p}"] = hf + ["--nvidia", args.nvidia]
         ms = {name: [] for name in sides}
         peak_mib = {name: [] for name in sides}
         # xl's model FLOP/s and the matmul rate of its precision measured in the same run

@@ -13,14 +13,19 @@ allocator's peak on a GPU).
 
 With --kimiyoung DIR, the model is MemTransformerLM from DIR, the pytorch/ folder of a checkout of
 kimiyoung/transformer-xl (fetched for the measurement; none of it is in this repository),
-built with the arguments its train.py passes.
+built with the arguments its train.py passes. With --nvidia DIR, MemTransformerLM from DIR, the
+PyTorch/LanguageModeling/Transformer-XL/pytorch/ folder of NVIDIA/DeepLearningExamples (fetched
+alike), built as its train.py builds it; its mixed precision is this script's autocast (bf16 under
+train.bf16), as xl's.
 """
 import importlib
 import argparse
 import json
 import os
 import resource
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 
@@ -51,23 +56,30 @@ def transfo_xl_step(config, n_token, batch, tgt_len, device):
     return model, forward
 
 
+def mem_transformer_args(config, n_token, tgt_len):
+    """MemTransformerLM's arguments for an xl config, as kimiyoung's and NVIDIA's train.py pass
+    them (relative attention, no sampled softmax)."""
+    m, txl = config["model"], config["model"]["transformer_xl"]
+    cutoffs = list(txl["cutoffs"])
+    return dict(
+        n_token=n_token, n_layer=m["n_layer"], n_head=m["n_head"], d_model=m["d_model"],
+        d_head=m["d_head"], d_inner=m["d_inner"], dropout=m["dropout"], dropatt=m["dropatt"],
+        tie_weight=txl["tie_weight"], d_embed=txl["d_embed"] or m["d_model"],
+        div_val=txl["div_val"],
+        tie_projs=list(txl["tie_projs"]) or [False] + [True] * len(cutoffs),
+        pre_lnorm=m["pre_lnorm"], tgt_len=tgt_len, ext_len=txl["ext_len"],
+        mem_len=txl["mem_len"], cutoffs=cutoffs, same_length=txl["same_length"], attn_type=0,
+        clamp_len=txl["clamp_len"], sample_softmax=-1)
+
+
 def kimiyoung_step(code_dir):
     def build(config, n_token, batch, tgt_len, device):
         sys.path[:0] = [code_dir, os.path.join(code_dir, "utils")]
         # Its masks are uint8, which masked_fill no longer takes: read them as booleans.
         torch.Tensor.byte = torch.Tensor.bool
         mem_transformer = importlib.import_module("mem_transformer")
-        m, txl = config["model"], config["model"]["transformer_xl"]
-        cutoffs = list(txl["cutoffs"])
-        tie_projs = list(txl["tie_projs"]) or [False] + [True] * len(cutoffs)
         model = mem_transformer.MemTransformerLM(
-            n_token, m["n_layer"], m["n_head"], m["d_model"], m["d_head"], m["d_inner"],
-            m["dropout"], m["dropatt"], tie_weight=txl["tie_weight"],
-            d_embed=txl["d_embed"] or m["d_model"], div_val=txl["div_val"],
-            tie_projs=tie_projs, pre_lnorm=m["pre_lnorm"], tgt_len=tgt_len,
-            ext_len=txl["ext_len"], mem_len=txl["mem_len"], cutoffs=cutoffs,
-            same_length=txl["same_length"], attn_type=0, clamp_len=txl["clamp_len"],
-            sample_softmax=-1).to(device)
+            **mem_transformer_args(config, n_token, tgt_len)).to(device)
         mems = tuple()
 
         def forward():
@@ -76,6 +88,33 @@ def kimiyoung_step(code_dir):
             out = model(tokens[:-1], tokens[1:], *mems)
             mems = out[1:]
             return out[0].float().mean()
+
+        return model, forward
+
+    return build
+
+
+def nvidia_step(code_dir):
+    def build(config, n_token, batch, tgt_len, device):
+        # Its utils/ package imports its training scripts' dependencies (dllogger, pynvml):
+        # the model needs two of its modules only, copied beside it into a package of their own.
+        here = tempfile.mkdtemp()
+        os.makedirs(os.path.join(here, "utils"))
+        open(os.path.join(here, "utils", "__init__.py"), "w").close()
+        for name in ("proj_adaptive_softmax.py", "log_uniform_sampler.py"):
+            shutil.copy(os.path.join(code_dir, "utils", name), os.path.join(here, "utils"))
+        shutil.copy(os.path.join(code_dir, "mem_transformer.py"), here)
+        sys.path.insert(0, here)
+        mem_transformer = importlib.import_module("mem_transformer")
+        model = mem_transformer.MemTransformerLM(
+            dtype=None, **mem_transformer_args(config, n_token, tgt_len)).to(device)
+        mems = None
+
+        def forward():
+            nonlocal mems
+            tokens = torch.randint(n_token, (tgt_len + 1, batch), device=device)
+            loss, mems = model(tokens[:-1], tokens[1:], mems)
+            return loss.float().mean()
 
         return model, forward
 
@@ -126,8 +165,12 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--kimiyoung", metavar="DIR",
-                        help="time kimiyoung's MemTransformerLM from this pytorch/ folder")
+    peers = parser.add_mutually_exclusive_group()
+    peers.add_argument("--kimiyoung", metavar="DIR",
+                       help="time kimiyoung's MemTransformerLM from this pytorch/ folder")
+    peers.add_argument("--nvidia", metavar="DIR",
+                       help="time NVIDIA's MemTransformerLM from this Transformer-XL/pytorch/ "
+                            "folder of DeepLearningExamples")
     args = parser.parse_args()
 
     with open(args.config) as f:
@@ -142,6 +185,8 @@ def main():
     family = {"transformer_xl": transfo_xl_step, "xlnet": xlnet_step}[config["model"]["type"]]
     if args.kimiyoung:
         family = kimiyoung_step(args.kimiyoung)
+    elif args.nvidia:
+        family = nvidia_step(args.nvidia)
     model, forward = family(config, args.n_token, batch, tgt_len, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=train["lr"])
@@ -169,7 +214,8 @@ def main():
     peak = (torch.cuda.max_memory_allocated() if cuda
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     print(json.dumps({
-        "mode": "kimiyoung_train" if args.kimiyoung else "hf_train",
+        "mode": "kimiyoung_train" if args.kimiyoung else "nvidia_train" if args.nvidia
+        else "hf_train",
         "input_tokens_per_s": args.steps * batch * tgt_len / seconds,
         "ms_per_iteration": 1000 * seconds / args.steps,
         "threads": torch.get_num_threads(),

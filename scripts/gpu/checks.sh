@@ -7,6 +7,7 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --platform manylinux2014_x86_64 -d .whl transformers==4.35.2 tokenizers==0.15.2 \
 #     huggingface_hub==0.20.3
+# NVIDIA's Transformer-XL is timed beside xl when prepare.sh copied it (XL_NVIDIA_TXL).
 # Then the device tool: carry [".device", ".whl"], command `bash scripts/gpu/checks.sh`.
 # Logs land in $OUT: build.txt, gpu_tests.txt, bench.txt, tests.txt.
 set -uo pipefail
@@ -58,14 +59,18 @@ bench() { # one benchmark, its command echoed above its output
   echo
 }
 {
+  # float32 runs on TF32 (train.tf32, on by default); the paper's evaluation: 64 after 640 of
+  # memory, batch 16
   for bf16 in false true; do
     bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 \
-      --modes train,eval,eval_recompute --set train.bf16=$bf16
+      --modes train,eval,eval_recompute --set train.bf16=$bf16 --set eval.batch_size=16
   done
-  # Hugging Face's step on the same config and card, both precisions interleaved (transformers
-  # from .whl)
+  # Hugging Face's and NVIDIA's steps on the same config and card, both precisions interleaved
+  # (transformers from .whl; NVIDIA's model from .device/nvidia when prepare.sh copied it)
+  peers=()
+  [ -f .device/nvidia/mem_transformer.py ] && peers=(--nvidia .device/nvidia)
   XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/txl/wt103_base.yaml \
-    267735 --device cuda --rounds 2 --threads 16 --precisions float32,bf16
+    267735 --device cuda --rounds 2 --threads 16 --precisions float32,bf16 "${peers[@]}"
   for ck in false true; do
     bench "$bin/xl-bench" -c configs/char/enwik8_t64.yaml --n-token 256 --modes train \
       --set train.bf16=true --set train.activation_checkpointing=$ck
@@ -75,6 +80,7 @@ bench() { # one benchmark, its command echoed above its output
   XL_BUILD_DIR=build-gpu bench scripts/bench/memory_vs_vanilla.sh 3800 128 16 4 \
     --set train.device=cuda
 } >"$out/bench.txt" 2>&1
-grep -E '^\$| (train|eval|vanilla) |memory / vanilla|rror' "$out/bench.txt" | cut -c1-300
+grep -E '^\$| (train|eval|vanilla) |memory / vanilla|speed ratio|median|rror' "$out/bench.txt" |
+  cut -c1-300
 
 phase finished

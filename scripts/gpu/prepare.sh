@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Run on the CPU machine, from the project root, before using the lent GPU machine.
 # Copies build.sh and env.sh into .device/ (ignored by git; it travels with the device tool's
-# `carry`) and downloads the Debian packages the GPU machine lacks into .device/debs/.
+# `carry`) and downloads the Debian packages the GPU machine lacks into .device/debs/. With
+# XL_NVIDIA_TXL set to the Transformer-XL/pytorch/ folder of an NVIDIA/DeepLearningExamples
+# checkout (fetched for the measurement; none of it is committed), copies its model code into
+# .device/nvidia/ for checks.sh's side-by-side timing.
 # Then: device run, carry [".device"], command e.g.
 #   bash .device/build.sh && source .device/env.sh && ctest --test-dir build-gpu -L gpu
 set -euo pipefail
@@ -10,6 +13,11 @@ root=$(git -C "$here" rev-parse --show-toplevel)
 dest="$root/.device"
 mkdir -p "$dest/debs"
 cp "$here"/build.sh "$here"/env.sh "$dest/"
+if [ -n "${XL_NVIDIA_TXL:-}" ]; then
+  mkdir -p "$dest/nvidia/utils"
+  cp "$XL_NVIDIA_TXL/mem_transformer.py" "$dest/nvidia/"
+  cp "$XL_NVIDIA_TXL"/utils/{proj_adaptive_softmax,log_uniform_sampler}.py "$dest/nvidia/utils/"
+fi
 cd "$dest/debs"
 # The libraries (with Gloo's headers, which c10d's ProcessGroupGloo.hpp includes), then cairo
 # (xl-compare's plots) with the .pc files its pkg-config entry needs and its runtime libraries

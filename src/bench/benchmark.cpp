@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "xl/config/config.h"
 #include "xl/eval/evaluator.h"
@@ -14,6 +16,7 @@
 #include "xl/models/memory_estimate.h"
 #include "xl/models/registry.h"
 #include "xl/runtime/device.h"
+#include "xl/runtime/op_counter.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
@@ -55,7 +58,53 @@ Work work_of(const sources::Batch& batch) {
   return {batch.n_targets, batch.tokens.numel()};
 }
 
-// Times `iteration` (returning its Work) over warmup + steps calls.
+// One more iteration after the timed ones, counted (the callbacks that count slow it down):
+// its operator calls, autograd nodes, host reads and blocking uploads.
+template <class F>
+void add_op_counts(
+    const std::string& mode,
+    const BenchOptions& options,
+    const torch::Device& device,
+    nlohmann::json& record,
+    F& iteration) {
+  runtime::OpCounts counts;
+  std::map<std::string, int64_t> names;
+  {
+    const runtime::OpCounter counter(options.top_ops > 0);
+    iteration();
+    runtime::synchronize(device);
+    counts = counter.counts();
+    names = counter.by_name();
+  }
+  if (options.top_ops > 0) {
+    std::vector<std::pair<int64_t, std::string>> ranked;
+    for (const auto& [name, calls] : names) {
+      ranked.emplace_back(calls, name);
+    }
+    std::sort(ranked.rbegin(), ranked.rend());
+    ranked.resize(std::min(ranked.size(), static_cast<size_t>(options.top_ops)));
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [calls, name] : ranked) {
+      spdlog::info("{:8s} {:>7} {}", mode, calls, name);
+      top.push_back({{"name", name}, {"calls", calls}});
+    }
+    record["top_ops"] = top;
+  }
+  record["ops_per_iteration"] = counts.ops;
+  record["backward_nodes_per_iteration"] = counts.backward_nodes;
+  record["host_reads_per_iteration"] = counts.host_reads;
+  record["blocking_uploads_per_iteration"] = counts.blocking_uploads;
+  spdlog::info(
+      "{:8s} per iteration: {} operator calls, {} autograd nodes, {} host reads, {} blocking "
+      "uploads",
+      mode,
+      counts.ops,
+      counts.backward_nodes,
+      counts.host_reads,
+      counts.blocking_uploads);
+}
+
+// Times `iteration` (returning its Work) over warmup + steps calls, then counts one more.
 template <class F>
 nlohmann::json measure(
     const std::string& mode,
@@ -92,6 +141,7 @@ nlohmann::json measure(
       record["input_tokens_per_s"].get<double>(),
       record["ms_per_iteration"].get<double>(),
       record["peak_memory_mib"].get<double>());
+  add_op_counts(mode, options, device, record, iteration);
   return record;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "xl/nn/adaptive_loss.h"
+#include "xl/nn/bins.h"
 #include "xl/runtime/autocast.h"
 
 namespace xl::nn {
@@ -96,7 +97,9 @@ torch::Tensor AdaptiveEmbeddingImpl::proj(size_t i) const {
   return i < emb_projs->size() ? emb_projs->at(i) : torch::Tensor();
 }
 
-torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor AdaptiveEmbeddingImpl::forward(
+    const torch::Tensor& tokens,
+    const torch::Tensor& host_tokens) {
   TORCH_CHECK(
       tokens.scalar_type() == torch::kLong,
       "AdaptiveEmbedding expects int64 tokens, got ",
@@ -116,25 +119,26 @@ torch::Tensor AdaptiveEmbeddingImpl::forward(const torch::Tensor& tokens) {
     }
     return embed.mul(scale);
   }
-  const auto flat = tokens.reshape({-1});
-  const auto bounds = options.bounds();
+  const auto bins = bin_ids(
+      tokens.reshape({-1}),
+      host_tokens.defined() ? host_tokens.reshape({-1}) : host_tokens,
+      options.bounds());
   torch::Tensor out;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const auto indices = ((flat >= bounds[i]) & (flat < bounds[i + 1])).nonzero().squeeze(1);
-    if (indices.numel() == 0) {
+  for (size_t i = 0; i < bins.rows.size(); ++i) {
+    if (bins.rows[i].numel() == 0) {
       continue;
     }
     auto embed_i = torch::embedding(
         weight(i),
-        flat.index_select(0, indices) - bounds[i],
+        bins.local[i],
         /*padding_idx=*/-1,
         /*scale_grad_by_freq=*/false,
         options.sparse_grad());
     embed_i = runtime::linear(embed_i, proj(i));
     if (!out.defined()) {
-      out = torch::zeros({flat.size(0), options.d_proj()}, embed_i.options());
+      out = torch::zeros({tokens.numel(), options.d_proj()}, embed_i.options());
     }
-    out = out.index_copy(0, indices, embed_i);
+    out = out.index_copy(0, bins.rows[i], embed_i);
   }
   return out.view(out_sizes).mul(scale);
 }
@@ -299,7 +303,8 @@ torch::Tensor AdaptiveLogSoftmaxImpl::tail_logits(size_t i, const torch::Tensor&
 
 torch::Tensor AdaptiveLogSoftmaxImpl::forward(
     const torch::Tensor& hidden,
-    const torch::Tensor& target) {
+    const torch::Tensor& target,
+    const torch::Tensor& host_target) {
   const AdaptiveOptions& a = options.adaptive();
   TORCH_CHECK(
       hidden.dim() == 2 && hidden.size(1) == a.d_proj() && target.dim() == 1 &&
@@ -315,31 +320,33 @@ torch::Tensor AdaptiveLogSoftmaxImpl::forward(
         {a.bounds(), out_weights, out_biases, out_projs, cluster_weight, cluster_bias},
         hidden,
         target,
-        product_dtype(hidden));
+        product_dtype(hidden),
+        host_target);
   }
   const auto head = head_log_probs(hidden);
   const auto bounds = a.bounds();
   if (bounds.size() == 2) {
     return head.gather(1, target.unsqueeze(1)).squeeze(1);
   }
+  const auto bins = bin_ids(target, host_target, bounds);
   auto out = torch::zeros({hidden.size(0)}, head.options());
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const auto indices = ((target >= bounds[i]) & (target < bounds[i + 1])).nonzero().squeeze(1);
-    if (indices.numel() == 0) {
+  for (size_t i = 0; i < bins.rows.size(); ++i) {
+    const auto& rows = bins.rows[i];
+    if (rows.numel() == 0) {
       continue;
     }
-    const auto local = (target.index_select(0, indices) - bounds[i]).unsqueeze(1);
-    const auto head_i = head.index_select(0, indices);
+    const auto local = bins.local[i].unsqueeze(1);
+    const auto head_i = head.index_select(0, rows);
     torch::Tensor logp;
     if (i == 0) {
       logp = head_i.gather(1, local).squeeze(1);
     } else {
       const auto tail =
-          torch::log_softmax(tail_logits(i, hidden.index_select(0, indices)).to(torch::kFloat), -1);
+          torch::log_softmax(tail_logits(i, hidden.index_select(0, rows)).to(torch::kFloat), -1);
       const int64_t cluster = bounds[1] + static_cast<int64_t>(i) - 1;
       logp = head_i.select(1, cluster) + tail.gather(1, local).squeeze(1);
     }
-    out = out.index_copy(0, indices, logp);
+    out = out.index_copy(0, rows, logp);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "xl/nn/bins.h"
 #include "xl/runtime/autocast.h"
 
 namespace xl::nn {
@@ -39,12 +40,13 @@ torch::Tensor row_logsumexp(const torch::Tensor& logits) {
   const int64_t rows = logits.size(0);
   const int64_t step = chunk_rows(logits);
   if (step >= rows) {
-    return torch::logsumexp(logits.to(torch::kFloat), 1);
+    return torch::logsumexp(runtime::in_dtype(logits, torch::kFloat), 1);
   }
   auto lse = torch::empty({rows}, logits.options().dtype(torch::kFloat));
   for (int64_t r = 0; r < rows; r += step) {
     const int64_t len = std::min(step, rows - r);
-    lse.narrow(0, r, len).copy_(torch::logsumexp(logits.narrow(0, r, len).to(torch::kFloat), 1));
+    lse.narrow(0, r, len).copy_(
+        torch::logsumexp(runtime::in_dtype(logits.narrow(0, r, len), torch::kFloat), 1));
   }
   return lse;
 }
@@ -70,7 +72,7 @@ torch::Tensor logits_to_grad(BinState& s, const torch::Tensor& g_rows) {
   for (int64_t r = 0; r < rows; r += step) {
     const int64_t len = std::min(step, rows - r);
     auto part = grad_logits.narrow(0, r, len);
-    auto f = part.to(torch::kFloat); // `part` itself when float32
+    auto f = runtime::in_dtype(part, torch::kFloat); // `part` itself when float32
     const auto g_part = g_rows.narrow(0, r, len);
     f.sub_(s.lse.narrow(0, r, len).unsqueeze(1)).exp_().mul_(-g_part);
     f.scatter_add_(1, s.cols.narrow(0, r, len), g_part);
@@ -158,7 +160,8 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     }
     // Cast again rather than kept from the forward: a bf16 copy of a shared table would
     // outlive the step's peak.
-    const auto w = (shared ? params.weights[0].narrow(0, lo, n) : params.weights[i]).to(dtype);
+    const auto w =
+        runtime::in_dtype(shared ? params.weights[0].narrow(0, lo, n) : params.weights[i], dtype);
     const auto grad_bias =
         logits_to_grad(s, (s.rows.defined() ? g.index_select(0, s.rows) : g).unsqueeze(1));
     gb.copy_(grad_bias.narrow(0, 0, n));
@@ -169,17 +172,17 @@ class AdaptiveLossBackward : public torch::autograd::Node {
     if (i == 0 && params.cluster_weight.defined()) {
       const int64_t clusters = grad_logits.size(1) - n;
       const auto gc = grad_logits.narrow(1, n, clusters);
-      out[cluster_edge] = torch::mm(gc.t(), s.h).to(torch::kFloat);
+      out[cluster_edge] = runtime::in_dtype(torch::mm(gc.t(), s.h), torch::kFloat);
       out[cluster_edge + 1] = grad_bias.narrow(0, n, clusters);
-      grad_h.addmm_(gc, params.cluster_weight.to(dtype));
+      grad_h.addmm_(gc, runtime::in_dtype(params.cluster_weight, dtype));
     }
     s.logits = torch::Tensor();
     torch::Tensor grad_x = grad_h;
     if (proj_edge[i] >= 0) {
-      out[proj_edge[i]] = torch::mm(s.x.t(), grad_h).to(torch::kFloat);
-      grad_x = torch::mm(grad_h, params.projs[i].to(dtype).t());
+      out[proj_edge[i]] = runtime::in_dtype(torch::mm(s.x.t(), grad_h), torch::kFloat);
+      grad_x = torch::mm(grad_h, runtime::in_dtype(params.projs[i], dtype).t());
     }
-    grad_x = grad_x.to(torch::kFloat);
+    grad_x = runtime::in_dtype(grad_x, torch::kFloat);
     if (i == 0) {
       grad_hidden = grad_x;
     } else {
@@ -245,17 +248,16 @@ void check_inputs(
 // Logits are kept in the products' dtype; the softmax reads them in float32 (as autocast's
 // linear and log_softmax give them).
 torch::Tensor log_prob_at(const BinState& s) {
-  return s.logits.gather(1, s.cols).squeeze(1).to(torch::kFloat) - s.lse;
+  return runtime::in_dtype(s.logits.gather(1, s.cols).squeeze(1), torch::kFloat) - s.lse;
 }
 
 // The head scores the shortlist and one logit per cluster, for every row: log p of the
-// shortlist word, or of the target's cluster. hidden_lowp [N, d], bin [N] each target's bin.
+// shortlist word, or of the target's cluster. hidden_lowp [N, d].
 torch::Tensor score_head(
     BinState& head,
     const BinTables& t,
     const torch::Tensor& hidden_lowp,
-    const torch::Tensor& target,
-    const torch::Tensor& bin) {
+    const BinnedIds& bins) {
   const auto& params = t.params;
   head.x = hidden_lowp;
   head.h = t.project(0, hidden_lowp);
@@ -267,7 +269,7 @@ torch::Tensor score_head(
   }
   head.logits = torch::addmm(b, head.h, w.t());
   head.lse = row_logsumexp(head.logits);
-  head.cols = torch::where(bin == 0, target, bin + (params.bounds[1] - 1)).unsqueeze(1);
+  head.cols = bins.head_cols.unsqueeze(1);
   return log_prob_at(head);
 }
 
@@ -277,10 +279,9 @@ void score_tail(
     size_t i,
     const BinTables& t,
     const torch::Tensor& hidden_lowp,
-    const torch::Tensor& target,
-    const torch::Tensor& bin,
+    const BinnedIds& bins,
     torch::Tensor& out) {
-  const auto rows = (bin == static_cast<int64_t>(i)).nonzero().squeeze(1);
+  const auto& rows = bins.rows[i];
   if (rows.numel() == 0) {
     return;
   }
@@ -289,7 +290,7 @@ void score_tail(
   s.h = t.project(i, s.x);
   s.logits = torch::addmm(t.bias(i), s.h, t.weight(i).t());
   s.lse = row_logsumexp(s.logits);
-  s.cols = (target.index_select(0, rows) - t.params.bounds[i]).unsqueeze(1);
+  s.cols = bins.local[i].unsqueeze(1);
   out.index_add_(0, rows, log_prob_at(s));
 }
 
@@ -338,14 +339,15 @@ torch::Tensor bin_rows(
   // that no bf16 copy of the whole table lives through the step.
   return runtime::KeptWeightCasts::active()
       ? runtime::cast_weight(leaves[0], dtype).narrow(0, lo, n)
-      : leaves[0].narrow(0, lo, n).to(dtype);
+      : runtime::in_dtype(leaves[0].narrow(0, lo, n), dtype);
 }
 
 torch::Tensor adaptive_log_prob(
     const AdaptiveLossParams& params,
     const torch::Tensor& hidden,
     const torch::Tensor& target,
-    torch::ScalarType dtype) {
+    torch::ScalarType dtype,
+    const torch::Tensor& host_target) {
   check_inputs(params, hidden, target, dtype);
   const auto& bounds = params.bounds;
   const size_t n_bins = bounds.size() - 1;
@@ -360,13 +362,11 @@ torch::Tensor adaptive_log_prob(
     // The casts below are autocast's, made once per bin and undone for the loss.
     const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const BinTables tables{node->params, dtype};
-    const auto hidden_lowp = hidden.to(dtype);
-    const auto cutoffs =
-        torch::tensor(std::vector<int64_t>(bounds.begin() + 1, bounds.end() - 1), target.options());
-    const auto bin = torch::bucketize(target, cutoffs, /*out_int32=*/false, /*right=*/true);
-    out = score_head(node->bins[0], tables, hidden_lowp, target, bin);
+    const auto hidden_lowp = runtime::in_dtype(hidden, dtype);
+    const auto bins = bin_ids(target, host_target, bounds);
+    out = score_head(node->bins[0], tables, hidden_lowp, bins);
     for (size_t i = 1; i < n_bins; ++i) {
-      score_tail(node->bins[i], i, tables, hidden_lowp, target, bin, out);
+      score_tail(node->bins[i], i, tables, hidden_lowp, bins, out);
     }
   }
   connect(node, hidden, out);

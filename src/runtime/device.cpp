@@ -3,6 +3,7 @@
 #include <ATen/cpu/Utils.h>
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -22,12 +23,25 @@ torch::Device pick_device(const config::TrainConfig& train) {
   if (train.device == config::Device::kCuda) {
     throw UserError("train.device is cuda, but no CUDA device is available");
   }
-  if (train.bf16 && !cpu_has_bf16()) {
-    // Small products, about half a second in all: enough to show the order of magnitude.
-    const torch::Device cpu(torch::kCPU);
-    const double bf16 = matmul_gflops(cpu, torch::kBFloat16, 256, 0.2);
-    const double fp32 = matmul_gflops(cpu, torch::kFloat, 256, 0.2);
-    spdlog::warn(
+  if (train.bf16) {
+    warn_if_bf16_is_slower();
+  }
+  return torch::kCPU;
+}
+
+namespace {
+
+bool cpu_has(const char* name) {
+  const auto capabilities = at::cpu::get_cpu_capabilities();
+  const auto it = capabilities.find(name);
+  return it != capabilities.end() && it->second.isBool() && it->second.toBool();
+}
+
+} // namespace
+
+std::string bf16_speed_warning(bool emulated, double bf16, double fp32) {
+  if (emulated) {
+    return fmt::format(
         "train.bf16 on a CPU without bf16 instructions (avx512_bf16, amx_bf16): bf16 matrix "
         "products run at {:.1f} GFLOP/s here against {:.1f} in float32 ({:.0f}x slower); "
         "--set train.bf16=false runs in float32",
@@ -35,16 +49,43 @@ torch::Device pick_device(const config::TrainConfig& train) {
         fp32,
         fp32 / bf16);
   }
-  return torch::kCPU;
+  if (bf16 < fp32) {
+    return fmt::format(
+        "train.bf16 on a CPU with avx512_bf16 but no AMX: bf16 matrix products run at {:.1f} "
+        "GFLOP/s here against {:.1f} in float32 ({:.2f}x); --set train.bf16=false may run "
+        "faster",
+        bf16,
+        fp32,
+        bf16 / fp32);
+  }
+  return "";
+}
+
+void warn_if_bf16_is_slower() {
+  if (cpu_has("amx_bf16")) {
+    return;
+  }
+  // About half a second in all: enough to show the order of magnitude. Emulated bf16 takes
+  // small products; avx512_bf16 without AMX is measured at a size training multiplies.
+  const bool emulated = !cpu_has_bf16();
+  const int64_t n = emulated ? 256 : 512;
+  const torch::Device cpu(torch::kCPU);
+  const double bf16 = matmul_gflops(cpu, torch::kBFloat16, n, 0.2);
+  const double fp32 = matmul_gflops(cpu, torch::kFloat, n, 0.2);
+  if (const auto warning = bf16_speed_warning(emulated, bf16, fp32); !warning.empty()) {
+    spdlog::warn("{}", warning);
+  }
 }
 
 bool cpu_has_bf16() {
-  const auto capabilities = at::cpu::get_cpu_capabilities();
-  const auto has = [&](const char* name) {
-    const auto it = capabilities.find(name);
-    return it != capabilities.end() && it->second.isBool() && it->second.toBool();
-  };
-  return has("avx512_bf16") || has("amx_bf16");
+  return cpu_has("avx512_bf16") || cpu_has("amx_bf16");
+}
+
+torch::Tensor upload(const torch::Tensor& host, const torch::Device& device) {
+  if (device.is_cpu()) {
+    return host;
+  }
+  return (host.is_pinned() ? host : host.pin_memory()).to(device, /*non_blocking=*/true);
 }
 
 void synchronize(const torch::Device& device) {
@@ -139,6 +180,8 @@ void setup_runtime(const config::TrainConfig& train) {
   if (train.threads > 0) {
     torch::set_num_threads(static_cast<int>(train.threads));
   }
+  at::globalContext().setAllowTF32CuBLAS(train.tf32);
+  at::globalContext().setAllowTF32CuDNN(train.tf32);
   torch::manual_seed(static_cast<uint64_t>(train.seed));
 }
 

@@ -35,10 +35,16 @@ int64_t Batch::batch_size() const {
 
 Batch Batch::to(const torch::Device& device) const {
   Batch out = *this;
+  bool on_cpu = true;
+  for (const Field& f : kFields) {
+    on_cpu = on_cpu && (!(this->*f.member).defined() || (this->*f.member).is_cpu());
+  }
+  const bool upload = device.is_cuda() && on_cpu;
+  out.host = device.is_cpu() ? nullptr : upload ? std::make_shared<const Batch>(*this) : host;
   for (const Field& f : kFields) {
     auto& t = out.*f.member;
     if (t.defined()) {
-      t = t.to(device);
+      t = upload && t.is_cpu() ? t.pin_memory().to(device, /*non_blocking=*/true) : t.to(device);
     }
   }
   return out;

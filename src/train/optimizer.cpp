@@ -1,6 +1,7 @@
 #include "xl/train/optimizer.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "xl/io/archive.h"
 
@@ -35,16 +36,27 @@ class TorchOptimizer : public Optimizer {
     }
   }
   void step() override {
-    if constexpr (kIsAdam<Torch>) {
-      if (fused_) {
-        fused_step();
-        return;
-      }
+    if (fused_) {
+      fused_step({});
+    } else {
+      optimizer_.step();
     }
-    optimizer_.step();
+  }
+  void step_unless(const torch::Tensor& skip) override {
+    if (fused_) {
+      fused_step(skip);
+    } else {
+      Optimizer::step_unless(skip);
+    }
   }
   void zero_grad() override {
-    optimizer_.zero_grad();
+    // None, as LibTorch's zero_grad leaves them, without its detach_ of each first: no
+    // gradient here is part of a graph.
+    for (auto& group : optimizer_.param_groups()) {
+      for (auto& p : group.params()) {
+        p.mutable_grad().reset();
+      }
+    }
   }
   void set_lr(double lr) override {
     auto& groups = optimizer_.param_groups();
@@ -53,10 +65,12 @@ class TorchOptimizer : public Optimizer {
     }
   }
   void save(torch::serialize::OutputArchive& archive) const override {
+    read_steps();
     optimizer_.save(archive);
   }
   void load(torch::serialize::InputArchive& archive) override {
     optimizer_.load(archive);
+    device_steps_.clear(); // made again from the loaded counts
     // The saved options come back with the state; the weight decay is the config's (a resume
     // may change it), and set_lr sets the rates before every step.
     auto& groups = optimizer_.param_groups();
@@ -78,11 +92,67 @@ class TorchOptimizer : public Optimizer {
   }
 
  private:
-  // LibTorch's Adam step (state created on a parameter's first gradient,
-  // weight decay as L2 for Adam and decoupled for AdamW) for every parameter
-  // of a group at once. The update is the same formula; float rounding can
-  // differ in the last bits.
-  void fused_step() {
+  // The update as one multi-tensor kernel per group, on LibTorch's own state (checkpoints do not
+  // depend on the path): the same formula, float rounding can differ in the last bits. A `skip`
+  // of 1 leaves the weights and the state as they were, decided on the device.
+  void fused_step(const torch::Tensor& skip) {
+    if constexpr (kIsAdam<Torch>) {
+      fused_adam_step(skip);
+    } else if constexpr (std::is_same_v<Torch, torch::optim::SGD>) {
+      fused_sgd_step(skip);
+    } else {
+      TORCH_CHECK(false, "no fused step for this optimizer");
+    }
+  }
+
+  // LibTorch's SGD (dampening 0: a momentum buffer starts at the first gradient, as a zero
+  // buffer after one update does) for every parameter of a group at once, skipped on the device
+  // when `skip` is 1.
+  void fused_sgd_step(const torch::Tensor& skip) {
+    torch::NoGradGuard no_grad;
+    for (auto& group : optimizer_.param_groups()) {
+      const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+      TORCH_CHECK(o.dampening() == 0.0, "the fused SGD step has no dampening");
+      std::vector<torch::Tensor> params, grads, buffers;
+      for (auto& p : group.params()) {
+        if (!p.grad().defined()) {
+          continue;
+        }
+        params.push_back(p);
+        grads.push_back(p.grad());
+        if (o.momentum() != 0.0) {
+          auto& slot = optimizer_.state()[p.unsafeGetTensorImpl()];
+          if (!slot) {
+            auto state = std::make_unique<torch::optim::SGDParamState>();
+            state->momentum_buffer(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+            slot = std::move(state);
+          }
+          buffers.push_back(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer());
+        }
+      }
+      if (params.empty()) {
+        continue;
+      }
+      at::_fused_sgd_(
+          params,
+          grads,
+          buffers,
+          o.weight_decay(),
+          o.momentum(),
+          o.lr(),
+          o.dampening(),
+          o.nesterov(),
+          /*maximize=*/false,
+          /*is_first_step=*/false,
+          std::nullopt,
+          skip.defined() ? std::optional<torch::Tensor>(skip) : std::nullopt);
+    }
+  }
+
+  // LibTorch's Adam step (state created on a parameter's first gradient, weight decay as L2 for
+  // Adam and decoupled for AdamW). The step counts live on the device (device_steps_), so that
+  // a skipped step leaves them too; LibTorch's state gets them when saved.
+  void fused_adam_step(const torch::Tensor& skip) {
     torch::NoGradGuard no_grad;
     for (auto& group : optimizer_.param_groups()) {
       const auto& o = static_cast<const Options&>(group.options());
@@ -92,25 +162,20 @@ class TorchOptimizer : public Optimizer {
         if (!p.grad().defined()) {
           continue;
         }
-        auto& slot = optimizer_.state()[p.unsafeGetTensorImpl()];
-        if (!slot) {
-          auto state = std::make_unique<AdamState<Torch>>();
-          state->step(0);
-          state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-          state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-          slot = std::move(state);
-        }
-        auto& state = static_cast<AdamState<Torch>&>(*slot);
-        state.step(state.step() + 1);
+        auto& state = state_of(p);
         params.push_back(p);
         grads.push_back(p.grad());
         exp_avgs.push_back(state.exp_avg());
         exp_avg_sqs.push_back(state.exp_avg_sq());
-        steps.push_back(
-            torch::full({}, static_cast<float>(state.step()), p.options().requires_grad(false)));
+        steps.push_back(device_step(p, state));
       }
       if (params.empty()) {
         continue;
+      }
+      if (skip.defined()) {
+        torch::_foreach_add_(steps, 1.0 - skip);
+      } else {
+        torch::_foreach_add_(steps, 1.0);
       }
       const auto [beta1, beta2] = o.betas();
       const auto fused = [](auto&&... args) {
@@ -135,7 +200,48 @@ class TorchOptimizer : public Optimizer {
           /*amsgrad=*/false,
           /*maximize=*/false,
           std::nullopt,
-          std::nullopt);
+          skip.defined() ? std::optional<torch::Tensor>(skip) : std::nullopt);
+    }
+  }
+
+  // p's Adam state, made (step 0, zero moments) on its first gradient.
+  AdamState<Torch>& state_of(const torch::Tensor& p) {
+    auto& slot = optimizer_.state()[p.unsafeGetTensorImpl()];
+    if (!slot) {
+      auto state = std::make_unique<AdamState<Torch>>();
+      state->step(0);
+      state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      slot = std::move(state);
+    }
+    return static_cast<AdamState<Torch>&>(*slot);
+  }
+
+  // p's step count as a float scalar on its device, from LibTorch's count when first needed.
+  torch::Tensor device_step(const torch::Tensor& p, const AdamState<Torch>& state) {
+    auto& t = device_steps_[p.unsafeGetTensorImpl()];
+    if (!t.defined()) {
+      t = torch::full({}, static_cast<float>(state.step()), p.options().requires_grad(false));
+    }
+    return t;
+  }
+
+  // The device's step counts into LibTorch's state (one read), for a checkpoint.
+  void read_steps() const {
+    if (device_steps_.empty()) {
+      return;
+    }
+    std::vector<c10::TensorImpl*> keys;
+    std::vector<torch::Tensor> counts;
+    for (const auto& [key, count] : device_steps_) {
+      keys.push_back(key);
+      counts.push_back(count);
+    }
+    const auto host = torch::stack(counts).to(torch::kDouble).cpu();
+    const auto* values = host.data_ptr<double>();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      static_cast<AdamState<Torch>&>(*optimizer_.state().at(keys[i]))
+          .step(static_cast<int64_t>(values[i]));
     }
   }
 
@@ -153,6 +259,8 @@ class TorchOptimizer : public Optimizer {
 
   mutable Torch optimizer_;
   bool fused_;
+  /// the fused step's counts, per parameter
+  std::unordered_map<c10::TensorImpl*, torch::Tensor> device_steps_;
   std::vector<double> lr_scale_;
   std::vector<double> weight_decay_;
 };
@@ -237,7 +345,7 @@ std::unique_ptr<Optimizer> make_optimizer(
           t.fused_optim);
     case config::Optim::kSgd:
       return std::make_unique<TorchOptimizer<torch::optim::SGD, torch::optim::SGDOptions>>(
-          groups, torch::optim::SGDOptions(t.lr).momentum(t.mom));
+          groups, torch::optim::SGDOptions(t.lr).momentum(t.mom), t.fused_optim);
     case config::Optim::kLamb:
       return std::make_unique<Lamb>(std::move(groups), t.lr, t.beta1, t.beta2, t.eps);
   }

@@ -1,8 +1,5 @@
 #include "xl/train/step.h"
 
-#include <cmath>
-#include <limits>
-
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
 
@@ -126,10 +123,10 @@ ChunkPasses forward_backward(
   return passes;
 }
 
-// The whole batch's terms: every chunk's term sums and counts and its targets, from every rank
-// (exact: the other ranks' rows are zeros here), in one host read, with the check that the
-// chunked normalisation was the batch's.
-std::vector<models::TermTotal> batch_terms(
+// The whole batch's terms without their sums: every chunk's counts and targets, from every
+// rank (exact: the other ranks' rows are zeros here, summed on the host), with the check that
+// the chunked normalisation was the batch's.
+std::vector<models::TermTotal> batch_counts(
     const ChunkPasses& passes,
     const std::vector<sources::Batch>& chunks,
     int64_t targets,
@@ -138,15 +135,13 @@ std::vector<models::TermTotal> batch_terms(
     const StepOptions& options) {
   const auto n_terms = static_cast<int64_t>(passes.terms.size());
   const int64_t n_chunks = ranks * options.chunks;
-  auto table = torch::zeros({n_chunks, 2 * n_terms + 1}, torch::kDouble);
+  auto table = torch::zeros({n_chunks, n_terms + 1}, torch::kDouble);
   {
     auto mine = table.narrow(0, rank * options.chunks, options.chunks);
     mine.narrow(1, 0, n_terms)
-        .copy_(torch::stack(passes.sums).cpu().view({options.chunks, n_terms}));
-    mine.narrow(1, n_terms, n_terms)
         .copy_(torch::tensor(passes.counts, torch::kDouble).view({options.chunks, n_terms}));
     for (int64_t c = 0; c < options.chunks; ++c) {
-      mine[c][2 * n_terms] = static_cast<double>(chunks[static_cast<size_t>(c)].n_targets);
+      mine[c][n_terms] = static_cast<double>(chunks[static_cast<size_t>(c)].n_targets);
     }
   }
   if (options.parallel) {
@@ -157,19 +152,82 @@ std::vector<models::TermTotal> batch_terms(
   std::vector<std::vector<int64_t>> chunk_counts(static_cast<size_t>(n_chunks));
   std::vector<int64_t> chunk_targets;
   for (int64_t c = 0; c < n_chunks; ++c) {
-    const double* row = values + c * (2 * n_terms + 1);
+    const double* row = values + c * (n_terms + 1);
     std::vector<models::TermTotal> totals;
     for (int64_t t = 0; t < n_terms; ++t) {
       const auto& term = passes.terms[static_cast<size_t>(t)];
-      const auto count = static_cast<int64_t>(row[n_terms + t]);
+      const auto count = static_cast<int64_t>(row[t]);
       chunk_counts[static_cast<size_t>(c)].push_back(count);
-      totals.push_back({term.name, term.kind, term.weight, row[t], count});
+      totals.push_back({term.name, term.kind, term.weight, 0.0, count});
     }
-    chunk_targets.push_back(static_cast<int64_t>(row[2 * n_terms]));
+    chunk_targets.push_back(static_cast<int64_t>(row[n_terms]));
     models::accumulate(terms, totals);
   }
   check_proportional_counts(passes.terms, chunk_counts, chunk_targets, targets);
   return terms;
+}
+
+// The whole batch's term sums [terms] (double), on the device: this rank's chunks, summed over
+// the ranks there.
+torch::Tensor batch_sums(const ChunkPasses& passes, const StepOptions& options) {
+  const auto n_terms = static_cast<int64_t>(passes.terms.size());
+  auto sums = torch::stack(passes.sums).view({options.chunks, n_terms}).sum(0);
+  if (options.parallel) {
+    options.parallel->group().all_reduce_sum(sums);
+  }
+  return sums;
+}
+
+// The global norm of the gradients [] before clipping them to `clip` (0: no clipping), without
+// reading it: the clipping factor is applied on the device.
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip) {
+  std::vector<torch::Tensor> grads;
+  bool sparse = false;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+      sparse = sparse || p.grad().is_sparse();
+    }
+  }
+  if (grads.empty()) {
+    return params.empty() ? torch::zeros({}) : torch::zeros({}, params.front().options());
+  }
+  std::vector<torch::Tensor> norms;
+  if (sparse) {
+    for (const auto& g : grads) {
+      norms.push_back(g.norm());
+    }
+  } else {
+    norms = torch::_foreach_norm(grads);
+  }
+  auto total = norms.size() == 1 ? norms.front() : torch::stack(norms).norm();
+  if (clip > 0) {
+    const auto factor = (total + 1e-6).reciprocal().mul_(clip).clamp_max_(1.0);
+    if (sparse) {
+      for (auto& g : grads) {
+        g.mul_(factor);
+      }
+    } else {
+      torch::_foreach_mul_(grads, factor);
+    }
+  }
+  return total;
+}
+
+// The memory a chunk carries on: the step's where it was finite, the one before where not.
+// A stream without memory yet has nothing to keep: its first step is read.
+nn::Memory next_memory(nn::Memory fresh, const nn::Memory& kept, const torch::Tensor& finite) {
+  if (fresh.empty() || kept.size() != fresh.size()) {
+    return (kept.empty() && !fresh.empty() && !finite.item<bool>()) ? kept : fresh;
+  }
+  for (size_t l = 0; l < fresh.size(); ++l) {
+    if (kept[l].sizes() == fresh[l].sizes()) {
+      fresh[l] = torch::where(finite, fresh[l], kept[l]);
+    } else if (!finite.item<bool>()) { // a memory still growing to mem_len
+      return kept;
+    }
+  }
+  return fresh;
 }
 
 } // namespace
@@ -200,30 +258,51 @@ StepResult train_step(
   const auto chunks = rank_chunks(batch, options, ranks, rank);
   auto passes = forward_backward(
       model, chunks, continues_streams, mems, step, result.targets, ranks, options);
-  // 2. The whole batch's terms, read once.
-  result.terms = batch_terms(passes, chunks, result.targets, ranks, rank, options);
-  for (const auto& term : result.terms) {
-    result.finite = result.finite && std::isfinite(term.sum);
-  }
+  // 2. The whole batch's terms: counts on the host, sums on the device.
+  result.terms = batch_counts(passes, chunks, result.targets, ranks, rank, options);
+  result.sums = batch_sums(passes, options);
   // 3. The norm (clipping with clip 0 only measures): a finite loss can still give a non-finite
   //    gradient, which must not reach the weights.
-  if (result.finite) {
-    result.grad_norm = torch::nn::utils::clip_grad_norm_(
-        model.parameters(),
-        options.clip > 0 ? options.clip : std::numeric_limits<double>::infinity());
-    result.finite = std::isfinite(result.grad_norm);
-  }
-  if (!result.finite) {
-    optimizer.zero_grad();
-    return result;
-  }
-  // 4. The update, and the memory it leaves.
+  result.grad_norm = clip_gradients(model.parameters(), options.clip);
+  result.finite =
+      torch::isfinite(result.sums).all().logical_and_(torch::isfinite(result.grad_norm));
+  // 4. The update unless not finite, and the memory it leaves.
   if (continues_streams) {
-    mems = std::move(passes.mems);
+    for (size_t c = 0; c < mems.size(); ++c) {
+      mems[c] = next_memory(std::move(passes.mems[c]), mems[c], result.finite);
+    }
   }
   optimizer.set_lr(lr);
-  optimizer.step();
+  optimizer.step_unless(result.finite.logical_not().to(torch::kFloat));
   return result;
+}
+
+std::vector<StepReport> read_steps(const std::vector<StepResult>& steps) {
+  if (steps.empty()) {
+    return {};
+  }
+  std::vector<torch::Tensor> parts;
+  for (const auto& s : steps) {
+    parts.push_back(s.finite.to(torch::kDouble).reshape({1}));
+    parts.push_back(s.grad_norm.to(torch::kDouble).reshape({1}));
+    parts.push_back(s.sums.to(torch::kDouble).reshape({-1}));
+  }
+  const auto host = torch::cat(parts).cpu();
+  const auto* values = host.data_ptr<double>();
+  std::vector<StepReport> reports;
+  for (const auto& s : steps) {
+    StepReport r{*values != 0.0, values[1], s.terms, s.targets};
+    values += 2;
+    for (auto& term : r.terms) {
+      term.sum = *values++;
+    }
+    reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+StepReport read_step(const StepResult& step) {
+  return read_steps({step}).front();
 }
 
 } // namespace xl::train

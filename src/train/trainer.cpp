@@ -70,6 +70,10 @@ struct Trainer::State {
   int64_t saved_step = 0;
   /// resumed with these settings changed ("train.lr: 0.001 -> 0.002")
   std::vector<std::string> changes;
+  /// the steps since the last read of their device values (flush), in order
+  std::vector<std::pair<int64_t, StepResult>> pending;
+  /// the gradient norm of the last finite step read
+  double grad_norm = 0.0;
 };
 
 Trainer::Trainer(
@@ -440,14 +444,42 @@ void Trainer::skip_non_finite(State& s, int64_t step) {
   }
 }
 
-void Trainer::log_window(State& s, int64_t step, double lr, double grad_norm) {
-  if (step % config_.train.log_interval != 0 || s.window.empty()) {
-    // Between logged steps, a progress line after the first step and then at least every
-    // run.progress_seconds.
-    if (!s.shown_progress || s.progress->due(config_.run.progress_seconds)) {
-      spdlog::info("{}", s.progress->line("step"));
-      s.shown_progress = true;
+bool Trainer::flush(State& s) {
+  if (s.pending.empty()) {
+    return false;
+  }
+  std::vector<StepResult> results;
+  results.reserve(s.pending.size());
+  for (auto& entry : s.pending) {
+    results.push_back(std::move(entry.second));
+  }
+  const auto reports = read_steps(results);
+  bool finite = false;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    finite = reports[i].finite;
+    if (finite) {
+      s.bad_streak = 0;
+      s.grad_norm = reports[i].grad_norm;
+      models::accumulate(s.window, reports[i].terms);
+    } else {
+      skip_non_finite(s, s.pending[i].first);
     }
+  }
+  s.pending.clear();
+  return finite;
+}
+
+void Trainer::show_progress(State& s) {
+  // Between logged steps, a progress line after the first step and then at least every
+  // run.progress_seconds.
+  if (!s.shown_progress || s.progress->due(config_.run.progress_seconds)) {
+    spdlog::info("{}", s.progress->line("step"));
+    s.shown_progress = true;
+  }
+}
+
+void Trainer::log_window(State& s, int64_t step, double lr) {
+  if (s.window.empty()) {
     return;
   }
   s.shown_progress = true;
@@ -457,7 +489,7 @@ void Trainer::log_window(State& s, int64_t step, double lr, double grad_norm) {
   nlohmann::json record = {{"step", step}, {"split", "train"}};
   eval::add_terms(record, s.window, unit);
   record["lr"] = lr;
-  record["grad_norm"] = grad_norm;
+  record["grad_norm"] = s.grad_norm;
   record["tokens_per_s"] = rate;
   record["epoch"] = s.source->epoch();
   write_record(s, record);
@@ -537,18 +569,29 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     const int64_t step = s.step + 1;
     const auto batch = sources::next_cycling(*s.source);
     const double lr = s.schedule->lr(step);
-    const auto outcome = train_step(
-        *model_, *s.optimizer, batch, s.source->continues_streams(), s.mems, lr, step, options);
+    s.pending.emplace_back(
+        step,
+        train_step(
+            *model_,
+            *s.optimizer,
+            batch,
+            s.source->continues_streams(),
+            s.mems,
+            lr,
+            step,
+            options));
     s.step = step;
-    if (outcome.finite) {
-      s.bad_streak = 0;
-      models::accumulate(s.window, outcome.terms);
-      s.progress->update(step, outcome.targets);
-      log_window(s, step, lr, outcome.grad_norm);
-    } else {
-      skip_non_finite(s, step);
-    }
+    s.progress->update(step, batch.n_targets);
     const bool signalled = stop_requested();
+    // The steps' values are read at logging steps and before a checkpoint, not in between.
+    const bool logs = step % t.log_interval == 0;
+    if (logs || signalled || step == s.last_step || step % t.eval_interval == 0) {
+      if (flush(s) && logs) {
+        log_window(s, step, lr);
+      }
+    } else {
+      show_progress(s);
+    }
     validate_and_checkpoint(s, step, signalled);
     // A signal during this step's validation was checkpointed there too.
     if (signalled || (s.saved_step == step && stop_requested())) {

@@ -85,8 +85,8 @@ TEST_F(Cuda, Bf16AutocastTrainingStepIsFinite) {
   step_options.device = torch::kCUDA;
   std::vector<nn::Memory> mems(2);
   for (int step = 1; step <= 3; ++step) {
-    const auto result = train::train_step(
-        *model, *optimizer, random_batch(16, 4), true, mems, 1e-3, step, step_options);
+    const auto result = train::read_step(train::train_step(
+        *model, *optimizer, random_batch(16, 4), true, mems, 1e-3, step, step_options));
     ASSERT_TRUE(result.finite);
   }
   for (const auto& p : model->parameters()) {
@@ -112,8 +112,9 @@ TEST_F(Cuda, CheckpointedBf16StepGivesThePlainGradients) {
     step_options.bf16 = true;
     step_options.device = torch::kCUDA;
     std::vector<nn::Memory> mems(1);
-    ASSERT_TRUE(
-        train::train_step(*model, *optimizer, batch, true, mems, 1e-3, 1, step_options).finite);
+    ASSERT_TRUE(train::read_step(
+                    train::train_step(*model, *optimizer, batch, true, mems, 1e-3, 1, step_options))
+                    .finite);
     grads.emplace_back();
     for (const auto& p : model->parameters()) {
       grads.back().push_back(p.grad().cpu());

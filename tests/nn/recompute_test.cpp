@@ -102,7 +102,7 @@ Steps two_steps(
   options.bf16 = bf16;
   Steps steps;
   for (size_t s = 0; s < batches.size(); ++s) {
-    const auto result = train_step(
+    const auto result = read_step(train_step(
         *model,
         *optimizer,
         batches[s],
@@ -110,7 +110,7 @@ Steps two_steps(
         mems,
         c.train.lr,
         static_cast<int64_t>(s) + 1,
-        options);
+        options));
     EXPECT_TRUE(result.finite);
     for (const auto& term : result.terms) {
       steps.sums.push_back(term.sum);

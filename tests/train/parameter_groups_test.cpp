@@ -87,7 +87,7 @@ TEST(ParameterPlan, FrozenParametersReceiveNoUpdateAndAreListed) {
   StepOptions options;
   for (int64_t step = 1; step <= 2; ++step) {
     const auto result =
-        train_step(*model, *optimizer, reviews(12, 4), false, mems, 0.01, step, options);
+        read_step(train_step(*model, *optimizer, reviews(12, 4), false, mems, 0.01, step, options));
     ASSERT_TRUE(result.finite);
   }
   for (const auto& item : model->named_parameters()) {

@@ -133,14 +133,14 @@ sources::Batch digits_batch(int64_t rows, int64_t len) {
   return batch;
 }
 
-StepResult sgd_step(FakeModel& model, const sources::Batch& batch, int64_t chunks) {
+StepReport sgd_step(FakeModel& model, const sources::Batch& batch, int64_t chunks) {
   config::TrainConfig t;
   t.optim = config::Optim::kSgd;
   auto optimizer = make_optimizer(t, model.parameters());
   std::vector<nn::Memory> mems(static_cast<size_t>(chunks));
   StepOptions options;
   options.chunks = chunks;
-  return train_step(model, *optimizer, batch, true, mems, 0.5, 1, options);
+  return read_step(train_step(model, *optimizer, batch, true, mems, 0.5, 1, options));
 }
 
 TEST(TrainStep, MinimisesTheWeightedSumOfTermMeans) {
@@ -205,8 +205,8 @@ TEST(TrainStep, ANonFiniteGradientMakesNoUpdate) {
   config::TrainConfig t;
   auto optimizer = make_optimizer(t, model.parameters());
   std::vector<nn::Memory> mems(1);
-  const auto result =
-      train_step(model, *optimizer, digits_batch(4, 3), true, mems, 0.5, 1, StepOptions{});
+  const auto result = read_step(
+      train_step(model, *optimizer, digits_batch(4, 3), true, mems, 0.5, 1, StepOptions{}));
   EXPECT_FALSE(result.finite);
   EXPECT_TRUE(std::isfinite(result.terms[0].sum));
   EXPECT_TRUE(torch::equal(model.w, torch::zeros({3})));

@@ -19,12 +19,15 @@ struct BenchOptions {
   std::string modes = "train,eval,vanilla";
   /// refuse a training config whose memory estimate exceeds the available memory
   bool enforce_memory = true;
+  /// list this many of the most-called operators of the counted iteration (0: none)
+  int64_t top_ops = 0;
 };
 
 /// Runs the benchmarks and returns one record per mode: targets/s (tokens_per_s), input
-/// tokens/s, milliseconds
-/// per iteration, peak memory (CUDA: allocator peak; CPU: peak resident set
-/// of the process) and the memory estimate of models/memory_estimate.h.
+/// tokens/s, milliseconds per iteration, peak memory (CUDA: allocator peak; CPU: peak resident
+/// set of the process), the memory estimate of models/memory_estimate.h, and what one more
+/// iteration asked of LibTorch (runtime/op_counter.h): operator calls, autograd nodes, host
+/// reads and blocking uploads.
 nlohmann::json run_benchmark(const config::Config& config, const BenchOptions& options);
 
 } // namespace xl::bench

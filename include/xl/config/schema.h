@@ -174,6 +174,7 @@ struct TrainConfig {
   double lr_layer_decay = 1.0;
   std::vector<std::string> freeze;
   bool bf16 = false;
+  bool tf32 = true;
   bool activation_checkpointing = false;
   int64_t log_interval = 200;
   int64_t eval_interval = 4000;
@@ -204,7 +205,7 @@ struct TrainConfig {
     v("beta1", s.beta1, "Adam/LAMB beta1", fraction());
     v("beta2", s.beta2, "Adam/LAMB beta2", fraction());
     v("eps", s.eps, "Adam/LAMB epsilon", greater_than(0));
-    v("fused_optim", s.fused_optim, "adam, adamw: update every parameter in one fused multi-tensor kernel (false: LibTorch's per-tensor step; same formula and state, the last float bits may differ)");
+    v("fused_optim", s.fused_optim, "adam, adamw, sgd: update every parameter in one fused multi-tensor kernel, which skips a non-finite step on the device (false: LibTorch's per-tensor step, after reading the step's finiteness; same formula and state, the last float bits may differ)");
     v("scheduler", s.scheduler, "learning-rate schedule after warmup: cosine or poly (linear) decay to eta_min at max_step, inv_sqrt, constant, plateau");
     v("warmup_step", s.warmup_step, "linear warmup steps", at_least(0));
     v("eta_min", s.eta_min, "final learning rate of the cosine and poly schedules", at_least(0));
@@ -215,6 +216,7 @@ struct TrainConfig {
     v("lr_layer_decay", s.lr_layer_decay, "layer-wise learning-rate decay: the parameters of layer i of n (layers.<i>.*) train at lr * lr_layer_decay^(n - 1 - i), the others at lr (zihangdai/xlnet's lr_layer_decay_rate, applied to the rate because Adam undoes a scaled gradient)", Limits{0.0, 1.0, true, false, {}});
     v("freeze", s.freeze, "parameters not to train, by name pattern (* any characters, ? one): a linear probe freezes everything but the classification head (configs/xlnet/ko_probe_cpu.yaml); the log lists what is frozen");
     v("bf16", s.bf16, "bfloat16 autocast (CUDA or the CPU)");
+    v("tf32", s.tf32, "CUDA: float32 matrix products and convolutions on TF32 tensor cores (Ampere and newer; 10-bit mantissa products, float32 sums), as NVIDIA's Transformer-XL recipe runs; false: full float32. No effect on the CPU or under bf16's products");
     v("activation_checkpointing", s.activation_checkpointing, "keep no layer activations for the backward pass and recompute them there: less memory for about one more forward pass per step, same gradients");
     v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));

@@ -55,8 +55,10 @@ class AdaptiveEmbeddingImpl : public torch::nn::Cloneable<AdaptiveEmbeddingImpl>
   /// Tables by the weight rule, projections by the projection rule.
   void reset_parameters(const InitOptions& init);
 
-  /// tokens [...] (int64) -> [..., d_proj], scaled by sqrt(d_proj)
-  torch::Tensor forward(const torch::Tensor& tokens);
+  /// tokens [...] (int64) -> [..., d_proj], scaled by sqrt(d_proj). `host_tokens`: the same
+  /// tokens on the CPU when `tokens` are on a GPU (the bins are found there without waiting,
+  /// nn/bins.h), or undefined.
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& host_tokens = {});
 
   /// embedding table of bin i ([n_token, d_embed] for div_val == 1)
   const torch::Tensor& weight(size_t i) const;
@@ -94,9 +96,12 @@ class AdaptiveLogSoftmaxImpl : public torch::nn::Cloneable<AdaptiveLogSoftmaxImp
   /// cluster weights by the weight rule, projections by the projection rule, biases 0.
   void reset_parameters(const InitOptions& init);
 
-  /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token
-  /// order
-  torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& target);
+  /// hidden [N, d_proj], target [N] -> log p(target) [N] in float32, in token order.
+  /// `host_target`: the same targets on the CPU, or undefined (as for AdaptiveEmbedding).
+  torch::Tensor forward(
+      const torch::Tensor& hidden,
+      const torch::Tensor& target,
+      const torch::Tensor& host_target = {});
   /// hidden [N, d_proj] -> log-probabilities over the whole vocabulary [N,
   /// n_token]
   torch::Tensor log_probs(const torch::Tensor& hidden);

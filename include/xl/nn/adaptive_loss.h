@@ -39,11 +39,13 @@ torch::Tensor bin_rows(
 /// hidden [N, d_proj] (float32), target [N] -> log p(target) [N] (float32), equal to
 /// AdaptiveLogSoftmax's composed forward up to float rounding, gradients included. `dtype`
 /// is the matrix products' (bf16: as the composed ops under autocast compute them, with
-/// float32 logits for the softmax and float32 gradients for every parameter).
+/// float32 logits for the softmax and float32 gradients for every parameter). `host_target`:
+/// the same targets on the CPU, or undefined (nn/bins.h).
 torch::Tensor adaptive_log_prob(
     const AdaptiveLossParams& params,
     const torch::Tensor& hidden,
     const torch::Tensor& target,
-    torch::ScalarType dtype = torch::kFloat);
+    torch::ScalarType dtype = torch::kFloat,
+    const torch::Tensor& host_target = {});
 
 } // namespace xl::nn

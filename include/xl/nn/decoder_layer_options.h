@@ -19,6 +19,9 @@ struct DecoderLayerOptions {
   TORCH_ARG(Activation, activation) = Activation::kRelu;
   /// the feed-forward's dropout after the activation; unset: the attention's dropout
   TORCH_ARG(std::optional<double>, inner_dropout);
+  /// training runs the layer as one autograd node where it can (nn/fused_rel_layer.h: relative
+  /// attention, post-LN, ReLU); false: the composed modules
+  TORCH_ARG(bool, fused) = true;
 
  public:
   FeedForwardOptions feed_forward() const {

@@ -46,6 +46,12 @@ class KeptWeightCasts {
   bool active_ = false;
 };
 
+/// `t` in `dtype`: `t` itself when it already is, without the operator call (and, on a GPU, the
+/// dispatch) that to() makes even then.
+inline at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
 /// A float32 weight in `dtype` for a matrix product: inside KeptWeightCasts, autocast's kept copy
 /// of a whole parameter (made once); otherwise a new copy.
 at::Tensor cast_weight(const at::Tensor& weight, at::ScalarType dtype);

@@ -11,12 +11,23 @@
 namespace xl::runtime {
 
 /// train.device: auto is CUDA when available, else the CPU; cuda without a GPU is a UserError.
-/// train.bf16 on a CPU without bf16 instructions logs a warning with the bf16 and float32
-/// matrix-product rates measured there: emulated bf16 is many times slower, never silently.
+/// train.bf16 on the CPU: warn_if_bf16_is_slower().
 torch::Device pick_device(const config::TrainConfig& train);
+
+/// On a CPU without AMX, measures bf16 and float32 matrix products (about half a second) and
+/// warns with both rates where bf16 is slower: many times so when emulated (no bf16
+/// instructions), often somewhat with avx512_bf16 alone. Never silently slower.
+void warn_if_bf16_is_slower();
+/// Its message for bf16 products at `bf16` GFLOP/s against `fp32` on a CPU without AMX, with
+/// bf16 instructions or without (`emulated`); empty where bf16 is not slower.
+std::string bf16_speed_warning(bool emulated, double bf16, double fp32);
 
 /// Whether this CPU multiplies bf16 matrices in hardware (avx512_bf16 or amx_bf16).
 bool cpu_has_bf16();
+
+/// `host` (a CPU tensor) on `device`: itself for the CPU; else a copy that the host does not wait
+/// for, from page-locked memory (`host` itself when it is, a page-locked copy otherwise).
+torch::Tensor upload(const torch::Tensor& host, const torch::Device& device);
 
 /// Waits for the work queued on `device` (a no-op on the CPU).
 void synchronize(const torch::Device& device);
@@ -36,7 +47,7 @@ double available_memory(const torch::Device& device);
 /// "the CPU" or "cuda:0", for messages.
 std::string device_name(const torch::Device& device);
 
-/// Sets train.threads (when > 0) and seeds torch with train.seed.
+/// Sets train.threads (when > 0) and train.tf32, and seeds torch with train.seed.
 void setup_runtime(const config::TrainConfig& train);
 
 } // namespace xl::runtime

@@ -20,11 +20,14 @@
 //                                        the P predictions
 //   labels          [B]         int64    classification: the class of each row
 //   n_targets       host int             targets that count, so that nobody syncs to count them
+//   host            Batch                the same batch on the CPU, for a batch moved to a GPU
+//                                        (ids whose values the host needs: nn/bins.h)
 #pragma once
 
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,11 +44,18 @@ struct Batch {
   torch::Tensor target_mapping;
   torch::Tensor labels;
   int64_t n_targets = 0;
+  /// what to() moved to a GPU, still on the CPU (null: this batch is on the CPU)
+  std::shared_ptr<const Batch> host;
 
   /// Rows (B).
   int64_t batch_size() const;
-  /// Every defined field on `device`.
+  /// Every defined field on `device`; to a GPU without making the host wait (from page-locked
+  /// copies), keeping the CPU batch as `host`.
   Batch to(const torch::Device& device) const;
+  /// The batch on the CPU: `host`, or this batch.
+  const Batch& on_host() const {
+    return host ? *host : *this;
+  }
   /// Rows [start, start + size) of every field, with their targets counted again. A batch with a
   /// target mask must still be on the CPU: split first, then move each part.
   Batch narrow(int64_t start, int64_t size) const;

@@ -16,6 +16,14 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual void step() = 0;
+  /// The update, unless `skip` (a float scalar on the parameters' device) is 1: a step whose
+  /// loss or gradient was not finite makes none. The fused Adam and AdamW decide on the device,
+  /// without making the host wait; the others read `skip` first.
+  virtual void step_unless(const torch::Tensor& skip) {
+    if (skip.item<float>() == 0.0F) {
+      step();
+    }
+  }
   virtual void zero_grad() = 0;
   /// The schedule's rate: each parameter group trains at it times the group's lr_scale.
   virtual void set_lr(double lr) = 0;

@@ -36,23 +36,47 @@ struct StepOptions {
   static StepOptions from(const config::TrainConfig& t, const torch::Device& device);
 };
 
+/// What a step leaves. The values that depend on the step's numbers stay on the device, so that
+/// the host never waits for a step: read_steps() reads those of several steps at once.
 struct StepResult {
-  /// false: a term or the gradient norm was NaN or infinite; no update was made and the
-  /// memory was kept
-  bool finite = true;
-  /// the global gradient norm before clipping (unset when a term was not finite)
-  double grad_norm = 0.0;
-  /// every term over the whole batch
+  /// every term over the whole batch: names, kinds, weights and counts (sums: `sums`)
   std::vector<models::TermTotal> terms;
   /// the batch's counted targets
   int64_t targets = 0;
+  /// the terms' sums over the whole batch [terms] (double)
+  torch::Tensor sums;
+  /// [] bool: every term and the gradient norm were finite. False: no update was made and the
+  /// memory was kept.
+  torch::Tensor finite;
+  /// [] float: the global gradient norm before clipping
+  torch::Tensor grad_norm;
 };
+
+/// A step as the host reads it.
+struct StepReport {
+  bool finite = true;
+  double grad_norm = 0.0;
+  /// the terms with their sums
+  std::vector<models::TermTotal> terms;
+  int64_t targets = 0;
+};
+
+/// The device values of `steps`, in one read from the device.
+std::vector<StepReport> read_steps(const std::vector<StepResult>& steps);
+/// One step's (tests and the benchmark).
+StepReport read_step(const StepResult& step);
 
 /// One optimizer update at learning rate `lr` on `batch` (on the CPU). With
 /// `options.parallel`, rank r of R trains chunks [r k, (r + 1) k) of the batch split into R k,
 /// so R processes with `chunks` k step as one with R k; the terms are the whole batch's on every
 /// rank. `mems` holds one memory per chunk of this rank: read when `continues_streams`,
 /// replaced after a finite step. `step` is the training step the model's loss schedules see.
+///
+/// The host does not wait for the device: the terms' sums, the gradient norm and whether they
+/// were finite stay there; a step that was not finite is undone there (the optimizer skips its
+/// update, the memory keeps its rows). Only the first step of a stream with memory, which has
+/// no memory to keep, reads whether it was finite; data-parallel ranks also exchange their
+/// chunks' counts, on the host.
 StepResult train_step(
     models::LanguageModelImpl& model,
     Optimizer& optimizer,

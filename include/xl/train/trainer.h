@@ -58,11 +58,18 @@ class Trainer {
   struct State;
   /// 1. the batch source, optimizer and schedule; the checkpoint's state when resuming
   void start(State& s, bool resume);
-  /// 2. a step whose loss was not finite: counted, logged, fatal after too many in a row
+  /// 2. the device values of the steps run since the last call, in one read: each finite
+  /// step's terms join the logging window, each other one goes to skip_non_finite. Returns
+  /// whether the last step was finite (false: none pending).
+  bool flush(State& s);
+  /// a step whose loss was not finite: counted, logged, fatal after too many in a row
   void skip_non_finite(State& s, int64_t step);
-  /// 3. the training line and record every train.log_interval steps (`grad_norm`: this step's,
-  /// before clipping)
-  void log_window(State& s, int64_t step, double lr, double grad_norm);
+  /// 3. the training line and record every train.log_interval steps (`grad_norm`: the last
+  /// finite step's, before clipping)
+  void log_window(State& s, int64_t step, double lr);
+  /// between them, a progress line after the first step and at least every
+  /// run.progress_seconds
+  void show_progress(State& s);
   /// 4. validation (unless a signal stops the run) and the checkpoint
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
   /// The validation terms at `step`; empty when a signal interrupted it.

@@ -107,11 +107,12 @@ torch::Tensor TransformerXLImpl::v(int64_t layer) const {
 }
 
 std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
-    const torch::Tensor& tokens,
+    const sources::Batch& batch,
     int64_t mlen,
     const TransformerXLLengths& lengths) {
+  const auto& tokens = batch.tokens;
   const int64_t qlen = tokens.size(0);
-  const auto embedded = word_emb(tokens); // [L, B, D]
+  const auto embedded = word_emb(tokens, batch.on_host().tokens); // [L, B, D]
   const auto float_options = torch::dtype(torch::kFloat).device(tokens.device());
   if (options.relative()) {
     const auto distances = nn::relative_positions(mlen + qlen, lengths.clamp_len, float_options);
@@ -169,10 +170,12 @@ torch::Tensor TransformerXLImpl::run_layers(
   return drop(core);
 }
 
-torch::Tensor TransformerXLImpl::score(const torch::Tensor& core, const torch::Tensor& targets) {
+torch::Tensor TransformerXLImpl::score(const torch::Tensor& core, const sources::Batch& batch) {
+  const auto& targets = batch.targets;
   const int64_t tgt_len = targets.size(0);
   const auto pred = core.narrow(0, core.size(0) - tgt_len, tgt_len).reshape({-1, core.size(2)});
-  return crit(pred, targets.reshape({-1})).view({tgt_len, targets.size(1)});
+  return crit(pred, targets.reshape({-1}), batch.on_host().targets.reshape({-1}))
+      .view({tgt_len, targets.size(1)});
 }
 
 ModelOutput TransformerXLImpl::forward(
@@ -193,7 +196,7 @@ ModelOutput TransformerXLImpl::forward(
   const int64_t mlen = mems.empty() ? 0 : mems[0].size(0);
   const auto mask =
       nn::causal_mask(qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
-  auto [core, r] = embed(tokens, mlen, lengths);
+  auto [core, r] = embed(batch, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
   core = run_layers(core, r, mask, mems, hiddens, args.cache);
 
@@ -205,7 +208,7 @@ ModelOutput TransformerXLImpl::forward(
     }
   }
   if (targets.defined()) {
-    add_lm_term(out, batch, score(core, targets), args); // log p [T, B]
+    add_lm_term(out, batch, score(core, batch), args); // log p [T, B]
   }
   if (args.next_token) {
     out.next_log_probs = crit->log_probs(core[qlen - 1]); // [B, V]

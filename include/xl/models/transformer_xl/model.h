@@ -90,10 +90,10 @@ class TransformerXLImpl : public LanguageModelImpl {
   nn::AdaptiveLogSoftmax crit{nullptr};
 
  private:
-  /// tokens [L, B] -> the first layer's input [L, B, D], and the relative position embeddings
-  /// [M + L, D] (undefined for vanilla attention)
+  /// batch.tokens [L, B] -> the first layer's input [L, B, D], and the relative position
+  /// embeddings [M + L, D] (undefined for vanilla attention)
   std::pair<torch::Tensor, torch::Tensor> embed(
-      const torch::Tensor& tokens,
+      const sources::Batch& batch,
       int64_t mlen,
       const TransformerXLLengths& lengths);
   /// The layer stack over `core` [L, B, D]; `hiddens` receives each layer's input. `cache`:
@@ -105,8 +105,8 @@ class TransformerXLImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       std::vector<torch::Tensor>& hiddens,
       ProjectionCache* cache);
-  /// log p(target) [T, B] of the last T positions of `core` [L, B, D]
-  torch::Tensor score(const torch::Tensor& core, const torch::Tensor& targets);
+  /// log p(target) [T, B] of batch.targets at the last T positions of `core` [L, B, D]
+  torch::Tensor score(const torch::Tensor& core, const sources::Batch& batch);
 };
 
 } // namespace xl::models
