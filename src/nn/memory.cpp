@@ -26,8 +26,11 @@ Memory update_memory(
   Memory next;
   next.reserve(hiddens.size());
   for (size_t i = 0; i < hiddens.size(); ++i) {
-    const auto cat = mems.empty() ? hiddens[i] : torch::cat({mems[i], hiddens[i]}, 0);
-    next.push_back(cat.slice(0, begin, end).detach());
+    // Rows of the segment alone (mem_len <= qlen - ext_len, as in training) need no copy of
+    // [memory | segment].
+    const auto rows = begin >= mlen ? hiddens[i].slice(0, begin - mlen, end - mlen)
+                                    : torch::cat({mems[i], hiddens[i]}, 0).slice(0, begin, end);
+    next.push_back(rows.detach());
   }
   return next;
 }

@@ -118,6 +118,23 @@ TEST(PickDevice, Bf16SlowerThanFloat32SaysSoWithBothRates) {
   EXPECT_THAT(bf16_speed_warning(true, 0.5, 60.0), HasSubstr("120x slower"));
 }
 
+TEST(SetupRuntime, Tf32FollowsTheConfig) {
+  const bool blas = at::globalContext().allowTF32CuBLAS();
+  const bool dnn = at::globalContext().allowTF32CuDNN();
+  config::TrainConfig train;
+  EXPECT_TRUE(train.tf32); // on unless a config says otherwise, as NVIDIA's recipe runs
+  train.tf32 = false;
+  setup_runtime(train);
+  EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());
+  train.tf32 = true;
+  setup_runtime(train);
+  EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
+  EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
+  at::globalContext().setAllowTF32CuBLAS(blas);
+  at::globalContext().setAllowTF32CuDNN(dnn);
+}
+
 TEST(MatmulRate, IsPositiveForEitherDtype) {
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     EXPECT_GT(matmul_gflops(torch::kCPU, dtype, 64, 0.01), 0.0);
