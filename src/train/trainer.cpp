@@ -585,12 +585,12 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
     const bool signalled = stop_requested();
     // The steps' values are read at logging steps and before a checkpoint, not in between.
     const bool logs = step % t.log_interval == 0;
-    if (logs || signalled || step == s.last_step || step % t.eval_interval == 0) {
-      if (flush(s) && logs) {
-        log_window(s, step, lr);
-      }
-    } else {
+    const bool reads = logs || signalled || step == s.last_step || step % t.eval_interval == 0;
+    const bool finite = !reads || flush(s);
+    if (!logs) {
       show_progress(s);
+    } else if (finite) {
+      log_window(s, step, lr);
     }
     validate_and_checkpoint(s, step, signalled);
     // A signal during this step's validation was checkpointed there too.
