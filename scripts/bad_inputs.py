@@ -104,6 +104,8 @@ def prepare(work):
     (work / "empty.txt").write_text("")
     (work / "labels.tsv").write_text("0\t좋은 영화\n5\t다섯 번째 부류\n")
     (work / "garbage.yaml").write_text("model: [unclosed\n")
+    # A section of only comments is YAML null: it must never erase the base's under a --set.
+    (work / "null_train.yaml").write_text(f"base: {TXL}\ntrain:\n  # to do\n")
     (work / "prompt.txt").write_text("The game\n")
 
 
@@ -202,6 +204,8 @@ def cases(work):
     for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",
                    work / "garbage.yaml", work / "noise.bin"]:
         add("xl-train", ["--config", config] + new_run())
+    add("xl-train", ["--config", work / "null_train.yaml", "--set", f"data.dir={work / 'words'}",
+                     "--set", "train.threads=1"] + new_run())
 
     # Outputs: a run's files and folder, names that are paths, existing outputs.
     r = work / "r"

@@ -212,16 +212,28 @@ void apply_override(Tree& tree, const std::string& assignment) {
     start = dot + 1;
   }
   Tree* node = &tree;
+  std::string walked;
   for (size_t i = 0; i + 1 < keys.size(); ++i) {
     if (keys[i].empty()) {
       throw ConfigError(source.str() + ": empty key in path '" + path + "'");
     }
-    if (!node->is_map) {
-      *node = Tree{};
-      node->is_map = true;
-      node->source = source;
-    }
     node = &node->child(keys[i], source);
+    walked += (walked.empty() ? "" : ".") + keys[i];
+    if (node->is_map) {
+      continue;
+    }
+    if (node->leaf.IsNull()) {
+      // A section the file left empty (only comments: YAML null) would otherwise become a new
+      // mapping holding this key alone, and the base's section would be lost.
+      throw ConfigError(
+          node->source.str() + ": " + walked + ": expected a mapping of keys, found null, inside " +
+          "which " + source.str() + " sets a key (a section holding only comments is null: " +
+          "delete its line to inherit the base's, or give it keys)");
+    }
+    // Through a value: the override replaces it, and the schema names the override.
+    *node = Tree{};
+    node->is_map = true;
+    node->source = source;
   }
   if (keys.back().empty()) {
     throw ConfigError(source.str() + ": empty key in path '" + path + "'");

@@ -80,6 +80,27 @@ TEST(ConfigInheritance, MissingBaseNamesTheLine) {
   EXPECT_THAT(message, HasSubstr("nope.yaml"));
 }
 
+TEST(ConfigInheritance, ASectionOfOnlyCommentsIsRefusedAndNeverErasesTheBases) {
+  // YAML reads a section that holds only comments as null. An override inside it once made it a
+  // new mapping with that key alone: the base's whole section became the schema's defaults.
+  TempDir dir;
+  write_file(dir / "base.yaml", "data:\n  dir: x\ntrain:\n  batch_size: 7\n  max_step: 12\n");
+  const auto child = write_file(dir / "child.yaml", "base: base.yaml\ntrain:\n  # to do\n");
+  for (const auto& sets : {std::vector<std::string>{}, {"train.threads=1"}}) {
+    const auto message = error_of(child.string(), sets);
+    EXPECT_THAT(message, HasSubstr("child.yaml:2"));
+    EXPECT_THAT(message, HasSubstr("train: expected a mapping of keys, found null"));
+  }
+  const auto message = error_of(child.string(), {"train.threads=1"});
+  EXPECT_THAT(message, HasSubstr("--set train.threads=1 sets a key"));
+  EXPECT_THAT(message, HasSubstr("delete its line to inherit the base's"));
+  // Without the empty section the override merges into the base's.
+  write_file(dir / "child.yaml", "base: base.yaml\n");
+  const Config c = load(child.string(), {"train.threads=1"});
+  EXPECT_EQ(c.train.batch_size, 7);
+  EXPECT_EQ(c.train.max_step, 12);
+}
+
 TEST(ConfigOverrides, AreTypedAndLaterOnesWin) {
   const Config c = load(
       files("nested/child.yaml"),
