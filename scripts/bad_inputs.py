@@ -107,6 +107,9 @@ def prepare(work):
     # A section of only comments is YAML null: it must never erase the base's under a --set.
     (work / "null_train.yaml").write_text(f"base: {TXL}\ntrain:\n  # to do\n")
     (work / "prompt.txt").write_text("The game\n")
+    # A run folder with a best.pt and no last.pt (an import, or last.pt removed).
+    (work / "best_only" / "checkpoints").mkdir(parents=True)
+    shutil.copy(work / "r" / "checkpoints" / "best.pt", work / "best_only" / "checkpoints")
 
 
 def cases(work):
@@ -258,6 +261,7 @@ def cases(work):
         add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
                           f"run.dir={work / 'imported'}", "--weights", weights])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))
+    out.append(("xl-train", train + ["--set", f"run.dir={work / 'best_only'}"], {}))
     add("xl-train", ["--config", r / "config.yaml", "--set", "model.d_model=64", "--resume"])
     add("xl-train", ["--config", r / "config.yaml", "--set", "train.batch_size=7", "--resume"])
 

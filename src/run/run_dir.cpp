@@ -173,6 +173,20 @@ void refuse_foreign_folder(const std::filesystem::path& dir) {
       fmt::join(held, ", ")));
 }
 
+// Every checkpoint of `paths` (last, best, snapshots, averages: the .pt files of checkpoints/),
+// relative to the run folder, sorted.
+std::vector<std::string> held_checkpoints(const RunPaths& paths) {
+  std::vector<std::string> held;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(paths.checkpoints, ec)) {
+    if (entry.path().extension() == ".pt") {
+      held.push_back(std::filesystem::relative(entry.path(), paths.dir, ec).string());
+    }
+  }
+  std::sort(held.begin(), held.end());
+  return held;
+}
+
 } // namespace
 
 RunPaths prepare_directory(const config::Config& config, bool resume) {
@@ -191,11 +205,16 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
     throw UserError("cannot create run directory " + paths.dir.string() + ": " + ec.message());
   }
   paths.lock = std::make_shared<const RunLock>(paths.dir);
-  if (!resume && std::filesystem::exists(paths.last_checkpoint(), ec)) {
-    throw UserError(
-        "run directory " + paths.dir.string() +
-        " already holds checkpoints; pass --resume to continue that run, or "
-        "choose another run.name or run.dir");
+  // Any checkpoint, not only last.pt: a best.pt left without one (an import, or last.pt removed)
+  // would be replaced by this run's.
+  if (const auto held = held_checkpoints(paths); !resume && !held.empty()) {
+    throw UserError(fmt::format(
+        "run directory {} already holds checkpoints ({}); {}choose another run.name or run.dir",
+        paths.dir.string(),
+        fmt::join(held, ", "),
+        std::filesystem::exists(paths.last_checkpoint(), ec)
+            ? "pass --resume to continue that run, or "
+            : ""));
   }
   std::filesystem::create_directories(paths.checkpoints, ec);
   if (ec) {

@@ -53,7 +53,8 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   EXPECT_EQ(checkpoint_step(dir / "split"), 17);
   const auto again = run_command(train_command(dir / "split"), dir.path());
   EXPECT_EQ(again.status, 2);
-  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints; pass --resume"));
+  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints (checkpoints/best.pt"));
+  EXPECT_THAT(again.output, HasSubstr("pass --resume to continue that run"));
   const auto second = run_command(train_command(dir / "split", "--resume"), dir.path());
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("resumed"));
@@ -61,6 +62,20 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
       read_text(dir / "split/metrics.jsonl"),
       HasSubstr("{\"changes\":[],\"event\":\"resumed\",\"logged_until\":17,\"step\":17,"));
   expect_same_losses_after(train_losses(dir / "full"), train_losses(dir / "split"), 17, 40);
+}
+
+// A checkpoint other than last.pt (an imported best.pt, or a run whose last.pt was removed) is
+// never replaced by a new run or an import in the same folder.
+TEST(Training, ABestCheckpointWithoutLastIsNeverReplaced) {
+  TempDir dir;
+  train_ten_steps(dir);
+  std::filesystem::remove(dir / "r/checkpoints/last.pt");
+  const auto best = read_text(dir / "r/checkpoints/best.pt");
+  const auto again = run_command(train_command(dir / "r"), dir.path());
+  EXPECT_EQ(again.status, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("already holds checkpoints (checkpoints/best.pt)"));
+  EXPECT_THAT(again.output, Not(HasSubstr("--resume")));
+  EXPECT_EQ(read_text(dir / "r/checkpoints/best.pt"), best);
 }
 
 // An interrupted run, resumed, continues the reference run's loss sequence
