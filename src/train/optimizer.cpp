@@ -65,7 +65,7 @@ class TorchOptimizer : public Optimizer {
     }
   }
   void save(torch::serialize::OutputArchive& archive) const override {
-    read_steps();
+    read_step_counts();
     optimizer_.save(archive);
   }
   void load(torch::serialize::InputArchive& archive) override {
@@ -227,7 +227,7 @@ class TorchOptimizer : public Optimizer {
   }
 
   // The device's step counts into LibTorch's state (one read), for a checkpoint.
-  void read_steps() const {
+  void read_step_counts() const {
     if (device_steps_.empty()) {
       return;
     }

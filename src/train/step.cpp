@@ -179,37 +179,22 @@ torch::Tensor batch_sums(const ChunkPasses& passes, const StepOptions& options) 
 }
 
 // The global norm of the gradients [] before clipping them to `clip` (0: no clipping), without
-// reading it: the clipping factor is applied on the device.
+// reading it: the clipping factor is applied on the device. Every gradient is dense: a tied
+// table's sparse lookup gradient is added into the softmax's dense one.
 torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip) {
   std::vector<torch::Tensor> grads;
-  bool sparse = false;
   for (const auto& p : params) {
     if (p.grad().defined()) {
       grads.push_back(p.grad());
-      sparse = sparse || p.grad().is_sparse();
     }
   }
   if (grads.empty()) {
     return params.empty() ? torch::zeros({}) : torch::zeros({}, params.front().options());
   }
-  std::vector<torch::Tensor> norms;
-  if (sparse) {
-    for (const auto& g : grads) {
-      norms.push_back(g.norm());
-    }
-  } else {
-    norms = torch::_foreach_norm(grads);
-  }
+  const auto norms = torch::_foreach_norm(grads);
   auto total = norms.size() == 1 ? norms.front() : torch::stack(norms).norm();
   if (clip > 0) {
-    const auto factor = (total + 1e-6).reciprocal().mul_(clip).clamp_max_(1.0);
-    if (sparse) {
-      for (auto& g : grads) {
-        g.mul_(factor);
-      }
-    } else {
-      torch::_foreach_mul_(grads, factor);
-    }
+    torch::_foreach_mul_(grads, (total + 1e-6).reciprocal().mul_(clip).clamp_max_(1.0));
   }
   return total;
 }

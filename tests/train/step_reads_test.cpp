@@ -3,9 +3,12 @@
 // all at once. Counted on the CPU, where the same reads would each wait for a GPU.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/factory.h"
+#include "xl/models/registry.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
@@ -16,6 +19,7 @@ namespace xl::train {
 namespace {
 
 TEST(TrainStep, EveryFamilysStepsReadNothingFromTheDevice) {
+  std::set<std::string> covered;
   for (const auto& [name, sets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"txl/tiny", {"train.clip=0.25"}}, // adaptive embedding and softmax, two tail bins
            {"txl/tiny", {"train.clip=0", "train.batch_chunk=2"}},
@@ -26,6 +30,7 @@ TEST(TrainStep, EveryFamilysStepsReadNothingFromTheDevice) {
     auto all = sets;
     all.emplace_back("train.threads=1");
     const auto c = config::load(std::string(test::kSourceDir) + "/configs/" + name + ".yaml", all);
+    covered.insert(c.model.type.name);
     torch::manual_seed(3);
     auto model = models::build_model(c, 3000);
     model->train();
@@ -65,6 +70,10 @@ TEST(TrainStep, EveryFamilysStepsReadNothingFromTheDevice) {
       EXPECT_GT(r.terms.front().sum, 0.0);
       EXPECT_GT(r.grad_norm, 0.0);
     }
+  }
+  // A family added to the registry must be added here too.
+  for (const models::ModelFamily& family : models::model_families()) {
+    EXPECT_TRUE(covered.count(family.name)) << family.name << " has no case here";
   }
 }
 
