@@ -70,7 +70,7 @@ void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
   app.add_option(
       "--character-coverage",
       request.xlnet.sentencepiece.character_coverage,
-      "xlnet: characters SentencePiece covers");
+      "xlnet: the share of characters SentencePiece covers, from 0.98 to 1");
 }
 
 } // namespace

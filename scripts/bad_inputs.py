@@ -36,12 +36,40 @@ TXL = ROOT / "configs" / "txl" / "tiny.yaml"
 XLNET_CLS = ROOT / "configs" / "xlnet" / "tiny_cls.yaml"
 XLNET = ROOT / "configs" / "xlnet" / "tiny.yaml"
 CHAR = ROOT / "configs" / "char" / "tiny.yaml"
+# The converters need transformers: the project's environment (scripts/bootstrap.sh) has it.
+PYTHON = ROOT / ".venv" / "bin" / "python"
+if not PYTHON.exists():
+    PYTHON = pathlib.Path(sys.executable)
+CONVERT = ROOT / "scripts" / "convert"
+# Tiny Hugging Face folders, and copies damaged as a user's might be.
+HF_FOLDERS = """
+import json, os, shutil, sys, warnings
+warnings.filterwarnings("ignore")
+from transformers import TransfoXLConfig, TransfoXLLMHeadModel, XLNetConfig, XLNetLMHeadModel
+os.chdir(sys.argv[1])
+TransfoXLLMHeadModel(TransfoXLConfig(vocab_size=100, d_model=16, d_embed=16, n_head=2, d_head=8,
+    d_inner=32, n_layer=2, cutoffs=[50], div_val=1, mem_len=8)).save_pretrained("txl")
+XLNetLMHeadModel(XLNetConfig(vocab_size=100, d_model=16, n_layer=2, n_head=2,
+    d_inner=32)).save_pretrained("xln")
+for m in ["txl", "xln"]:
+    shutil.copytree(m, m + "_notjson")
+    open(m + "_notjson/config.json", "w").write("{not json")
+    shutil.copytree(m, m + "_trunc")
+    data = open(m + "/model.safetensors", "rb").read()
+    open(m + "_trunc/model.safetensors", "wb").write(data[: len(data) // 2])
+    shutil.copytree(m, m + "_noweights")
+    os.remove(m + "_noweights/model.safetensors")
+    shutil.copytree(m, m + "_shapes")
+    config = json.load(open(m + "/config.json"))
+    config["d_inner"] = 64
+    json.dump(config, open(m + "_shapes/config.json", "w"))
+"""
 
 
 def run(args, timeout=None, env=None, cwd=None):
     return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, errors="replace",
-        timeout=timeout, env=env, cwd=cwd)
+        [a if isinstance(a, bytes) else str(a) for a in args], capture_output=True, text=True,
+        errors="replace", timeout=timeout, env=env, cwd=cwd)
 
 
 def must(result, what):
@@ -107,6 +135,19 @@ def prepare(work):
     # A section of only comments is YAML null: it must never erase the base's under a --set.
     (work / "null_train.yaml").write_text(f"base: {TXL}\ntrain:\n  # to do\n")
     (work / "prompt.txt").write_text("The game\n")
+    os.mkfifo(work / "fifo")  # a named pipe that nothing writes to
+    # One line longer than SentencePiece's 4,192 bytes (it drops such lines).
+    (work / "one_line.txt").write_text("좋은 영화 " * 2000 + "\n")
+    (work / "base_folder.yaml").write_text(f"base: {work / 'notes'}\n")
+    (work / "base_null.yaml").write_text("base: /dev/null\n")
+    (work / "two_docs.yaml").write_text(f"base: {TXL}\n---\ntrain:\n  lr: 1\n")
+    hf = work / "hf"
+    hf.mkdir()
+    must(run([PYTHON, "-c", HF_FOLDERS, hf]), "Hugging Face folders")
+    # A copy of r whose train.log is a folder.
+    shutil.copytree(work / "r", work / "rlog")
+    (work / "rlog" / "train.log").unlink()
+    (work / "rlog" / "train.log").mkdir()
     # A run folder with a best.pt and no last.pt (an import, or last.pt removed).
     (work / "best_only" / "checkpoints").mkdir(parents=True)
     shutil.copy(work / "r" / "checkpoints" / "best.pt", work / "best_only" / "checkpoints")
@@ -159,6 +200,20 @@ def cases(work):
                       ("--character-coverage", ["0", "2", "-1", "nan", "abc"])]:
         for value in bad:
             add("xl-prep", xlnet_prep + [flag, value])
+    # Values SentencePiece refuses only after reading the corpus, and a corpus of one long line.
+    for flag, value in [("--character-coverage", "0.5"), ("--character-coverage", "1e-9"),
+                        ("--vocab-size", "18"), ("--vocab-size", "100000")]:
+        add("xl-prep", xlnet_prep + [flag, value])
+    add("xl-prep", ["--format", "xlnet", "--train", work / "one_line.txt", "--out",
+                    work / "prep_x"])
+    # Empty names, and flags of the step a reused model or a given split skips.
+    spm = ["--spm-model", work / "nsmc" / "spiece.model"]
+    for argv in [xlnet_prep + ["--spm-model", ""], prep + ["--vocab", ""],
+                 xlnet_prep + spm + ["--vocab-size", "100"],
+                 xlnet_prep + spm + ["--character-coverage", "0.99"],
+                 ["--format", "nsmc", "--train", work / "text" / "nsmc_train.txt", "--valid",
+                  work / "text" / "nsmc_test.txt", "--holdout", "10", "--out", work / "prep_n"]]:
+        add("xl-prep", argv)
     for value in ["-1", "abc", "1.5"]:
         add("xl-prep", ["--format", "nsmc", "--train", work / "text" / "nsmc_train.txt",
                         "--out", work / "prep_n", "--holdout", value])
@@ -183,7 +238,11 @@ def cases(work):
             ("train.tgt_len", ["0"]),
             ("eval.batch_size", ["0"]),
             ("model.transformer_xl.mem_len", ["-1"]),
-            ("train.clip", ["-1", "nan"]),
+            ("train.clip", ["-1", "nan", "1e308", "1e39"]),
+            ("train.eps", ["1e-50"]),
+            ("train.threads", ["3000000000"]),
+            ("model.init_std", ["1e39"]),
+            ("train.progress_seconds", ["1e300"]),
             ("train.warmup_step", ["-1", "1000000"]),
             ("train.dist_start_timeout_s", ["0", "nan", "-1"]),
             ("run.name", ["..", ".", "a/b", "../x"]),
@@ -198,17 +257,31 @@ def cases(work):
                              f"data.dir={work / 'words'}", "--set",
                              "model.char_transformer.target_weights=[1, 1, 1]", "--set",
                              "train.tgt_len=2"] + new_run(), {}))
-    for key, value in [("model.xlnet.reuse_len", "0"), ("model.xlnet.perm_size", "5")]:
+    out.append(("xl-train", [BIN / "xl-train", "--config", XLNET_CLS, "--set",
+                             f"data.dir={work / 'nsmc'}", "--set", "train.batch_size=8", "--set",
+                             "data.train_examples=1"] + new_run(), {}))
+    for key, value in [("model.xlnet.reuse_len", "0"), ("model.xlnet.perm_size", "5"),
+                       ("model.xlnet.summary", "mean")]:
         out.append(("xl-train", [BIN / "xl-train", "--config", XLNET, "--set",
                                  f"data.dir={work / 'nsmc'}", "--set", f"{key}={value}"]
                     + new_run(), {}))
     for assignment in ["train.lrr=1", "modle.x=1", "train=3", "=1", "train.lr"]:
         out.append(("xl-train", train + new_run() + ["--set", assignment], {}))
     for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",
-                   work / "garbage.yaml", work / "noise.bin"]:
+                   work / "garbage.yaml", work / "noise.bin", work / "fifo",
+                   work / "base_folder.yaml", work / "base_null.yaml", work / "two_docs.yaml"]:
         add("xl-train", ["--config", config] + new_run())
     add("xl-train", ["--config", work / "null_train.yaml", "--set", f"data.dir={work / 'words'}",
                      "--set", "train.threads=1"] + new_run())
+
+    # Names and paths that are not UTF-8: refused before anything is created.
+    for assignment in [b"run.name=caf\xe9", b"run.dir=" + bytes(work / "new") + b"/caf\xe9"]:
+        out.append(("xl-train", train + ["--set", assignment], {}))
+    add("xl-prep", ["--train", work / "text" / "train.txt", "--out", bytes(work) + b"/p\xe9"])
+    add("xl-average", ["--run", work / "r", "--last", "2", "--out", b"avg\xe9"])
+    # A resumed run whose train.log is a folder.
+    add("xl-train", ["--config", work / "rlog" / "config.yaml", "--set",
+                     f"run.dir={work / 'rlog'}", "--resume"])
 
     # Outputs: a run's files and folder, names that are paths, existing outputs.
     r = work / "r"
@@ -223,7 +296,7 @@ def cases(work):
         for path in ["", "/dev/null", work / "notes", work / "afile" / "x.csv", work / "afile"]:
             add("xl-compare", [r, flag, path])
     for name in ["best", "last", "step_20", "step_10", "..", ".", "", "../../x", "a/b",
-                 "x\ny"]:
+                 "x\ny", "best.pt", "step_20.pt"]:
         add("xl-average", ["--run", r, "--last", "2", "--out", name])
     for path in [r, r / "checkpoints", r / "checkpoints/hf", work / "afile", ""]:
         add("xl-export", ["--run", r, "--out", path])
@@ -237,10 +310,13 @@ def cases(work):
     out.append(("xl-train", train + ["--set", f"run.dir={r}"], {}))  # over a finished run
 
     # Inputs: missing, folders, devices, not text, another run's or family's.
-    for path in [work / "missing.txt", work / "notes", "/dev/zero", work / "noise.bin"]:
+    for path in [work / "missing.txt", work / "notes", "/dev/zero", work / "noise.bin",
+                 work / "fifo"]:
         add("xl-eval", ["--run", work / "x", "--file", path])
         add("xl-sample", ["--run", r, "--prompt-file", path, "--tokens", "2"])
     add("xl-eval", ["--run", work / "x", "--file", work / "empty.txt"])  # (xl-sample: a new line)
+    add("xl-eval", ["--run", r, "--file", work / "fifo"])
+    add("xl-prep", ["--train", work / "fifo", "--out", work / "prep"])
     add("xl-eval", ["--run", work / "x", "--file", work / "labels.tsv"])
     for checkpoint in ["missing", work / "empty.txt", work / "noise.bin",
                        work / "x" / "checkpoints" / "best.pt"]:
@@ -262,6 +338,13 @@ def cases(work):
                           f"run.dir={work / 'imported'}", "--weights", weights])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'best_only'}"], {}))
+    out.append(("xl-train", train + new_run() + ["--set", f"train.init_from={r}", "--set",
+                                                 'train.init_exclude=["*"]'], {}))
+    # A resume or an auto-resume that would stop before the run's step (20).
+    add("xl-train", ["--config", r / "config.yaml", "--resume", "--set", "train.max_step=10"])
+    add("xl-train", ["--config", r / "config.yaml", "--resume", "--stop-at-step", "10"])
+    add("xl-train", ["--config", r / "config.yaml", "--resume", "--set",
+                     f"train.init_from={work / 'x'}"])
     add("xl-train", ["--config", r / "config.yaml", "--set", "model.d_model=64", "--resume"])
     add("xl-train", ["--config", r / "config.yaml", "--set", "train.batch_size=7", "--resume"])
 
@@ -275,6 +358,18 @@ def cases(work):
                 {"WORLD_SIZE": "2", "RANK": "-1"}, {"WORLD_SIZE": "1", "RANK": "3"}]:
         out.append(("xl-train", train + new_run() + quick, env))
 
+    # The Hugging Face converters: folders that are not a model's, another family's, damaged.
+    hf = work / "hf"
+    for script, own, other in [("hf_transfo_xl.py", "txl", "xln"), ("hf_xlnet.py", "xln", "txl")]:
+        for model in [work / "notes", work / "missing", work / "afile", hf / f"{own}_notjson",
+                      hf / other, hf / f"{own}_trunc", hf / f"{own}_noweights",
+                      hf / f"{own}_shapes"]:
+            out.append(("convert", [PYTHON, CONVERT / script, "--model", model, "--out",
+                                    work / "exp"], {}))
+        for target in [work / "afile", work / "notes"]:  # a file; a folder holding config.yaml
+            out.append(("convert", [PYTHON, CONVERT / script, "--model", hf / own, "--out",
+                                    target], {}))
+
     # Sweeps that would train elsewhere or hide their table.
     sweep = ["-c", TXL, "--set", f"data.dir={work / 'words'}", "train.max_step=2",
              "--dir", work / "sweep"]
@@ -285,6 +380,8 @@ def cases(work):
                  "train.lr"]:
         add("xl-sweep", sweep + ["--grid", axis])
     add("xl-sweep", sweep)
+    add("xl-sweep", sweep + ["--grid", "train.lr=1,2", "--grid", "train.lr=3"])
+    add("xl-sweep", sweep + ["--grid", "train.lr=1,2", "--variant", "v train.lr=3"])
     add("xl-sweep", ["-c", TXL, "--dir", work / "afile", "--grid", "train.lr=1,2"])
     add("xl-sweep", ["-c", TXL, "--dir", r, "--grid", "train.lr=1,2"])
     add("xl-sweep", sweep + ["--set", "run.dir=x", "--grid", "train.lr=1,2"])

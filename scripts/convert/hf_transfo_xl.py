@@ -2,6 +2,7 @@
 """Converts a Hugging Face TransfoXLLMHeadModel directory into files xl reads without pickle.
 
   scripts/convert/hf_transfo_xl.py --model DIR --out OUT [--data-dir data/prepared/wikitext-103]
+      [--force]
 
 DIR is a local `save_pretrained` folder (config.json + pytorch_model.bin or safetensors),
 e.g. a downloaded copy of transfo-xl/transfo-xl-wt103. Writes
@@ -10,16 +11,15 @@ e.g. a downloaded copy of transfo-xl/transfo-xl-wt103. Writes
   OUT/config.yaml          an xl config whose model section reproduces the HF model
 
 Then: build/bin/xl-import --config OUT/config.yaml --weights OUT/weights.safetensors \\
-          --run runs/imported && build/bin/xl-eval --run runs/imported
+          --set run.dir=runs/imported && build/bin/xl-eval --run runs/imported
 (the data folder must hold a vocabulary of the model's size in the model's order).
 """
-import argparse
 import os
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import shapes, write  # noqa: E402
+from common import arguments, check_inputs, load, shapes, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import TransfoXLLMHeadModel  # noqa: E402
@@ -63,15 +63,11 @@ def xl_config(hf, data_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", required=True, help="save_pretrained folder")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--data-dir", default="data/prepared/wikitext-103")
-    args = parser.parse_args()
-    model = TransfoXLLMHeadModel.from_pretrained(args.model)
-    write(model, xl_config(model.config, args.data_dir), args.out)
-    print(f"wrote {args.out}/weights.safetensors and {args.out}/config.yaml "
-          f"(vocabulary size {model.config.vocab_size})")
+    args = arguments(__doc__, "data/prepared/wikitext-103").parse_args()
+    check_inputs(args, "transfo-xl")
+    model = load(TransfoXLLMHeadModel, args.model)
+    write(model, xl_config(model.config, args.data_dir), args.out,
+          f"vocabulary size {model.config.vocab_size}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 """Converts a Hugging Face XLNet directory into files xl reads without pickle.
 
   scripts/convert/hf_xlnet.py --model DIR --out OUT [--data-dir data/prepared/nsmc] [--seq-len N]
+      [--force]
 
 DIR is a local `save_pretrained` folder (config.json + pytorch_model.bin or safetensors) of an
 XLNetLMHeadModel (or a bare XLNetModel: the LM head is the tied embedding with a zero bias) or an
@@ -20,15 +21,12 @@ the padded reviews), reuse_len is HF's or half of it, num_predict a sixth of it 
 so untie_r is true. HF's mem_len null keeps every past segment; xl's mem_len 0 keeps none, so
 set model.xlnet.mem_len to evaluate with a memory.
 """
-import argparse
-import json
 import os
 import sys
 import warnings
 
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import shapes, write  # noqa: E402
+from common import arguments, check_inputs, fail, load, shapes, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
 from transformers import XLNetForSequenceClassification, XLNetLMHeadModel  # noqa: E402
@@ -36,23 +34,20 @@ from transformers import XLNetForSequenceClassification, XLNetLMHeadModel  # noq
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
 
 
-def refuse(message):
-    print(f"hf_xlnet: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def check_supported(hf, classification):
+def unsupported(hf, classification):
+    """What of the model xl's XLNet does not compute, or None."""
     if hf.attn_type != "bi":
-        refuse(f"attn_type {hf.attn_type!r}: xl's XLNet attends both ways ('bi')")
+        return f"attn_type {hf.attn_type!r}: xl's XLNet attends both ways ('bi')"
     if hf.ff_activation not in ACTIVATIONS:
-        refuse(f"ff_activation {hf.ff_activation!r}: xl has {', '.join(ACTIVATIONS)}")
+        return f"ff_activation {hf.ff_activation!r}: xl has {', '.join(ACTIVATIONS)}"
     if classification:
         summary = (hf.summary_type, hf.summary_use_proj, hf.summary_activation,
                    bool(getattr(hf, "summary_proj_to_labels", False)))
         if summary != ("last", True, "tanh", False):
-            refuse("xl's classification head reads the last position through a d_model "
-                   "projection and tanh; this model's summary is (type, use_proj, activation, "
-                   f"proj_to_labels) = {summary}")
+            return ("xl's classification head reads the last position through a d_model "
+                    "projection and tanh; this model's summary is (type, use_proj, activation, "
+                    f"proj_to_labels) = {summary}")
+    return None
 
 
 def xl_config(hf, n_class, data_dir, seq_len):
@@ -85,28 +80,26 @@ def xl_config(hf, n_class, data_dir, seq_len):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", required=True, help="save_pretrained folder")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--data-dir", default="data/prepared/nsmc")
+    parser = arguments(__doc__, "data/prepared/nsmc")
     parser.add_argument("--seq-len", type=int, default=512,
                         help="train.tgt_len: pretraining records or padded classification rows")
     args = parser.parse_args()
-    with open(os.path.join(args.model, "config.json")) as f:
-        architectures = json.load(f).get("architectures") or []
+    if args.seq_len < 1:
+        fail(f"--seq-len {args.seq_len}: give a positive length")
+    architectures = check_inputs(args, "xlnet").get("architectures") or []
     classification = "XLNetForSequenceClassification" in architectures
     cls = XLNetForSequenceClassification if classification else XLNetLMHeadModel
-    model = cls.from_pretrained(args.model)
+    model = load(cls, args.model)
     hf = model.config
-    check_supported(hf, classification)
+    if reason := unsupported(hf, classification):
+        fail(f"--model {args.model}: {reason}")
     if not classification and architectures and architectures[0] != "XLNetLMHeadModel":
         print(f"hf_xlnet: {architectures[0]} has no LM head; xl's is the tied embedding with a "
               "zero bias, and the model's own head is left out", file=sys.stderr)
     n_class = hf.num_labels if classification else 0
-    write(model, xl_config(hf, n_class, args.data_dir, args.seq_len), args.out)
     kind = f"classifier of {n_class} classes" if classification else "language model"
-    print(f"wrote {args.out}/weights.safetensors and {args.out}/config.yaml "
-          f"(XLNet {kind}, vocabulary size {hf.vocab_size})")
+    write(model, xl_config(hf, n_class, args.data_dir, args.seq_len), args.out,
+          f"XLNet {kind}, vocabulary size {hf.vocab_size}")
 
 
 if __name__ == "__main__":

@@ -87,8 +87,13 @@ std::vector<fs::path> snapshots(const AverageRequest& request, const run::RunPat
 
 } // namespace
 
-int run_average(const AverageRequest& request) {
+int run_average(const AverageRequest& given) {
   run::setup_logging("info");
+  // --out names a checkpoint as --checkpoint does, without ".pt" (averaged.pt.pt before).
+  AverageRequest request = given;
+  if (request.out.size() > 3 && request.out.compare(request.out.size() - 3, 3, ".pt") == 0) {
+    request.out.resize(request.out.size() - 3);
+  }
   const run::RunPaths paths = run::paths_of(request.run_dir);
   const auto out = average_file(request, paths);
   const auto inputs =

@@ -21,6 +21,7 @@
 #include "xl/config/config.h"
 #include "xl/runtime/cpu_cache.h"
 #include "xl/util/error.h"
+#include "xl/util/utf8.h"
 #include "xl/util/version.h"
 
 namespace xl::app {
@@ -142,6 +143,23 @@ bool load_config(const ConfigFlags& flags, config::Config& out) {
   return true;
 }
 
+namespace {
+
+// Names and paths end up in config.yaml, the metrics and the logs, UTF-8 documents: a value
+// that is not UTF-8 is refused before anything is created. A prompt is text for the model.
+void require_utf8_values(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_name() == "--prompt") {
+      continue;
+    }
+    for (const std::string& value : option->results()) {
+      require_utf8(value, option->get_name());
+    }
+  }
+}
+
+} // namespace
+
 int parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -153,6 +171,7 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
     std::cerr << "error: " << e.what() << " (see --help)" << std::endl;
     return kUserErrorExit;
   }
+  require_utf8_values(app);
   return -1;
 }
 

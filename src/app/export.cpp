@@ -32,6 +32,14 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   const auto vocabulary = dataset->vocabulary_file();
   std::filesystem::copy_file(
       vocabulary, out / vocabulary.filename(), std::filesystem::copy_options::overwrite_existing);
+  // An earlier export of another family (--force) left the other vocabulary, which HF's
+  // tokenizers would read beside this one.
+  for (const char* other : {"vocab.txt", "spiece.model"}) {
+    if (vocabulary.filename() != other) {
+      std::error_code ec;
+      std::filesystem::remove(out / other, ec);
+    }
+  }
   std::cout << fmt::format(
                    "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
                    "in Python: {}.from_pretrained(\"{}\")",

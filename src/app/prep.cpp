@@ -45,6 +45,28 @@ void check_flags(const PrepRequest& request) {
           request.format));
     }
   }
+  for (const auto& [flag, value] :
+       {std::pair{"--spm-model", &request.spm_model}, std::pair{"--vocab", &request.vocab}}) {
+    if (request.given.count(flag) > 0 && value->empty()) {
+      throw UserError(fmt::format(
+          "{} '': name the file to reuse, or leave the flag out to build a new one", flag));
+    }
+  }
+  // Flags of the step a reused model or a given split skips would be ignored.
+  for (const auto& [flag, instead] :
+       {std::pair{"--vocab-size", "--spm-model"},
+        std::pair{"--character-coverage", "--spm-model"},
+        std::pair{"--holdout", "--valid"}}) {
+    if (request.given.count(flag) > 0 && request.given.count(instead) > 0) {
+      throw UserError(fmt::format(
+          "{} and {} exclude each other: {}",
+          flag,
+          instead,
+          std::string(instead) == "--valid"
+              ? "--holdout makes the valid split of training reviews, --valid gives one"
+              : "they train a SentencePiece model, --spm-model reuses one"));
+    }
+  }
 }
 
 // Every file it will write is checked before anything is read: the folder may hold other

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
@@ -29,6 +31,30 @@
 namespace xl::app {
 
 namespace {
+
+// `left`: the parameters the checkpoint lacks, less those also excluded (said once, as
+// excluded). Nothing loaded at all (train.init_exclude ["*"]) is refused: the count wrapped
+// below zero and the run started from fresh weights.
+void refuse_loading_nothing(
+    const std::filesystem::path& path,
+    size_t parameters,
+    const std::vector<std::string>& excluded,
+    std::vector<std::string>& left) {
+  const std::set<std::string> excluded_set(excluded.begin(), excluded.end());
+  left.erase(
+      std::remove_if(
+          left.begin(), left.end(), [&](const auto& name) { return excluded_set.count(name) > 0; }),
+      left.end());
+  if (left.size() + excluded.size() >= parameters) {
+    throw UserError(fmt::format(
+        "train.init_from: no parameter of {} is loaded (train.init_exclude names {} of {}, the "
+        "checkpoint lacks {}); leave train.init_from out to start from fresh weights",
+        path.string(),
+        excluded.size(),
+        parameters,
+        left.size()));
+  }
+}
 
 // train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
 // parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
@@ -69,6 +95,7 @@ std::string load_initial_weights(const config::Config& config, models::LanguageM
       skipped.push_back(item.first);
     }
   }
+  refuse_loading_nothing(path, params.size(), excluded, left);
   return fmt::format(
       "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}{}{}",
       path.string(),
@@ -217,6 +244,9 @@ int run_training(
   //    fails before the run directory is written. Under torchrun this process is one rank of
   //    a data-parallel run.
   runtime::setup_runtime(config.train);
+  // The console's format from the first line (a rank waiting for its peers logs before the run
+  // directory, and its train.log, are open).
+  run::setup_logging(config.run.log_level);
   const auto env = runtime::distributed_env();
   const torch::Device device = training_device(config, env);
   const auto dataset = models::open_dataset(config);

@@ -284,7 +284,10 @@ bool Limits::admits(const std::string& value) const {
 
 std::string Config::where(const std::string& key) const {
   const auto it = sources.find(key);
-  return it == sources.end() ? "default" : it->second.str();
+  if (it != sources.end()) {
+    return it->second.str();
+  }
+  return origin.empty() ? "default" : origin;
 }
 
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates) {
@@ -345,6 +348,7 @@ Config from_tree(const Tree& tree, const std::string& origin) {
   if (config.run.name.empty()) {
     config.run.name = std::filesystem::path(origin).stem().string();
   }
+  config.origin = origin;
   validate(config);
   return config;
 }

@@ -76,18 +76,27 @@ void check_no_cycle(const fs::path& canonical, const std::vector<fs::path>& stac
 
 // The file's top-level mapping (an empty file is an empty one).
 YAML::Node parse_config_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw ConfigError("config file not found: " + path.string());
-  }
-  const std::string text = read_file(path, "config file");
-  YAML::Node root;
+  std::string text;
   try {
-    root = YAML::Load(text);
+    text = read_file(path, "config file");
+  } catch (const UserError& e) {
+    throw ConfigError(e.what());
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(
         path.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
+  // Only one document is read: a second one (after `---`) would be ignored.
+  if (documents.size() > 1 && !documents[1].IsNull()) {
+    throw ConfigError(
+        source_at(path.string(), documents[1]).str() +
+        ": a second YAML document (after ---); a config is one document: merge the two, or "
+        "put the second in its own file");
+  }
+  YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (root.IsNull()) {
     root = YAML::Node(YAML::NodeType::Map);
   }
@@ -120,9 +129,10 @@ std::vector<fs::path> base_files(const fs::path& path, const YAML::Node& base) {
   std::vector<fs::path> files;
   for (const auto& name : names) {
     const fs::path base_path = path.parent_path() / name;
-    std::error_code ec;
-    if (!fs::exists(base_path, ec)) {
-      throw ConfigError(base_source.str() + ": base file not found: " + base_path.string());
+    try {
+      check_input(base_path, base_source.str() + ": base file");
+    } catch (const UserError& e) {
+      throw ConfigError(e.what());
     }
     files.push_back(base_path);
   }

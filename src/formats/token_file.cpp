@@ -90,12 +90,12 @@ void TokenFile::map() {
   if (!std::filesystem::exists(path_, ec)) {
     throw UserError("token file not found: " + path_.string() + " (run xl-prep first)");
   }
-  const int fd = ::open(path_.c_str(), O_RDONLY);
-  if (fd < 0) {
-    throw UserError("cannot open token file " + path_.string() + ": " + std::strerror(errno));
-  }
+  const int fd = open_input(path_, "token file");
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw UserError("token file " + path_.string() + " is not a regular file (run xl-prep again)");
+  }
   map_size_ = static_cast<size_t>(st.st_size);
   if (map_size_ < sizeof(IdFileHeader)) {
     ::close(fd);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include "xl/run/checkpoint.h"
@@ -87,15 +86,30 @@ class MetricsFold {
         summary_.metric = unit;
       }
     }
+    // A classifier's loss has no metric of its own: its accuracy is the one to compare.
+    std::optional<double> accuracy;
+    for (auto it = r.begin(); it != r.end() && !accuracy; ++it) {
+      if (it.key().rfind("acc/", 0) == 0 && it.value().is_number()) {
+        accuracy = it.value().get<double>();
+        summary_.metric = "acc";
+      }
+    }
     if (evaluation) {
-      summary_.evaluations
-          [split + "/" + r["mode"].get<std::string>() +
-           (r.value("partial", false) ? " (partial)" : "") +
-           (r.value("elsewhere", false) ? " (checkpoint from elsewhere)" : "")] = loss;
+      const std::string name = split + "/" + r["mode"].get<std::string>() +
+          (r.value("partial", false) ? " (partial)" : "") +
+          (r.value("elsewhere", false) ? " (checkpoint from elsewhere)" : "");
+      summary_.evaluations[name] = loss;
+      if (accuracy) {
+        summary_.evaluation_accuracy[name] = *accuracy;
+      }
     } else if (split == "train") {
       train_[r.value("step", int64_t{0})] = loss;
     } else if (split == "valid") {
       valid_[r.value("step", int64_t{0})] = loss;
+      if (accuracy) {
+        summary_.best_valid_accuracy =
+            std::max(summary_.best_valid_accuracy.value_or(*accuracy), *accuracy);
+      }
     }
   }
 
@@ -146,16 +160,16 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
   } catch (const std::exception& e) {
     throw UserError(fmt::format("{}: not a run directory ({})", dir.string(), e.what()));
   }
-  std::ifstream in(dir / "metrics.jsonl");
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "metrics.jsonl", ec)) {
     throw UserError(fmt::format("{}: no metrics.jsonl (not trained yet?)", dir.string()));
   }
+  const std::string text = read_file(dir / "metrics.jsonl", "metrics file");
   MetricsFold fold(summary);
-  for (std::string line; std::getline(in, line);) {
-    if (in.eof()) {
-      break; // no newline: a record still being written, or torn
-    }
-    const auto r = nlohmann::json::parse(line, nullptr, false);
+  // A last line without its newline is a record still being written, or torn: skipped.
+  for (size_t begin = 0, end = 0; (end = text.find('\n', begin)) != std::string::npos;
+       begin = end + 1) {
+    const auto r = nlohmann::json::parse(text.begin() + begin, text.begin() + end, nullptr, false);
     if (r.is_object()) {
       fold.add(r);
     } else {
@@ -210,12 +224,18 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
   // One unit for all: it names the columns; runs of several: each cell names its own.
   const bool shared = units.size() == 1 && !units.begin()->empty();
   const std::string metric = shared ? *units.begin() : "metric";
-  const auto cell = [&](const std::string& unit, std::optional<double> loss) {
-    const auto value = metric_of(unit, loss);
-    if (!value) {
-      return number(loss, 3); // no metric of its own: the loss
-    }
-    return shared ? number(value, 3) : number(value, 3) + " " + unit;
+  // The metric of a loss (a classifier's: its accuracy, given), or the loss without one.
+  const auto cell =
+      [&](const RunSummary& r, std::optional<double> loss, std::optional<double> accuracy) {
+        const auto value = r.metric == "acc" ? accuracy : metric_of(r.metric, loss);
+        if (!value) {
+          return number(loss, 3);
+        }
+        return shared ? number(value, 3) : number(value, 3) + " " + r.metric;
+      };
+  const auto found = [](const std::map<std::string, double>& map, const std::string& key) {
+    const auto it = map.find(key);
+    return it == map.end() ? std::nullopt : std::optional<double>(it->second);
   };
   table.header = {
       "run",
@@ -237,10 +257,10 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
         r.train.empty() ? "" : number(r.train.back().loss),
         r.valid.empty() ? "" : number(r.valid.back().loss),
         number(r.best_valid_loss),
-        r.best_valid_loss ? cell(r.metric, r.best_valid_loss) : ""};
+        r.best_valid_loss ? cell(r, r.best_valid_loss, r.best_valid_accuracy) : ""};
     for (const auto& name : evaluations) {
-      const auto it = r.evaluations.find(name);
-      row.push_back(it == r.evaluations.end() ? "" : cell(r.metric, it->second));
+      const auto loss = found(r.evaluations, name);
+      row.push_back(loss ? cell(r, loss, found(r.evaluation_accuracy, name)) : "");
     }
     for (const auto& key : differing) {
       const auto it = r.config.find(key);

@@ -65,6 +65,30 @@ void refuse_run_location(const std::string& where, const std::string& assignment
   }
 }
 
+// A key on two axes, or on an axis and in a variant, would be set twice: the later would win.
+void refuse_keys_set_twice(const SweepSpec& spec) {
+  for (size_t a = 0; a < spec.grid.size(); ++a) {
+    const std::string& key = spec.grid[a].key;
+    for (size_t b = a + 1; b < spec.grid.size(); ++b) {
+      if (spec.grid[b].key == key) {
+        throw UserError(fmt::format(
+            "--grid {}: given twice; list all its values in one --grid {}=V1,V2,...", key, key));
+      }
+    }
+    for (const auto& variant : spec.variants) {
+      for (const auto& assignment : variant.overrides) {
+        if (assignment.compare(0, assignment.find('='), key) == 0) {
+          throw UserError(fmt::format(
+              "--grid {} and --variant '{}' both set {}: keep it in one of them",
+              key,
+              variant.name,
+              key));
+        }
+      }
+    }
+  }
+}
+
 } // namespace
 
 GridAxis parse_grid_axis(const std::string& text) {
@@ -127,6 +151,7 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
   for (const auto& assignment : spec.common) {
     refuse_run_location("--set " + assignment, assignment);
   }
+  refuse_keys_set_twice(spec);
   // Every combination of the grid, the last axis fastest: (name parts, overrides).
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> points{{}};
   for (const auto& axis : spec.grid) {

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 #include <sentencepiece_trainer.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,6 +44,82 @@ class LineIterator : public sentencepiece::SentenceIterator {
   size_t next_ = 0;
 };
 
+// SentencePiece's defaults: max_sentence_length (longer lines are dropped) and the least
+// character_coverage its trainer accepts.
+constexpr size_t kMaxLineBytes = 4192;
+constexpr double kMinCoverage = 0.98;
+
+// The vocabulary sizes SentencePiece finds out of range only after reading the corpus, said as
+// the flags to change; any other failure keeps SentencePiece's text.
+std::string training_failure(
+    const std::string& status,
+    const std::filesystem::path& file,
+    const SentencePieceOptions& options) {
+  std::smatch m;
+  if (std::regex_search(status, m, std::regex(R"(smaller than required_chars\. \d+ vs (\d+))"))) {
+    return fmt::format(
+        "--vocab-size {}: the characters of {} at --character-coverage {} and XLNet's special "
+        "pieces need at least {}; give a larger --vocab-size, or a lower coverage (from {})",
+        options.vocab_size,
+        file.string(),
+        options.character_coverage,
+        m[1].str(),
+        kMinCoverage);
+  }
+  if (std::regex_search(
+          status,
+          m,
+          std::regex(R"(Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+))"))) {
+    return fmt::format(
+        "--vocab-size {}: {} holds pieces for at most {}; give --vocab-size {} or less, or more "
+        "text",
+        options.vocab_size,
+        file.string(),
+        m[1].str(),
+        m[1].str());
+  }
+  return fmt::format("SentencePiece training on {} failed: {}", file.string(), status);
+}
+
+// The normalised lines of `files` SentencePiece learns from: it would drop those longer than
+// kMaxLineBytes itself, and a corpus of only such lines ended in its "Internal:" assertion.
+std::vector<std::string> training_lines(const std::vector<std::filesystem::path>& files) {
+  std::vector<std::string> lines;
+  size_t too_long = 0;
+  for (const auto& file : files) {
+    const std::string text = formats::read_utf8_text(file, "corpus file");
+    for (const auto line : formats::split_lines(text)) {
+      std::string normalized = formats::normalize_text(line);
+      if (normalized.size() > kMaxLineBytes) {
+        ++too_long;
+      } else if (!normalized.empty()) {
+        lines.push_back(std::move(normalized));
+      }
+    }
+  }
+  if (lines.empty()) {
+    throw UserError(fmt::format(
+        "no text to train SentencePiece on in {}{}",
+        files.front().string(),
+        too_long == 0 ? std::string()
+                      : fmt::format(
+                            ": {} longer than SentencePiece's {} bytes; break the text into "
+                            "sentences or paragraphs, one a line",
+                            too_long == 1 ? std::string("its one line is")
+                                          : fmt::format("its {} lines are each", too_long),
+                            kMaxLineBytes)));
+  }
+  if (too_long > 0) {
+    spdlog::warn(
+        "SentencePiece learns from {} lines of {}; {} longer than its {} bytes are left out",
+        lines.size(),
+        files.front().string(),
+        too_long,
+        kMaxLineBytes);
+  }
+  return lines;
+}
+
 } // namespace
 
 void train_sentencepiece(
@@ -59,24 +137,13 @@ void train_sentencepiece(
         options.vocab_size,
         specials));
   }
-  if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
+  if (!(options.character_coverage >= kMinCoverage && options.character_coverage <= 1.0)) {
     throw UserError(fmt::format(
-        "--character-coverage {}: expected a fraction above 0, up to 1",
-        options.character_coverage));
+        "--character-coverage {}: expected a fraction from {} to 1 (SentencePiece's range)",
+        options.character_coverage,
+        kMinCoverage));
   }
-  std::vector<std::string> lines;
-  for (const auto& file : files) {
-    const std::string text = formats::read_utf8_text(file, "corpus file");
-    for (const auto line : formats::split_lines(text)) {
-      std::string normalized = formats::normalize_text(line);
-      if (!normalized.empty()) {
-        lines.push_back(std::move(normalized));
-      }
-    }
-  }
-  if (lines.empty()) {
-    throw UserError("no text to train SentencePiece on in " + files.front().string());
-  }
+  std::vector<std::string> lines = training_lines(files);
   const std::unordered_map<std::string, std::string> args = {
       {"model_type", "unigram"},
       {"vocab_size", std::to_string(options.vocab_size)},
@@ -92,8 +159,7 @@ void train_sentencepiece(
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &proto);
   if (!status.ok()) {
-    throw UserError(fmt::format(
-        "SentencePiece training on {} failed: {}", files.front().string(), status.ToString()));
+    throw UserError(training_failure(status.ToString(), files.front(), options));
   }
   atomic_write(model, proto);
 }

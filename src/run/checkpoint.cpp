@@ -313,7 +313,10 @@ ResumeChanges resume_changes(
       // the optimizer's parameter groups
       "train.freeze",
       "train.lr_layer_decay",
-      "train.decay_vectors"};
+      "train.decay_vectors",
+      // only a new run starts from them; a resumed one continues from its checkpoint
+      "train.init_from",
+      "train.init_exclude"};
   ResumeChanges changes;
   for (const auto& d :
        differing_keys(checkpoint_config, current_config, {"train", "eval", "run"})) {

@@ -1,8 +1,11 @@
 #include "xl/run/logging.h"
 
+#include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "xl/util/error.h"
 
 namespace xl::run {
 
@@ -12,7 +15,18 @@ void setup_logging(const std::string& level, const std::optional<std::filesystem
   console->set_pattern("[%H:%M:%S] %^%l%$ %v");
   std::vector<spdlog::sink_ptr> sinks{console};
   if (file) {
-    auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file->string());
+    std::error_code ec;
+    if (std::filesystem::exists(*file, ec) && !std::filesystem::is_regular_file(*file, ec)) {
+      throw UserError(fmt::format(
+          "log file {} is not a file (a folder?); a run appends its log there: move it away",
+          file->string()));
+    }
+    std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file_sink;
+    try {
+      file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file->string());
+    } catch (const spdlog::spdlog_ex& e) {
+      throw UserError(fmt::format("cannot write log file {}: {}", file->string(), e.what()));
+    }
     file_sink->set_level(spdlog::level::debug);
     file_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %l %v");
     sinks.push_back(file_sink);

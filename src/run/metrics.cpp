@@ -19,6 +19,7 @@
 #include "xl/run/tensorboard.h"
 #include "xl/runtime/cpu_cache.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 #include "xl/util/version.h"
 
 namespace xl::run {
@@ -128,12 +129,18 @@ nlohmann::json start_record(const torch::Device& device, int64_t step) {
 }
 
 int64_t last_logged_step(const std::filesystem::path& path) {
-  std::ifstream in(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return 0;
+  }
+  const std::string text = read_file(path, "metrics file");
   int64_t last = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    // A torn last line has no newline, and getline cannot tell: parse failures are skipped.
-    const auto record = nlohmann::json::parse(line, nullptr, false);
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    // A torn last line fails to parse and is skipped.
+    const auto record =
+        nlohmann::json::parse(text.begin() + begin, text.begin() + end, nullptr, false);
+    begin = end + 1;
     if (record.is_object() && record.contains("step") && record["step"].is_number_integer()) {
       last = std::max(last, record["step"].get<int64_t>());
     }

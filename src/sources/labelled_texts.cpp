@@ -102,18 +102,22 @@ LabelledTexts::LabelledTexts(
   }
   if (options_.max_examples && *options_.max_examples > available_) {
     throw UserError(fmt::format(
-        "{} holds {} examples, fewer than the first {} asked for",
+        "{} holds {} examples, fewer than the first {} asked for: ask for at most {}, or "
+        "null for all",
         name_,
         available_,
-        *options_.max_examples));
+        *options_.max_examples,
+        available_));
   }
   const int64_t n = options_.max_examples.value_or(available_);
   if (options_.shuffle && n < options_.batch_size) {
     throw UserError(fmt::format(
-        "{} holds {} examples: too few for one training batch of batch_size {}",
+        "{} {} examples: too few for one training batch of batch_size {}{}",
         name_,
+        options_.max_examples ? "takes" : "holds",
         n,
-        options_.batch_size));
+        options_.batch_size,
+        options_.max_examples ? fmt::format(": ask for at least {}", options_.batch_size) : ""));
   }
   auto packed = pack_examples(examples, n, options_.seq_len);
   tokens_ = std::move(packed.tokens);

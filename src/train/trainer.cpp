@@ -372,6 +372,30 @@ void Trainer::write_record(State& s, nlohmann::json record) const {
   s.metrics->write(record);
 }
 
+// A resume that would stop at or before the checkpoint's step trains nothing: said before the
+// run's config or metrics change.
+void Trainer::refuse_nothing_to_train(const State& s) const {
+  if (s.step < s.last_step) {
+    return;
+  }
+  const int64_t max_step = config_.train.max_step;
+  const std::string run = paths_.dir.string();
+  if (s.last_step < max_step) {
+    throw UserError(fmt::format(
+        "--stop-at-step {}: the run in {} is at step {} already; give a later step",
+        s.last_step,
+        run,
+        s.step));
+  }
+  throw UserError(fmt::format(
+      "the run in {} is at step {}, {} train.max_step {}: nothing to train; raise it to train on "
+      "(--set train.max_step=N --resume)",
+      run,
+      s.step,
+      s.step == max_step ? "its" : "past",
+      max_step));
+}
+
 void Trainer::start(State& s, bool resume) {
   const auto& t = config_.train;
   model_->to(device_);
@@ -383,6 +407,7 @@ void Trainer::start(State& s, bool resume) {
   s.mems.resize(static_cast<size_t>(t.batch_chunk));
   if (resume) {
     load(s);
+    refuse_nothing_to_train(s);
     spdlog::info(
         "resumed {} at step {} (pass {}){}{}",
         paths_.last_checkpoint().string(),

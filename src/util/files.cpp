@@ -1,14 +1,16 @@
 #include "xl/util/files.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "xl/util/error.h"
 
@@ -36,25 +38,88 @@ std::string temporary_prefix(const fs::path& path) {
 
 } // namespace
 
-std::string read_file(const fs::path& path, const std::string& what) {
+void check_input(const fs::path& path, const std::string& what) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status)) {
     throw UserError(what + " not found: " + path.string());
   }
-  if (fs::is_directory(path, ec)) {
+  if (fs::is_directory(status)) {
     throw UserError(what + " is a directory, expected a file: " + path.string());
   }
   // A device such as /dev/zero never ends; pipes and process substitutions do, and pass.
-  if (fs::is_character_file(path, ec) || fs::is_block_file(path, ec)) {
-    throw UserError(what + " is a device, expected a file: " + path.string());
+  if (fs::is_character_file(status) || fs::is_block_file(status) || fs::is_socket(status)) {
+    throw UserError(
+        what + " is a " + (fs::is_socket(status) ? "socket" : "device") +
+        ", expected a file: " + path.string());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UserError("cannot read " + what + " " + path.string() + ": " + errno_text());
+}
+
+int open_input(const fs::path& path, const std::string& what, std::chrono::milliseconds pipe_wait) {
+  check_input(path, what);
+  // O_NONBLOCK: opening a named pipe that nothing writes to would wait for a writer forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const auto refuse = [&](const std::string& reason) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    throw UserError("cannot read " + what + " " + path.string() + ": " + reason);
+  };
+  if (fd < 0) {
+    refuse(errno_text());
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    refuse(errno_text());
+  }
+  // A pipe's writer may start just after us (`mkfifo f; make_text > f & xl-eval --file f`):
+  // wait a while for its first bytes (or its end), not forever.
+  if (S_ISFIFO(st.st_mode)) {
+    pollfd ready{fd, POLLIN, 0};
+    int n = 0;
+    while ((n = ::poll(&ready, 1, static_cast<int>(pipe_wait.count()))) < 0 && errno == EINTR) {
+    }
+    if (n == 0) {
+      ::close(fd);
+      throw UserError(fmt::format(
+          "{} {} is a pipe that nothing wrote to in {:g} s: start its writer first, or give a "
+          "regular file",
+          what,
+          path.string(),
+          static_cast<double>(pipe_wait.count()) / 1000.0));
+    }
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    refuse(errno_text());
+  }
+  return fd;
+}
+
+std::string read_file(
+    const fs::path& path,
+    const std::string& what,
+    std::chrono::milliseconds pipe_wait) {
+  const int fd = open_input(path, what, pipe_wait);
+  std::string out;
+  std::array<char, 1 << 16> buffer{};
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      const std::string reason = errno_text();
+      ::close(fd);
+      throw UserError("cannot read " + what + " " + path.string() + ": " + reason);
+    }
+    if (got == 0) {
+      break;
+    }
+    out.append(buffer.data(), static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return out;
 }
 
 void atomic_write(const fs::path& path, const std::function<void(const ByteSink&)>& produce) {

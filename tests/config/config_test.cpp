@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "test_util.h"
 #include "xl/config/visitors.h"
 #include "xl/models/char_transformer/config.h"
@@ -51,7 +53,7 @@ TEST(ConfigInheritance, MergesBaseChainWithNearestFileWinning) {
   EXPECT_EQ(c.run.name, "child"); // the loaded file's stem
   EXPECT_THAT(c.where("model.n_head"), HasSubstr("base.yaml:4"));
   EXPECT_THAT(c.where("model.d_model"), HasSubstr("child.yaml:3"));
-  EXPECT_EQ(c.where("model.d_inner"), "default");
+  EXPECT_EQ(c.where("model.d_inner"), files("nested/child.yaml")); // default: the file loaded
 }
 
 TEST(ConfigInheritance, ListOfBasesMergesLeftToRight) {
@@ -236,7 +238,7 @@ TEST(ConfigErrors, CrossFieldRulesNameTheKeyAndWhereItWasSet) {
   TempDir empty;
   EXPECT_THAT(
       error_of(write_file(empty / "c.yaml", "model:\n  n_layer: 2\n").string()),
-      HasSubstr("default: data.dir: required"));
+      HasSubstr((empty / "c.yaml").string() + ": data.dir: required"));
 }
 
 TEST(ConfigErrors, FileProblems) {
@@ -308,6 +310,69 @@ TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
   const std::string docs = test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
   EXPECT_THAT(docs, HasSubstr(schema_reference()))
       << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
+}
+
+// train.clip=1e308 passed the check, wrote the run folder, then failed at step 1 converting to
+// float: every number key now refuses a value that float32 cannot hold, and every integer key one
+// beyond int64, naming the key, at load.
+TEST(ConfigSchema, EveryNumberFitsTheTypeThatUsesIt) {
+  TempDir dir;
+  const auto path = write_config(dir, "");
+  const std::string reference = schema_reference();
+  const std::regex row(R"((?:^|\n)\| `([a-z][a-z_0-9.]*)` \| (list of )?(number|integer))");
+  int numbers = 0;
+  int integers = 0;
+  for (std::sregex_iterator it(reference.begin(), reference.end(), row), end; it != end; ++it) {
+    const std::string key = (*it)[1];
+    const bool number = (*it)[3] == "number";
+    std::vector<std::string> overrides;
+    const auto dot = key.find('.', 6);
+    if (key.rfind("model.", 0) == 0 && dot != std::string::npos) { // a family's section
+      overrides.push_back("model.type=" + key.substr(6, dot - 6));
+    }
+    const std::string big = number ? "1e39" : "99999999999999999999";
+    overrides.push_back(key + "=" + ((*it)[2].matched ? "[" + big + "]" : big));
+    // Keys with a narrower range refuse it as out of that range.
+    const std::string error = error_of(path, overrides);
+    EXPECT_THAT(error, HasSubstr(key)) << key;
+    EXPECT_THAT(error, HasSubstr(number ? "expected a number" : "expected an integer")) << key;
+    EXPECT_THAT(error, HasSubstr(number ? "found 1.0e+39" : "found '99999999999999999999'")) << key;
+    ++(number ? numbers : integers);
+  }
+  EXPECT_GE(numbers, 20);
+  EXPECT_GE(integers, 40);
+  EXPECT_THAT(
+      error_of(path, {"train.lr=1e-50"}),
+      HasSubstr("train.lr: expected a number > 0 that a float32 holds (the model computes in "
+                "float32), found 1.0e-50, which float32 rounds to 0"));
+  EXPECT_THAT(
+      error_of(path, {"train.clip=1e308"}),
+      HasSubstr("train.clip: expected a number >= 0 that a float32 holds (the model computes in "
+                "float32), found 1.0e+308, beyond float32's largest magnitude (3.4e+38)"));
+  EXPECT_THAT(
+      error_of(path, {"train.threads=3000000000"}),
+      HasSubstr("train.threads: expected an integer in [0, 2147483647], found 3000000000"));
+  EXPECT_EQ(error_of(path, {"train.lr=3e38", "train.clip=1e-40"}), "");
+}
+
+// Names and paths end up in config.yaml and the metrics: a string that is not UTF-8 was
+// recorded as U+FFFD and left a run that no documented command resumed. A second YAML document
+// was ignored.
+TEST(ConfigErrors, StringsAreUtf8AndAFileIsOneDocument) {
+  TempDir dir;
+  const auto path = write_config(dir, "");
+  EXPECT_THAT(
+      error_of(path, {"run.name=caf\xe9"}),
+      HasSubstr("run.name: expected UTF-8 text, found the byte 0xE9 at offset 3"));
+  EXPECT_THAT(
+      error_of(path, {"run.dir=runs/\xff"}),
+      HasSubstr("run.dir: expected UTF-8 text, found the byte 0xFF at offset 5"));
+  EXPECT_EQ(error_of(path, {"run.name=café"}), "");
+  const auto two = write_file(dir / "two.yaml", "data:\n  dir: d\n---\ntrain:\n  lr: 1\n");
+  EXPECT_THAT(
+      error_of(two.string()),
+      HasSubstr(two.string() + ":4: a second YAML document (after ---); a config is one document"));
+  EXPECT_EQ(error_of(write_file(dir / "end.yaml", "data:\n  dir: d\n---\n").string()), "");
 }
 
 // run.name is a folder name under runs/ (run.dir names any folder); a classifier has 2 classes

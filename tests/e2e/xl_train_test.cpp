@@ -495,10 +495,22 @@ TEST(Integrity, OneTrainerPerRunDirectory) {
   EXPECT_EQ(second.status, 2) << second.output;
   EXPECT_THAT(
       second.output, HasSubstr("is in use by another xl-train (pid " + std::to_string(pid)));
-  // The kernel released the killed trainer's lock: the run resumes.
-  EXPECT_EQ(
-      run_command(train_command(dir / "r", "--resume --set train.max_step=21"), dir.path()).status,
-      0);
+  // A resume that would stop at the checkpoint's step trains nothing: refused, and config.yaml
+  // keeps its max_step (it said "steps 5..4", rewrote config.yaml and exited 0).
+  const int64_t at = checkpoint_step(dir / "r");
+  const auto nothing = run_command(
+      train_command(dir / "r", "--resume --set train.max_step=" + std::to_string(at)), dir.path());
+  EXPECT_EQ(nothing.status, 2) << nothing.output;
+  EXPECT_THAT(nothing.output, HasSubstr("nothing to train; raise it to train on"));
+  EXPECT_THAT(test::read_text(dir / "r/config.yaml"), HasSubstr("max_step: 1000000"));
+  // The kernel released the killed trainer's lock: the run resumes, for one step past its
+  // checkpoint's.
+  const auto resumed = run_command(
+      train_command(
+          dir / "r",
+          "--resume --set train.max_step=1000000 --stop-at-step " + std::to_string(at + 1)),
+      dir.path());
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
 }
 
 // SIGKILL in a write that spans a page leaves part of a line; the resumed run cuts it off

@@ -130,6 +130,33 @@ TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
   EXPECT_THAT(table.header, testing::Contains("test/memory (checkpoint from elsewhere) metric"));
 }
 
+// A classifier's loss has no unit: its runs are compared by their accuracy (the best over the
+// validations, not the one at the best loss), its evaluations too; the loss was shown before.
+TEST(CompareRuns, ClassifiersAreComparedByTheirAccuracy) {
+  TempDir dir;
+  for (const auto& [name, best] : {std::pair{"e", "0.75"}, std::pair{"f", "0.5"}}) {
+    write_file(dir / name / "config.yaml", std::string("run:\n  name: ") + name + "\n");
+    write_file(
+        dir / name / "metrics.jsonl",
+        std::string(R"({"split":"valid","step":10,"loss":0.6,"loss/cls":0.6,"acc/accuracy":)") +
+            best +
+            "}\n"
+            R"({"split":"valid","step":20,"loss":0.5,"loss/cls":0.5,"acc/accuracy":0.625}
+{"split":"test","step":20,"mode":"memory","loss":0.55,"acc/accuracy":0.6}
+)");
+  }
+  const auto e = summarize_run(dir / "e");
+  EXPECT_EQ(e.metric, "acc");
+  EXPECT_DOUBLE_EQ(*e.best_valid_accuracy, 0.75);
+  EXPECT_DOUBLE_EQ(e.evaluation_accuracy.at("test/memory"), 0.6);
+  const auto table = compare_runs({e, summarize_run(dir / "f")});
+  EXPECT_EQ(table.header[6], "best valid acc");
+  EXPECT_EQ(table.header[7], "test/memory acc");
+  EXPECT_EQ(table.rows[0][6], "0.750");
+  EXPECT_EQ(table.rows[1][6], "0.625");
+  EXPECT_EQ(table.rows[0][7], "0.600");
+}
+
 // The PNG is read back: each run's colour is drawn, and the image has the asked size.
 TEST(PlotCurves, DrawsEveryRunInItsColour) {
   TempDir dir;

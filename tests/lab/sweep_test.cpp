@@ -94,6 +94,19 @@ TEST(SweepSpec, BadSweepsFailBeforeAnyRun) {
   } catch (const std::exception& e) {
     EXPECT_THAT(e.what(), HasSubstr("train.lrr"));
   }
+  // A key on two axes, or on an axis and in a variant: the later silently won.
+  spec.variants = {parse_variant("a train.lr=0.1")};
+  spec.grid = {parse_grid_axis("model.d_model=16,32")};
+  EXPECT_NO_THROW(expand_sweep(spec));
+  spec.grid = {parse_grid_axis("train.lr=0.1,0.2")};
+  EXPECT_THAT(
+      test::user_error([&] { expand_sweep(spec); }),
+      HasSubstr("--grid train.lr and --variant 'a' both set train.lr: keep it in one of them"));
+  spec.variants.clear();
+  spec.grid.push_back(parse_grid_axis("train.lr=0.3"));
+  EXPECT_THAT(
+      test::user_error([&] { expand_sweep(spec); }),
+      HasSubstr("--grid train.lr: given twice; list all its values in one --grid"));
 }
 
 // The same property through a sweep's variant names: every accepted name is a plain name

@@ -52,6 +52,29 @@ TEST(ReadFile, RefusesDevicesAndReadsPipes) {
   std::thread writer([&] { test::write_file(fifo, "through a pipe"); });
   EXPECT_EQ(read_file(fifo), "through a pipe");
   writer.join();
+  // A writer that starts after the reader opened the pipe.
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    test::write_file(fifo, "late");
+  });
+  EXPECT_EQ(read_file(fifo), "late");
+  late.join();
+}
+
+// A named pipe that nothing writes to blocked open() forever (xl-eval --file, xl-sample
+// --prompt-file, xl-prep --train, xl-train -c); now it is refused after a wait (10 s by default), naming the fix.
+TEST(ReadFile, RefusesANamedPipeWithoutAWriterWithoutWaiting) {
+  test::TempDir dir;
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(
+      test::user_error([&] { read_file(fifo, "prompt file", std::chrono::milliseconds(50)); }),
+      ::testing::HasSubstr(
+          "prompt file " + fifo.string() +
+          " is a pipe that nothing wrote to in 0.05 s: start its writer first"));
+  EXPECT_THAT(
+      test::user_error([&] { read_file(dir.path(), "config file"); }),
+      ::testing::HasSubstr("config file is a directory, expected a file: "));
 }
 
 TEST(Fnv1a64, KnownVectors) {

@@ -37,6 +37,10 @@ inline Limits at_least(double lo) {
 inline Limits greater_than(double lo) {
   return Limits{lo, std::nullopt, true, false, {}};
 }
+/// [lo, hi]
+inline Limits between(double lo, double hi) {
+  return Limits{lo, hi, false, false, {}};
+}
 /// [lo, hi)
 inline Limits fraction() {
   return Limits{0.0, 1.0, false, true, {}};

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -189,7 +190,7 @@ struct TrainConfig {
     // clang-format off
     v("seed", s.seed, "random seed");
     v("device", s.device, "where to train");
-    v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default, one per core); runs sharing a machine do best with cores / runs each (docs/benchmarks.md, threads on shared cores)", at_least(0));
+    v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default, one per core); runs sharing a machine do best with cores / runs each (docs/benchmarks.md, threads on shared cores)", between(0, std::numeric_limits<int>::max()));
     v("dist_start_timeout_s", s.dist_start_timeout_s, "data-parallel training (torchrun): seconds a process waits for the others to join at MASTER_ADDR:MASTER_PORT before it gives up", open_interval(0, 1e6));
     v("sampling", s.sampling, "ordered: contiguous streams whose memory carries over; random_windows: windows at random offsets, nothing carried");
     v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
@@ -283,6 +284,8 @@ struct Config {
   /// Where each key path was set ("model.d_model" -> file:line); keys left at their default are
   /// absent.
   std::map<std::string, Source> sources;
+  /// The file the config was loaded from ("" when built in code).
+  std::string origin;
 
   template <class Self, class V>
   static void sections(Self& s, V&& v) {
@@ -293,7 +296,8 @@ struct Config {
     v("run", s.run);
   }
 
-  /// Where `key` was set, for messages: "file:line", or "default" when it was not set.
+  /// Where `key` was set, for messages: "file:line"; a key left at its default: the file
+  /// loaded ("default" for a config built in code).
   std::string where(const std::string& key) const;
 };
 

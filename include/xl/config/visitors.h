@@ -12,6 +12,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +27,7 @@
 #include "xl/config/source.h"
 #include "xl/config/tree.h"
 #include "xl/util/error.h"
+#include "xl/util/utf8.h"
 
 namespace xl::config {
 
@@ -88,6 +91,23 @@ bool within(const T& value, const Limits& limits) {
   } else {
     return true;
   }
+}
+
+/// Why a number of the config cannot be a float32, which is what the model computes with
+/// ("" when it can, and for other types): beyond float32's largest magnitude, or so small that
+/// it would round to 0.
+template <class T>
+std::string float32_problem(const T& value) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double magnitude = std::abs(value);
+    if (magnitude > std::numeric_limits<float>::max()) {
+      return "beyond float32's largest magnitude (3.4e+38)";
+    }
+    if (magnitude > 0.0 && static_cast<float>(magnitude) == 0.0F) {
+      return "which float32 rounds to 0";
+    }
+  }
+  return "";
 }
 
 template <class T>
@@ -230,6 +250,37 @@ class Reader {
   }
 
   template <class T>
+  static void check_value(
+      const Tree& node,
+      const std::string& path,
+      const T& value,
+      const Limits& limits) {
+    if (!within(value, limits)) {
+      fail(node, path, expectation<T>(limits), format_value(value));
+    }
+    if constexpr (std::is_same_v<T, std::string>) {
+      // Names and paths end up in config.yaml and the metrics, UTF-8 documents.
+      if (const Utf8Check check = check_utf8(value); check.invalid > 0) {
+        fail(
+            node,
+            path,
+            "expected UTF-8 text",
+            fmt::format(
+                "the byte 0x{:02X} at offset {}",
+                static_cast<unsigned char>(value[check.first]),
+                check.first));
+      }
+    }
+    if (const std::string problem = float32_problem(value); !problem.empty()) {
+      fail(
+          node,
+          path,
+          expectation<T>(limits) + " that a float32 holds (the model computes in float32)",
+          format_value(value) + ", " + problem);
+    }
+  }
+
+  template <class T>
   void read(const Tree& node, const std::string& path, T& member, const Limits& limits) {
     if (node.is_map) {
       fail(node, path, expectation<T>(limits), "a mapping");
@@ -238,9 +289,7 @@ class Reader {
     if (!parse_scalar(node.leaf, value)) {
       fail(node, path, expectation<T>(limits), show(node.leaf));
     }
-    if (!within(value, limits)) {
-      fail(node, path, expectation<T>(limits), format_value(value));
-    }
+    check_value(node, path, value, limits);
     member = value;
   }
 
@@ -278,9 +327,7 @@ class Reader {
       if (!parse_scalar(item, value)) {
         fail(node, item_path, expectation<T>(limits), show(item));
       }
-      if (!within(value, limits)) {
-        fail(node, item_path, expectation<T>(limits), format_value(value));
-      }
+      check_value(node, item_path, value, limits);
       values.push_back(value);
     }
     member = std::move(values);

@@ -8,15 +8,9 @@
 #include <string_view>
 #include <vector>
 
-namespace xl::formats {
+#include "xl/util/utf8.h"
 
-/// The bytes of `text` that are not part of a well-formed UTF-8 sequence (overlong forms,
-/// surrogates and code points above U+10FFFF included), and the offset of the first.
-struct Utf8Check {
-  size_t invalid = 0;
-  size_t first = 0;
-};
-Utf8Check check_utf8(std::string_view text);
+namespace xl::formats {
 
 /// Reads the text file `path` (read_file, `what` names it) for a tokenizer that expects
 /// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a

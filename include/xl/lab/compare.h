@@ -28,7 +28,7 @@ struct RunSummary {
   /// metrics.jsonl's records, and its lines that are no JSON record (complete lines only)
   int64_t records = 0;
   int64_t unreadable = 0;
-  /// "ppl", "bpc" or "" (the headline metric of its records)
+  /// "ppl", "bpc", "acc" (a classifier's records: its first "acc/<name>") or ""
   std::string metric;
   /// the curves by step: the last record of each step (a resumed run's replaces the killed
   /// run's)
@@ -38,6 +38,9 @@ struct RunSummary {
   /// xl-eval's latest loss per "<split>/<mode>" ("test/memory", "test/vanilla (partial)",
   /// "test/memory (checkpoint from elsewhere)" for a checkpoint outside the run)
   std::map<std::string, double> evaluations;
+  /// a classifier's: the best validation accuracy, and xl-eval's latest per evaluation
+  std::optional<double> best_valid_accuracy;
+  std::map<std::string, double> evaluation_accuracy;
   /// the resolved config by key path
   std::map<std::string, std::string> config;
 };

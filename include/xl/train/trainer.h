@@ -58,6 +58,7 @@ class Trainer {
   struct State;
   /// 1. the batch source, optimizer and schedule; the checkpoint's state when resuming
   void start(State& s, bool resume);
+  void refuse_nothing_to_train(const State& s) const;
   /// 2. the device values of the steps run since the last call, in one read: each finite
   /// step's terms join the logging window, each other one goes to skip_non_finite. Returns
   /// whether the last step was finite (false: none pending).

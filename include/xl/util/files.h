@@ -1,6 +1,7 @@
 // File-system helpers shared by the data, config and checkpoint code.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -11,9 +12,23 @@ namespace xl {
 
 namespace fs = std::filesystem;
 
-/// Reads a whole file; a missing or unreadable file, a folder or a device (/dev/zero would
-/// never end) is a UserError naming `what` and the path.
-std::string read_file(const fs::path& path, const std::string& what = "file");
+/// Refuses, as a UserError naming `what` and the path, a missing path, a folder, a device
+/// (/dev/zero would never end) or a socket: what is left is a file or a pipe.
+void check_input(const fs::path& path, const std::string& what);
+
+/// A descriptor of `path` open for reading after check_input (blocking reads; the caller closes
+/// it). Opening never waits for a named pipe's writer: a pipe that shows neither bytes nor its
+/// end within `pipe_wait` is a UserError (a writer started just after xl still counts).
+int open_input(
+    const fs::path& path,
+    const std::string& what,
+    std::chrono::milliseconds pipe_wait = std::chrono::seconds(10));
+
+/// Reads a whole file (or pipe) through open_input.
+std::string read_file(
+    const fs::path& path,
+    const std::string& what = "file",
+    std::chrono::milliseconds pipe_wait = std::chrono::seconds(10));
 
 /// Receives chunks of bytes; returns normally or throws.
 using ByteSink = std::function<void(const void* data, size_t size)>;

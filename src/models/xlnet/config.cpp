@@ -29,6 +29,15 @@ void validate_xlnet(const config::Config& c) {
         "a classifier needs 2 classes or more (0: pretraining, no classification head), "
         "found 1");
   }
+  // The default is in every dumped config; another value would be ignored by a pretraining.
+  if (m.section<XLNetConfig>().n_class == 0 &&
+      m.section<XLNetConfig>().summary != SequenceSummary::kLast) {
+    config::fail_rule(
+        c,
+        "model.xlnet.summary",
+        "only a classifier's head reads it (model.xlnet.n_class 2 or more); a pretraining has "
+        "none: leave it out");
+  }
   if (c.eval.mode != config::EvalMode::kMemory) {
     config::fail_rule(
         c,

@@ -142,10 +142,8 @@ class XLNetDataset : public sources::Dataset {
         if (!o.max_examples) {
           throw;
         }
-        throw ConfigError(fmt::format(
-            "{}: data.train_examples: {}; ask for at most that many, or null for all",
-            c_.where("data.train_examples"),
-            e.what()));
+        throw ConfigError(
+            fmt::format("{}: data.train_examples: {}", c_.where("data.train_examples"), e.what()));
       }
     }
     return records(
