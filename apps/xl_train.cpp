@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       resume = std::filesystem::exists(
           xl::run::paths_of(xl::run::directory_of(config)).last_checkpoint());
     }
-    return xl::app::run_training(config, resume, stop_at, !flags.skip_memory_check);
+    return xl::app::run_training(
+        config, resume, stop_at, !flags.skip_memory_check, /*finished_ok=*/auto_resume);
   });
 }

@@ -136,11 +136,16 @@ def prepare(work):
     (work / "null_train.yaml").write_text(f"base: {TXL}\ntrain:\n  # to do\n")
     (work / "prompt.txt").write_text("The game\n")
     os.mkfifo(work / "fifo")  # a named pipe that nothing writes to
+    # NSMC files without their header, with another file's, with a review that is not UTF-8.
+    (work / "nsmc_headless.txt").write_text("1\t좋은 영화\t1\n2\t별로\t0\n")
+    (work / "nsmc_foreign.txt").write_text("label\ttext\n1\t좋은 영화\n")
+    (work / "nsmc_latin1.txt").write_bytes(b"id\tdocument\tlabel\n1\tcaf\xe9\t1\n")
     # One line longer than SentencePiece's 4,192 bytes (it drops such lines).
     (work / "one_line.txt").write_text("좋은 영화 " * 2000 + "\n")
     (work / "base_folder.yaml").write_text(f"base: {work / 'notes'}\n")
     (work / "base_null.yaml").write_text("base: /dev/null\n")
     (work / "two_docs.yaml").write_text(f"base: {TXL}\n---\ntrain:\n  lr: 1\n")
+    (work / "deep.yaml").write_text("model: " + "[" * 3000 + "]" * 3000 + "\n")
     hf = work / "hf"
     hf.mkdir()
     must(run([PYTHON, "-c", HF_FOLDERS, hf]), "Hugging Face folders")
@@ -206,6 +211,8 @@ def cases(work):
         add("xl-prep", xlnet_prep + [flag, value])
     add("xl-prep", ["--format", "xlnet", "--train", work / "one_line.txt", "--out",
                     work / "prep_x"])
+    for name in ["nsmc_headless.txt", "nsmc_foreign.txt", "nsmc_latin1.txt"]:
+        add("xl-prep", ["--format", "nsmc", "--train", work / name, "--out", work / "prep_n"])
     # Empty names, and flags of the step a reused model or a given split skips.
     spm = ["--spm-model", work / "nsmc" / "spiece.model"]
     for argv in [xlnet_prep + ["--spm-model", ""], prep + ["--vocab", ""],
@@ -269,7 +276,8 @@ def cases(work):
         out.append(("xl-train", train + new_run() + ["--set", assignment], {}))
     for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",
                    work / "garbage.yaml", work / "noise.bin", work / "fifo",
-                   work / "base_folder.yaml", work / "base_null.yaml", work / "two_docs.yaml"]:
+                   work / "base_folder.yaml", work / "base_null.yaml", work / "two_docs.yaml",
+                   work / "deep.yaml"]:
         add("xl-train", ["--config", config] + new_run())
     add("xl-train", ["--config", work / "null_train.yaml", "--set", f"data.dir={work / 'words'}",
                      "--set", "train.threads=1"] + new_run())
@@ -333,13 +341,16 @@ def cases(work):
     add("xl-average", ["--run", r, "--checkpoints", "step_20", "missing", "--out", "avg"])
     add("xl-compare", [r, work / "missing"])
     add("xl-compare", [r, work / "notes"])
-    for weights in [work / "missing.safetensors", work / "noise.bin", work / "empty.txt"]:
+    for weights in [work / "missing.safetensors", work / "noise.bin", work / "empty.txt",
+                    work / "hf" / "xln" / "model.safetensors"]:  # (another family's)
         add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
                           f"run.dir={work / 'imported'}", "--weights", weights])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'best_only'}"], {}))
     out.append(("xl-train", train + new_run() + ["--set", f"train.init_from={r}", "--set",
                                                  'train.init_exclude=["*"]'], {}))
+    out.append(("xl-train", train + new_run() + ["--set", f"train.init_from={r}", "--set",
+                                                 "model.d_inner=48"], {}))
     # A resume or an auto-resume that would stop before the run's step (20).
     add("xl-train", ["--config", r / "config.yaml", "--resume", "--set", "train.max_step=10"])
     add("xl-train", ["--config", r / "config.yaml", "--resume", "--stop-at-step", "10"])

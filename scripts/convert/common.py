@@ -6,8 +6,9 @@ import os
 import re
 import sys
 
+import torch
 import yaml
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 # model_type -> the prefix of its architectures' names and its converter.
@@ -18,6 +19,21 @@ WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.b
 OUTPUTS = ("weights.safetensors", "config.yaml")
 # The fix for a --model that is not what save_pretrained writes.
 SAVED = "give the folder save_pretrained wrote (config.json and weights)"
+# The JSON types of config.json's fields that a converter reads, by the words of the error: a
+# wrong one would pass from_pretrained and fail in the converter's own code. bool is no number.
+KINDS = {
+    "an integer": lambda v: type(v) is int,
+    "a number": lambda v: type(v) in (int, float),
+    "a boolean": lambda v: type(v) is bool,
+    "a string": lambda v: type(v) is str,
+    "a list of integers": lambda v: type(v) is list and all(type(x) is int for x in v),
+    "a list of booleans": lambda v: type(v) is list and all(type(x) is bool for x in v),
+    # PretrainedConfig replaces the name with getattr(torch, name)
+    'a torch dtype name ("float32")': lambda v: (
+        type(v) is str and isinstance(getattr(torch, v, None), torch.dtype)),
+}
+# Fields of every config.json, kinds as KINDS names them, " or null" where null is allowed.
+FIELDS = {"torch_dtype": 'a torch dtype name ("float32") or null'}
 
 
 def fail(message):
@@ -72,10 +88,24 @@ def read_config(model, model_type):
     return config
 
 
-def check_inputs(args, model_type):
-    """--model's config.json, after refusing bad input before the slow load: no weights, or an
-    --out that is a file or holds a conversion (unless --force)."""
-    config = read_config(args.model, model_type)
+def check_fields(path, config, fields, aliases):
+    """Refuses a field of config.json (or of its alias, as the config class maps them) whose
+    value is not of the kind fields names."""
+    for key, value in config.items():
+        kind = {**FIELDS, **fields}.get(aliases.get(key, key))
+        if kind and not (value is None and kind.endswith(" or null")
+                         or KINDS[kind.removesuffix(" or null")](value)):
+            fail(f"{path}: {key}: expected {kind}, found {json.dumps(value)[:40]}; give the "
+                 "config.json saved with these weights")
+
+
+def check_inputs(args, config_class, fields):
+    """--model's config.json, after refusing bad input before the slow load: a field that is not
+    of its kind in fields (name -> a KINDS name), no weights, or an --out that is a file or holds
+    a conversion (unless --force)."""
+    config = read_config(args.model, config_class.model_type)
+    check_fields(os.path.join(args.model, "config.json"), config, fields,
+                 config_class.attribute_map)
     if not any(os.path.isfile(os.path.join(args.model, name)) for name in WEIGHTS):
         fail(f"--model {args.model}: no {' or '.join(WEIGHTS[::2])}; {SAVED}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -87,10 +117,62 @@ def check_inputs(args, model_type):
     return config
 
 
-def load(cls, model):
-    """cls.from_pretrained(model) after check_inputs: what is left to fail is the weights' file
-    or config.json's values."""
+def weight_shapes(model):
+    """{name: shape} of the weights from_pretrained reads, from the safetensors headers or a
+    memory-mapped pytorch_model.bin, so no tensor is read; None where they cannot be told."""
+    first = next(name for name in WEIGHTS if os.path.isfile(os.path.join(model, name)))
     try:
+        files = [first]
+        if first.endswith(".index.json"):
+            with open(os.path.join(model, first), encoding="utf-8") as f:
+                files = sorted(set(json.load(f)["weight_map"].values()))
+        held = {}
+        for name in files:
+            path = os.path.join(model, name)
+            if name.endswith(".safetensors"):
+                with safe_open(path, "pt") as f:
+                    held.update({key: f.get_slice(key).get_shape() for key in f.keys()})
+            else:
+                state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+                held.update({key: list(value.shape) for key, value in state.items()})
+        return held
+    except Exception:  # a damaged file fails in from_pretrained too, which names it
+        return None
+
+
+def check_sizes(model, expected):
+    """Refuses a shape that expected yields, as (a name or its end, a shape or None for no such
+    tensor), and the weights do not hold: from_pretrained would allocate it first, and a d_model
+    of 1000000 takes all memory. Names are matched by their end: a bare model's lack its heads'
+    "transformer." prefix."""
+    held = weight_shapes(model)
+    if held is None:
+        return
+    ends = {}
+    for key in held:
+        parts = key.split(".")
+        for i in range(len(parts)):
+            ends.setdefault(".".join(parts[i:]), key)
+    for end, shape in expected:  # lazily: n_layer may be 10**12
+        key = ends.get(end, end)
+        if held.get(key) != shape:
+            config, weights = ("x".join(map(str, s)) if s is not None else "none"
+                               for s in (shape, held.get(key)))
+            fail(f"--model {model}: config.json and the weights disagree ({key}: {config} from "
+                 f"config.json, {weights} in the weights); give the config.json saved with "
+                 "these weights")
+
+
+def load(cls, model, sizes, unsupported=lambda hf: None):
+    """cls.from_pretrained(model) after check_inputs. Its config comes first: what xl does not
+    compute (unsupported(config), a reason or None) and the shapes sizes(config) yields that the
+    weights do not hold are refused before the slow load. What is left to fail is the weights'
+    file or config.json's values."""
+    try:
+        hf = cls.config_class.from_pretrained(model)
+        if reason := unsupported(hf):
+            fail(f"--model {model}: {reason}")
+        check_sizes(model, sizes(hf))
         return cls.from_pretrained(model)
     except (OSError, SafetensorError):
         weights = next(name for name in WEIGHTS if os.path.isfile(os.path.join(model, name)))

@@ -22,7 +22,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import arguments, check_inputs, load, shapes, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
-from transformers import TransfoXLLMHeadModel  # noqa: E402
+from transformers import TransfoXLConfig, TransfoXLLMHeadModel  # noqa: E402
+
+# What xl_config reads, by kind (common.KINDS).
+FIELDS = {
+    **dict.fromkeys(("vocab_size", "n_layer", "n_head", "d_model", "d_head", "d_inner", "d_embed",
+                     "div_val", "mem_len", "clamp_len"), "an integer"),
+    **dict.fromkeys(("dropout", "dropatt", "layer_norm_epsilon"), "a number"),
+    **dict.fromkeys(("pre_lnorm", "untie_r", "same_length", "tie_word_embeddings"), "a boolean"),
+    "cutoffs": "a list of integers",
+    "tie_projs": "a list of booleans",
+}
+
+
+def sizes(hf):
+    """The shapes config.json gives the adaptive embedding's clusters and every layer."""
+    ends = [0] + hf.cutoffs + [hf.vocab_size]
+    for i in range(1 if hf.div_val == 1 else len(ends) - 1):
+        rows = hf.vocab_size if hf.div_val == 1 else ends[i + 1] - ends[i]
+        yield f"word_emb.emb_layers.{i}.weight", [rows, hf.d_embed // hf.div_val**i]
+    for i in range(hf.n_layer):
+        yield f"layers.{i}.dec_attn.qkv_net.weight", [3 * hf.n_head * hf.d_head, hf.d_model]
+        yield f"layers.{i}.pos_ff.CoreNet.0.weight", [hf.d_inner, hf.d_model]
+    yield f"layers.{max(hf.n_layer, 0)}.dec_attn.qkv_net.weight", None
 
 
 def xl_config(hf, data_dir):
@@ -64,8 +86,8 @@ def xl_config(hf, data_dir):
 
 def main():
     args = arguments(__doc__, "data/prepared/wikitext-103").parse_args()
-    check_inputs(args, "transfo-xl")
-    model = load(TransfoXLLMHeadModel, args.model)
+    check_inputs(args, TransfoXLConfig, FIELDS)
+    model = load(TransfoXLLMHeadModel, args.model, sizes)
     write(model, xl_config(model.config, args.data_dir), args.out,
           f"vocabulary size {model.config.vocab_size}")
 

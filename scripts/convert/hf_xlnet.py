@@ -29,9 +29,28 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import arguments, check_inputs, fail, load, shapes, write  # noqa: E402
 
 warnings.filterwarnings("ignore")
-from transformers import XLNetForSequenceClassification, XLNetLMHeadModel  # noqa: E402
+from transformers import (XLNetConfig, XLNetForSequenceClassification,  # noqa: E402
+                          XLNetLMHeadModel)
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
+# What unsupported and xl_config read, by kind (common.KINDS); the summary is compared whole.
+FIELDS = {
+    **dict.fromkeys(("vocab_size", "n_layer", "n_head", "d_model", "d_head", "d_inner",
+                     "clamp_len", "num_labels"), "an integer"),
+    **dict.fromkeys(("mem_len", "reuse_len"), "an integer or null"),
+    **dict.fromkeys(("dropout", "layer_norm_eps"), "a number"),
+    **dict.fromkeys(("attn_type", "ff_activation"), "a string"),
+    "bi_data": "a boolean",
+}
+
+
+def sizes(hf):
+    """The shapes config.json gives the embedding and every layer."""
+    yield "word_embedding.weight", [hf.vocab_size, hf.d_model]
+    for i in range(hf.n_layer):
+        yield f"layer.{i}.rel_attn.q", [hf.d_model, hf.n_head, hf.d_head]
+        yield f"layer.{i}.ff.layer_1.weight", [hf.d_inner, hf.d_model]
+    yield f"layer.{max(hf.n_layer, 0)}.rel_attn.q", None
 
 
 def unsupported(hf, classification):
@@ -86,13 +105,11 @@ def main():
     args = parser.parse_args()
     if args.seq_len < 1:
         fail(f"--seq-len {args.seq_len}: give a positive length")
-    architectures = check_inputs(args, "xlnet").get("architectures") or []
+    architectures = check_inputs(args, XLNetConfig, FIELDS).get("architectures") or []
     classification = "XLNetForSequenceClassification" in architectures
     cls = XLNetForSequenceClassification if classification else XLNetLMHeadModel
-    model = load(cls, args.model)
+    model = load(cls, args.model, sizes, lambda hf: unsupported(hf, classification))
     hf = model.config
-    if reason := unsupported(hf, classification):
-        fail(f"--model {args.model}: {reason}")
     if not classification and architectures and architectures[0] != "XLNetLMHeadModel":
         print(f"hf_xlnet: {architectures[0]} has no LM head; xl's is the tied embedding with a "
               "zero bias, and the model's own head is left out", file=sys.stderr)

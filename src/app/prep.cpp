@@ -116,9 +116,10 @@ void convert_nsmc_splits(const PrepRequest& request, const Splits& splits) {
       spdlog::info("valid: the last {} training documents, held out", held);
     }
     spdlog::info(
-        "{}: {} documents ({} sentences), {} empty ones left out",
+        "{}: {} documents{} ({} sentences), {} empty ones left out",
         name,
-        counts.documents,
+        counts.documents - held,
+        held > 0 ? fmt::format(" and {} held out", held) : "",
         counts.sentences,
         counts.empty);
   }

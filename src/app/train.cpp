@@ -4,12 +4,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <set>
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
@@ -32,30 +29,6 @@ namespace xl::app {
 
 namespace {
 
-// `left`: the parameters the checkpoint lacks, less those also excluded (said once, as
-// excluded). Nothing loaded at all (train.init_exclude ["*"]) is refused: the count wrapped
-// below zero and the run started from fresh weights.
-void refuse_loading_nothing(
-    const std::filesystem::path& path,
-    size_t parameters,
-    const std::vector<std::string>& excluded,
-    std::vector<std::string>& left) {
-  const std::set<std::string> excluded_set(excluded.begin(), excluded.end());
-  left.erase(
-      std::remove_if(
-          left.begin(), left.end(), [&](const auto& name) { return excluded_set.count(name) > 0; }),
-      left.end());
-  if (left.size() + excluded.size() >= parameters) {
-    throw UserError(fmt::format(
-        "train.init_from: no parameter of {} is loaded (train.init_exclude names {} of {}, the "
-        "checkpoint lacks {}); leave train.init_from out to start from fresh weights",
-        path.string(),
-        excluded.size(),
-        parameters,
-        left.size()));
-  }
-}
-
 // train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
 // parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
 // values. Returns what it did, for the log.
@@ -66,10 +39,6 @@ std::string load_initial_weights(const config::Config& config, models::LanguageM
   }
   const auto excluded =
       train::parameters_named(config, model, config.train.init_exclude, "train.init_exclude");
-  std::map<std::string, torch::Tensor> fresh;
-  for (const auto& name : excluded) {
-    fresh.emplace(name, model.named_parameters()[name].detach().clone());
-  }
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(path, archive);
   for (const auto& difference :
@@ -79,12 +48,18 @@ std::string load_initial_weights(const config::Config& config, models::LanguageM
           "train.init_from: {} holds another model family ({})", path.string(), difference));
     }
   }
-  auto left = io::read_module_matching(archive, "model", model, path.string());
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& [name, value] : fresh) {
-      model.named_parameters()[name].copy_(value);
-    }
+  std::vector<std::string> left; // the parameters the checkpoint lacks, but the excluded
+  try {
+    left = io::read_module_matching(
+        archive, "model", model, path.string(), {excluded.begin(), excluded.end()});
+  } catch (const UserError& e) {
+    const bool shapes = std::string(e.what()).find("other shapes") != std::string::npos;
+    throw UserError(fmt::format(
+        "train.init_from: {}{}",
+        e.what(),
+        shapes ? "\n  keep them fresh with train.init_exclude (their names, or patterns such as "
+                 "\"crit.*\" for a new head), or start from a checkpoint of these sizes"
+               : ""));
   }
   // The checkpoint's tensors this model has no place for (a head it lacks).
   std::vector<std::string> skipped;
@@ -95,7 +70,16 @@ std::string load_initial_weights(const config::Config& config, models::LanguageM
       skipped.push_back(item.first);
     }
   }
-  refuse_loading_nothing(path, params.size(), excluded, left);
+  // train.init_exclude ["*"] loaded nothing: the count wrapped below zero, silently.
+  if (left.size() + excluded.size() >= params.size()) {
+    throw UserError(fmt::format(
+        "train.init_from: no parameter of {} is loaded (train.init_exclude names {} of {}, the "
+        "checkpoint lacks {}); leave train.init_from out to start from fresh weights",
+        path.string(),
+        excluded.size(),
+        params.size(),
+        left.size()));
+  }
   return fmt::format(
       "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}{}{}",
       path.string(),
@@ -239,7 +223,8 @@ int run_training(
     const config::Config& config,
     bool resume,
     std::optional<int64_t> stop_at,
-    bool enforce_memory) {
+    bool enforce_memory,
+    bool finished_ok) {
   // 1. Data, model and initial weights first: a bad corpus, batch setting, size or init_from
   //    fails before the run directory is written. Under torchrun this process is one rank of
   //    a data-parallel run.
@@ -263,7 +248,8 @@ int run_training(
   //    written); the frozen ones compute no gradient, and data-parallel training reduces the
   //    others only.
   train::plan_parameters(config, *model);
-  // 3. The process group (a dead peer is noticed at once, a hung one after 30 minutes) and the
+  // 3. The process group (a dead peer is noticed at once, a hung one after train.dist_timeout_s)
+  //    and the
   //    run directory.
   std::unique_ptr<runtime::Group> group;
   if (env) {
@@ -271,7 +257,7 @@ int run_training(
         *env,
         device,
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
-        std::chrono::minutes(30));
+        std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0)));
   }
   const run::RunPaths paths = open_run_directory(config, resume, env, group.get());
   spdlog::info("run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
@@ -284,7 +270,7 @@ int run_training(
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   train::install_stop_handlers();
   train::Trainer trainer(config, paths, *dataset, model, device, parallel.get());
-  const train::TrainResult result = trainer.run(resume, stop_at);
+  const train::TrainResult result = trainer.run(resume, stop_at, finished_ok);
   if (!env || env->rank == 0) {
     std::cout << training_summary(config, paths, result, dataset->unit()) << std::flush;
   }

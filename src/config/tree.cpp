@@ -1,5 +1,8 @@
 #include "xl/config/tree.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -85,6 +88,13 @@ YAML::Node parse_config_file(const fs::path& path) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) { // its message says "bad file"
+    throw ConfigError(fmt::format(
+        "{}:{}: invalid YAML: nested {} levels deep, past the parser's limit; a config's "
+        "sections nest a few levels",
+        path.string(),
+        e.mark.line + 1,
+        e.depth()));
   } catch (const YAML::ParserException& e) {
     throw ConfigError(
         path.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);

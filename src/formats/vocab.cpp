@@ -237,12 +237,14 @@ std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& whe
     for (size_t i = 0; i < text.size(); ++i) {
       const int64_t id = table[static_cast<unsigned char>(text[i])];
       if (id < 0) {
+        // A prompt (open_end) cannot change the trained vocabulary; a split's data can.
         throw UserError(fmt::format(
-            "{}: byte {} at offset {} is not in the vocabulary (build "
-            "it from all splits with --vocab-from all)",
+            "{}: byte {} at offset {} is not in the vocabulary ({})",
             where,
             static_cast<unsigned char>(text[i]),
-            i));
+            i,
+            open_end ? "the model never saw it in training: leave it out of the prompt"
+                     : "build it from all splits with --vocab-from all"));
       }
       ids.push_back(id);
     }
@@ -266,11 +268,13 @@ std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& whe
         if (unk < 0) {
           throw UserError(fmt::format(
               "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it "
-              "to (xl-prep: --vocab-from all counts every split, --unk maps unseen words to "
-              "<unk>)",
+              "to ({})",
               where,
               line_number,
-              word));
+              word,
+              open_end ? "the model never saw it in training: leave it out of the prompt"
+                       : "xl-prep: --vocab-from all counts every split, --unk maps unseen "
+                         "words to <unk>"));
         }
         id = unk;
       }

@@ -90,18 +90,22 @@ void write_module(
 
 namespace {
 
-// Parameters of `module` (named `prefix`...) found in `archive` are copied; the names of the
-// others go to `left`, shape mismatches to `wrong`.
+// Parameters of `module` (named `prefix`...) found in `archive` are copied, but those `keep`
+// names; the names of the others go to `left`, shape mismatches to `wrong`.
 void read_matching(
     torch::serialize::InputArchive& archive,
     torch::nn::Module& module,
     const std::string& prefix,
+    const std::set<std::string>& keep,
     std::vector<std::string>& left,
     std::vector<std::string>& wrong) {
   torch::NoGradGuard no_grad;
   for (auto& item : module.named_parameters(/*recurse=*/false)) {
     const std::string name = prefix + item.key();
     torch::Tensor stored;
+    if (keep.count(name) > 0) {
+      continue;
+    }
     if (!archive.try_read(item.key(), stored)) {
       left.push_back(name);
     } else if (stored.sizes() != item.value().sizes()) {
@@ -117,10 +121,13 @@ void read_matching(
   for (auto& child : module.named_children()) {
     torch::serialize::InputArchive sub;
     if (archive.try_read(child.key(), sub)) {
-      read_matching(sub, *child.value(), prefix + child.key() + ".", left, wrong);
+      read_matching(sub, *child.value(), prefix + child.key() + ".", keep, left, wrong);
     } else {
       for (const auto& p : child.value()->named_parameters()) {
-        left.push_back(prefix + child.key() + "." + p.key());
+        const std::string name = prefix + child.key() + "." + p.key();
+        if (keep.count(name) == 0) {
+          left.push_back(name);
+        }
       }
     }
   }
@@ -132,13 +139,14 @@ std::vector<std::string> read_module_matching(
     torch::serialize::InputArchive& archive,
     const std::string& key,
     torch::nn::Module& module,
-    const std::string& what) {
+    const std::string& what,
+    const std::set<std::string>& keep) {
   std::vector<std::string> left;
   std::vector<std::string> wrong;
   try {
     torch::serialize::InputArchive sub;
     archive.read(key, sub);
-    read_matching(sub, module, "", left, wrong);
+    read_matching(sub, module, "", keep, left, wrong);
   } catch (const c10::Error& e) {
     throw UserError(fmt::format(
         "{}: cannot read the tensors of '{}': {}", what, key, e.what_without_backtrace()));

@@ -89,6 +89,28 @@ void refuse_keys_set_twice(const SweepSpec& spec) {
   }
 }
 
+// config::load names an override it refuses "--set KEY=VALUE: ..."; a variant's or an axis's
+// is named by the flag that gave it.
+std::string named_by_its_flag(
+    const std::string& message,
+    const SweepVariant& variant,
+    const std::vector<std::string>& grid_overrides) {
+  const auto starts = [&](const std::string& assignment) {
+    return message.rfind("--set " + assignment + ":", 0) == 0;
+  };
+  for (const auto& assignment : variant.overrides) {
+    if (starts(assignment)) {
+      return fmt::format("--variant '{}': {}", variant.name, message.substr(6));
+    }
+  }
+  for (const auto& assignment : grid_overrides) {
+    if (starts(assignment)) {
+      return "--grid " + message.substr(6);
+    }
+  }
+  return message;
+}
+
 } // namespace
 
 GridAxis parse_grid_axis(const std::string& text) {
@@ -189,7 +211,11 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
       run.overrides.insert(run.overrides.end(), grid_overrides.begin(), grid_overrides.end());
       run.overrides.push_back("run.name=" + run.name);
       run.overrides.push_back("run.dir=" + (spec.dir / run.name).string());
-      run.config = config::load(spec.config, run.overrides);
+      try {
+        run.config = config::load(spec.config, run.overrides);
+      } catch (const ConfigError& e) {
+        throw ConfigError(named_by_its_flag(e.what(), variant, grid_overrides));
+      }
       runs.push_back(std::move(run));
     }
   }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
+
 #include "xl/util/error.h"
 
 namespace xl::models {
@@ -39,6 +42,7 @@ void HFImporter::take(const std::vector<HFTensor>& tensors) {
 }
 
 void HFImporter::copy(const std::string& name, const torch::Tensor& dest) {
+  ++wanted_;
   if (!weights_.contains(name)) {
     missing_.push_back(name);
     return;
@@ -80,14 +84,35 @@ void HFImporter::finish() {
   for (const auto& name : missing_) {
     problems_.push_back(name + ": missing from the file");
   }
-  if (!problems_.empty()) {
+  if (problems_.empty()) {
+    return;
+  }
+  // Not one of the model's names: the file is another family's (or another program's), which
+  // a list of every name would not say.
+  if (wanted_ > 0 && missing_.size() == wanted_) {
+    const auto names = weights_.names();
     throw UserError(fmt::format(
-        "cannot import {} into this {} ({} problems):\n  {}",
+        "cannot import {} into this {}: the file holds none of its {} tensors, but {} others "
+        "({}, ...): another model family's weights? Import them with a config of that family",
         weights_.path().string(),
         family_,
-        problems_.size(),
-        fmt::join(problems_, "\n  ")));
+        wanted_,
+        names.size(),
+        fmt::join(
+            names.begin(),
+            names.begin() + std::min<std::ptrdiff_t>(3, static_cast<std::ptrdiff_t>(names.size())),
+            ", ")));
   }
+  constexpr size_t kShown = 30;
+  const size_t shown = std::min(problems_.size(), kShown);
+  throw UserError(fmt::format(
+      "cannot import {} into this {} ({} problems):\n  {}{}",
+      weights_.path().string(),
+      family_,
+      problems_.size(),
+      fmt::join(problems_.begin(), problems_.begin() + static_cast<std::ptrdiff_t>(shown), "\n  "),
+      problems_.size() > shown ? fmt::format("\n  ... and {} more", problems_.size() - shown)
+                               : ""));
 }
 
 } // namespace xl::models

@@ -3,16 +3,20 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xl/formats/labelled_file.h"
 #include "xl/formats/text.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/utf8.h"
 
 namespace xl::prep {
 
 namespace {
+
+constexpr std::string_view kHeader = "id\tdocument\tlabel";
 
 // NSMC's documents are CSV-quoted when they contain quotes: "..." with "" inside.
 std::string unquote(std::string_view field) {
@@ -42,12 +46,30 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
   const std::string text = read_file(tsv, "NSMC file");
   const auto lines = formats::split_lines(text);
   NsmcDocuments out;
-  // Line 1 is the header "id document label".
+  // Line 1 is the header "id document label": a file without it would lose its first review,
+  // and another file's header says it holds something else.
+  if (!lines.empty() && lines[0] != kHeader) {
+    throw UserError(fmt::format(
+        "{}:1: expected NSMC's header 'id<TAB>document<TAB>label', found '{}'{}",
+        tsv.string(),
+        lines[0].substr(0, 60),
+        lines[0].find('\t') != std::string_view::npos && lines[0].back() >= '0' &&
+                lines[0].back() <= '1'
+            ? ": a review; add the header line first"
+            : ""));
+  }
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto line = lines[i];
     const size_t first = line.find('\t');
     const size_t last = line.rfind('\t');
     const auto where = [&] { return fmt::format("{}:{}", tsv.string(), i + 1); };
+    if (const Utf8Check check = check_utf8(line); check.invalid > 0) {
+      throw UserError(fmt::format(
+          "{}: not valid UTF-8 (the byte 0x{:02X} at column {}); NSMC's reviews are UTF-8",
+          where(),
+          static_cast<unsigned char>(line[check.first]),
+          check.first + 1));
+    }
     if (first == std::string_view::npos || first == last) {
       throw UserError(where() + ": expected 3 tab-separated columns (id, document, label)");
     }

@@ -15,6 +15,7 @@
 #include <netdb.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "xl/util/error.h"
@@ -77,6 +78,7 @@ std::optional<DistributedEnv> distributed_env() {
   }
   const auto agent = env_string("TORCHELASTIC_USE_AGENT_STORE");
   env.agent_store = agent && (*agent == "True" || *agent == "true" || *agent == "1");
+  env.restart = env_int("TORCHELASTIC_RESTART_COUNT", 0, 0);
   return env;
 }
 
@@ -139,8 +141,9 @@ c10::intrusive_ptr<c10d::Store> join_store(
         env.world_size));
   }
   store->setTimeout(timeout); // from here on the collectives' limit
-  // torchrun's store outlives restarts; a prefix keeps this group's keys apart.
-  return c10::make_intrusive<c10d::PrefixStore>("xl/", store);
+  // torchrun's store outlives restarts: each restarted group has keys of its own (the last
+  // group's addresses of its ranks would be read, and were dead).
+  return c10::make_intrusive<c10d::PrefixStore>(fmt::format("xl/{}/", env.restart), store);
 }
 
 // NCCL on GPUs, Gloo on the CPU, as the group's default backend.
@@ -182,11 +185,19 @@ Group::Group(
     const torch::Device& device,
     std::chrono::milliseconds start_timeout,
     std::chrono::milliseconds timeout)
-    : rank_(env.rank), size_(env.world_size), device_(device), impl_(std::make_unique<Impl>()) {
+    : rank_(env.rank),
+      size_(env.world_size),
+      device_(device),
+      timeout_s_(std::chrono::duration<double>(timeout).count()),
+      impl_(std::make_unique<Impl>()) {
   check_master_address(env);
   const auto store = join_store(env, start_timeout, timeout);
   auto group = c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
-  add_backend(*group, store, env, device, timeout);
+  try {
+    add_backend(*group, store, env, device, timeout);
+  } catch (const c10::Error& e) { // the ranks joined the store, then could not reach each other
+    throw lost("connecting the ranks", e);
+  }
   impl_->group = group;
 }
 
@@ -197,13 +208,17 @@ const c10::intrusive_ptr<c10d::ProcessGroup>& Group::process_group() const {
 }
 
 UserError Group::lost(const std::string& what, const std::exception& cause) const {
+  const std::string text = cause.what();
   return UserError(fmt::format(
-      "rank {} of {}: {} failed, another rank has probably stopped (its own error, or "
-      "torchrun's, says why): {}",
+      "rank {} of {}: {} failed, another rank has probably stopped, or it did not answer "
+      "within {:g} s (train.dist_timeout_s); its own error, or torchrun's, says why: {}; the "
+      "last checkpoint is kept: --resume (or torchrun --max-restarts with --auto-resume) "
+      "continues from it",
       rank_,
       size_,
       what,
-      cause.what()));
+      timeout_s_,
+      text.substr(0, text.find('\n'))));
 }
 
 template <class F>

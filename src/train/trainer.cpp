@@ -47,6 +47,8 @@ void install_stop_handlers() {
 struct Trainer::State {
   int64_t step = 0;
   int64_t last_step = 0;
+  bool finished_ok = false; // --auto-resume: a finished run is left as it is
+  bool finished = false;
   std::unique_ptr<sources::BatchSource> source;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<LRSchedule> schedule;
@@ -372,14 +374,21 @@ void Trainer::write_record(State& s, nlohmann::json record) const {
   s.metrics->write(record);
 }
 
-// A resume that would stop at or before the checkpoint's step trains nothing: said before the
-// run's config or metrics change.
-void Trainer::refuse_nothing_to_train(const State& s) const {
+// A resume that would stop at or before the checkpoint's step trains nothing: refused before the
+// run's config or metrics change, but for a finished run under --auto-resume (a scheduler's, or
+// torchrun's restart after the last step), which is left as it is.
+bool Trainer::nothing_to_train(State& s) const {
   if (s.step < s.last_step) {
-    return;
+    return false;
   }
   const int64_t max_step = config_.train.max_step;
   const std::string run = paths_.dir.string();
+  if (s.finished_ok && s.step == max_step && s.last_step == max_step) {
+    spdlog::info(
+        "the run in {} finished at step {} (train.max_step): nothing to train", run, s.step);
+    s.finished = true;
+    return true;
+  }
   if (s.last_step < max_step) {
     throw UserError(fmt::format(
         "--stop-at-step {}: the run in {} is at step {} already; give a later step",
@@ -407,7 +416,9 @@ void Trainer::start(State& s, bool resume) {
   s.mems.resize(static_cast<size_t>(t.batch_chunk));
   if (resume) {
     load(s);
-    refuse_nothing_to_train(s);
+    if (nothing_to_train(s)) {
+      return;
+    }
     spdlog::info(
         "resumed {} at step {} (pass {}){}{}",
         paths_.last_checkpoint().string(),
@@ -580,16 +591,22 @@ void Trainer::keep_snapshot(int64_t step) const {
   }
 }
 
-TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at) {
+TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finished_ok) {
   const auto& t = config_.train;
   State s;
   s.last_step = std::min(t.max_step, stop_at.value_or(t.max_step));
+  s.finished_ok = finished_ok;
   const auto began = std::chrono::steady_clock::now();
   start(s, resume);
   const int64_t first_step = s.step;
+  TrainResult result;
+  if (s.finished) {
+    result.first_step = result.step = s.step;
+    result.best_valid_loss = s.best_valid;
+    return result;
+  }
   auto options = StepOptions::from(t, device_);
   options.parallel = parallel_;
-  TrainResult result;
   while (s.step < s.last_step) {
     const int64_t step = s.step + 1;
     const auto batch = sources::next_cycling(*s.source);

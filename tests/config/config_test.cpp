@@ -250,6 +250,15 @@ TEST(ConfigErrors, FileProblems) {
   EXPECT_THAT(error_of(list.string()), HasSubstr("expected a mapping of sections"));
   const auto dup = write_file(dir / "dup.yaml", "model:\n  n_layer: 1\n  n_layer: 2\n");
   EXPECT_THAT(error_of(dup.string()), HasSubstr("dup.yaml:3: duplicate key 'n_layer'"));
+  // yaml-cpp's depth limit said "bad file"; a folder or a device named by base: "not found".
+  const auto deep =
+      write_file(dir / "deep.yaml", "model: " + std::string(3000, '[') + std::string(3000, ']'));
+  EXPECT_THAT(error_of(deep.string()), HasSubstr("deep.yaml:1: invalid YAML: nested"));
+  EXPECT_THAT(error_of(deep.string()), HasSubstr("levels deep, past the parser's limit"));
+  const auto folder = write_file(dir / "folder.yaml", "base: " + dir.path().string() + "\n");
+  EXPECT_THAT(error_of(folder.string()), HasSubstr("folder.yaml:1: base file is a directory"));
+  const auto device = write_file(dir / "device.yaml", "base: /dev/null\n");
+  EXPECT_THAT(error_of(device.string()), HasSubstr("device.yaml:1: base file is a device"));
 }
 
 TEST(ConfigDump, ReloadsIdentically) {

@@ -326,6 +326,19 @@ TEST(Training, InitFromListsLoadedFreshAndSkippedTensors) {
       untied_again.output,
       HasSubstr("36 of 39 parameters loaded; fresh, not in the checkpoint: "
                 "crit.out_weight_0, crit.out_weight_1, crit.out_weight_2"));
+  // Another inner size: the message points to train.init_exclude, which now keeps the
+  // mismatched parameters out of the reading (it restored them after a read that refused them).
+  const std::string wider =
+      "--stop-at-step 2 --set model.d_inner=48 --set train.init_from=" + (dir / "a").string() + " ";
+  const auto refused = run_command(train_command(dir / "d", untied + wider), dir.path());
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("parameters have other shapes than this model's"));
+  EXPECT_THAT(refused.output, HasSubstr("keep them fresh with train.init_exclude"));
+  const auto excluded = run_command(
+      train_command(dir / "e", untied + wider + "--set 'train.init_exclude=[\"*pos_ff*\"]'"),
+      dir.path());
+  ASSERT_EQ(excluded.status, 0) << excluded.output;
+  EXPECT_THAT(excluded.output, HasSubstr("parameters loaded; fresh, train.init_exclude: "));
 }
 
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
@@ -741,6 +754,108 @@ TEST(DataParallel, AKilledRankEndsTheJobWithAMessageAndAUsableCheckpoint) {
           "train.max_step=" +
               std::to_string(saved + 3)));
   EXPECT_EQ(checkpoint_step(dir / "r"), saved + 3);
+}
+
+// Elastic recovery: under torchrun --max-restarts with --auto-resume, a rank SIGKILLed mid-run
+// makes torchrun restart the group, which resumes from the last checkpoint and ends with the
+// uninterrupted run's losses, bit for bit. (The restarted group read the dead group's addresses
+// from torchrun's store, which outlives restarts, and failed to connect.)
+TEST(DataParallel, TorchrunRestartsAKilledGroupThatEndsAsIfUninterrupted) {
+  TempDir dir;
+  const auto torchrun = [&](const std::string& run) {
+    return "sh -c \"" + std::string(kPython) +
+        " -m torch.distributed.run --standalone --nproc-per-node 2 --max-restarts 2 "
+        "--no-python " +
+        train_command(
+               dir / run,
+               "--set train.scheduler=constant --set train.max_step=200 "
+               "--set train.eval_interval=20 --auto-resume") +
+        " >" + (dir / (run + ".log")).string() + " 2>&1\"";
+  };
+  ASSERT_EQ(run_command(torchrun("ref"), dir.path()).status, 0) << read_text(dir / "ref.log");
+  const pid_t agent = spawn(torchrun("r"), dir.path());
+  for (int i = 0; i < 6000; ++i) {
+    const auto losses = train_losses(dir / "r");
+    if (fs::exists(dir / "r/checkpoints/last.pt") && !losses.empty() &&
+        losses.rbegin()->first >= 25) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // The newest xl-train of this run: a worker, not torchrun's agent (whose command line names
+  // xl-train too).
+  const auto killed = run_command(
+      "pkill -KILL -n -f '^" + std::string(kBinDir) +
+          "/xl-train .*run.dir=" + (dir / "r").string() + " '",
+      dir.path());
+  EXPECT_EQ(killed.status, 0) << killed.output;
+  int status = 0;
+  ::waitpid(agent, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(dir / "r.log");
+  EXPECT_EQ(checkpoint_step(dir / "r"), 200);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "r"), 0, 200);
+  EXPECT_EQ(split_losses(dir / "r", "valid").at(200), split_losses(dir / "ref", "valid").at(200));
+  // The same command once the run has finished (a scheduler's rerun): nothing changes.
+  const std::string metrics = read_text(dir / "r/metrics.jsonl");
+  ASSERT_EQ(run_command(torchrun("r"), dir.path()).status, 0) << read_text(dir / "r.log");
+  EXPECT_THAT(
+      read_text(dir / "r.log"), HasSubstr("finished at step 200 (train.max_step): nothing"));
+  EXPECT_EQ(read_text(dir / "r/metrics.jsonl"), metrics);
+}
+
+// A rank that stops answering (SIGSTOP) ends the others with one line after
+// train.dist_timeout_s (it was a fixed 30 minutes), and the last checkpoint is kept.
+TEST(DataParallel, AStoppedRankEndsTheOthersAfterTheTimeoutWithOneLine) {
+  TempDir dir;
+  const int port = free_port();
+  const std::string command = train_command(
+      dir / "r",
+      "--set train.scheduler=constant --set train.max_step=1000000 --set train.eval_interval=10 "
+      "--set train.dist_timeout_s=3");
+  std::vector<pid_t> ranks;
+  for (const int rank : {0, 1}) {
+    ranks.push_back(spawn(
+        "sh -c \"" +
+            as_rank(rank, 2, port, command, dir / ("rank" + std::to_string(rank) + ".log")) + "\"",
+        dir.path()));
+  }
+  for (int i = 0; i < 6000; ++i) {
+    const auto losses = train_losses(dir / "r");
+    if (!losses.empty() && losses.rbegin()->first >= 25) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // spawn's shell runs the rank's shell, which runs xl-train: stop the whole process group.
+  ::kill(-ranks[1], SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && done == 0; ++i) {
+    done = ::waitpid(ranks[0], &status, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  ::kill(-ranks[1], SIGKILL);
+  ::waitpid(ranks[1], nullptr, 0);
+  if (done == 0) {
+    ::kill(-ranks[0], SIGKILL);
+    ::waitpid(ranks[0], nullptr, 0);
+    FAIL() << "rank 0 still waits a minute after rank 1 stopped";
+  }
+  EXPECT_LT(waited, 30.0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string log = read_text(dir / "rank0.log");
+  EXPECT_THAT(log, HasSubstr("did not answer within 3 s (train.dist_timeout_s)"));
+  EXPECT_THAT(log, HasSubstr("--resume (or torchrun --max-restarts with --auto-resume)"));
+  size_t errors = 0;
+  for (size_t at = log.find("error: "); at != std::string::npos; at = log.find("error: ", at + 1)) {
+    errors += at == 0 || log[at - 1] == '\n' ? 1 : 0;
+  }
+  EXPECT_EQ(errors, 1U) << log;
+  EXPECT_GE(checkpoint_step(dir / "r"), 20);
 }
 
 TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {

@@ -59,7 +59,13 @@ TEST(WordVocab, UnknownWordsUseUnkOrFailWithLocation) {
     FAIL() << "expected an error";
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("other.txt:2: token 'z' is not in the vocabulary"));
+    EXPECT_THAT(e.what(), HasSubstr("--vocab-from all counts every split"));
   }
+  // A prompt cannot change the trained vocabulary: the hint is to leave the word out.
+  EXPECT_THAT(
+      test::user_error([&] { plain.encode("x z", "--prompt", /*open_end=*/true); }),
+      HasSubstr("--prompt:1: token 'z' is not in the vocabulary, which has no <unk> to map it to "
+                "(the model never saw it in training: leave it out of the prompt)"));
   const Vocab with_unk = Vocab::build_word({train}, {"<eos>", "<unk>"});
   EXPECT_EQ(with_unk.encode_file(other), (std::vector<int64_t>{2, 0, 2, 1, 0}));
 }

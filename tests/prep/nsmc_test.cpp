@@ -80,6 +80,19 @@ TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
       convert("id\tdocument\tlabel\n1\tno label\n"),
       HasSubstr("r.txt:2: expected 3 tab-separated columns"));
   EXPECT_THAT(convert("id\tdocument\tlabel\n1\t \t1\n"), HasSubstr("NSMC file has no documents"));
+  // Without the header the first review was dropped as it; another file's header was taken.
+  EXPECT_THAT(
+      convert("1\t좋다\t1\n2\t별로\t0\n"),
+      HasSubstr("r.txt:1: expected NSMC's header 'id<TAB>document<TAB>label', found '1\t좋다\t1': "
+                "a review; add the header line first"));
+  EXPECT_THAT(
+      convert("label\ttext\n1\t좋다\n"),
+      HasSubstr(
+          "r.txt:1: expected NSMC's header 'id<TAB>document<TAB>label', found 'label\ttext'"));
+  // A review that is not UTF-8 was copied into train.tsv, which every other reader refuses.
+  EXPECT_THAT(
+      convert("id\tdocument\tlabel\n1\tok\t1\n2\tcaf\xe9\t0\n"),
+      HasSubstr("r.txt:3: not valid UTF-8 (the byte 0xE9 at column 6)"));
   EXPECT_FALSE(std::filesystem::exists(dir / "raw.txt"));
 }
 

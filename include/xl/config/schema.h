@@ -150,6 +150,7 @@ struct TrainConfig {
   Device device = Device::kAuto;
   int64_t threads = 0;
   double dist_start_timeout_s = 300.0;
+  double dist_timeout_s = 1800.0;
   Sampling sampling = Sampling::kOrdered;
   int64_t batch_size = 60;
   int64_t batch_chunk = 1;
@@ -192,6 +193,7 @@ struct TrainConfig {
     v("device", s.device, "where to train");
     v("threads", s.threads, "CPU threads for intra-op parallelism (0: LibTorch default, one per core); runs sharing a machine do best with cores / runs each (docs/benchmarks.md, threads on shared cores)", between(0, std::numeric_limits<int>::max()));
     v("dist_start_timeout_s", s.dist_start_timeout_s, "data-parallel training (torchrun): seconds a process waits for the others to join at MASTER_ADDR:MASTER_PORT before it gives up", open_interval(0, 1e6));
+    v("dist_timeout_s", s.dist_timeout_s, "data-parallel training (torchrun): seconds a process waits in an exchange (the gradients' sum) for the others before it ends with an error: a process that stopped or hung ends the run after this, resumable from its last checkpoint", open_interval(0, 1e6));
     v("sampling", s.sampling, "ordered: contiguous streams whose memory carries over; random_windows: windows at random offsets, nothing carried");
     v("batch_size", s.batch_size, "streams (or windows) per batch", at_least(1));
     v("batch_chunk", s.batch_chunk, "split each batch into this many accumulation chunks", at_least(1));

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,14 @@ void read_module(
     const std::string& what);
 
 /// Reads the parameters of `module` that the archive holds under `key` (a module written by
-/// write_module, perhaps of a model with other heads), leaving the others as they are. Returns
-/// the names of those left; a parameter held with another shape is a UserError listing all such.
+/// write_module, perhaps of a model with other heads), leaving the others, and those `keep`
+/// names, as they are. Returns the names of those left but `keep`'s; a parameter held with
+/// another shape is a UserError listing all such.
 std::vector<std::string> read_module_matching(
     torch::serialize::InputArchive& archive,
     const std::string& key,
     torch::nn::Module& module,
-    const std::string& what);
+    const std::string& what,
+    const std::set<std::string>& keep = {});
 
 } // namespace xl::io

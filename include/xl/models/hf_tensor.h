@@ -76,6 +76,7 @@ class HFImporter {
   std::set<std::string> used_;
   std::vector<std::string> missing_;
   std::vector<std::string> problems_;
+  size_t wanted_ = 0; // the model's tensors asked for from the file
 };
 
 } // namespace xl::models

@@ -29,6 +29,8 @@ struct DistributedEnv {
   int master_port = 29500;               // MASTER_PORT
   /// TORCHELASTIC_USE_AGENT_STORE: torchrun already serves the store at the master address
   bool agent_store = false;
+  /// TORCHELASTIC_RESTART_COUNT: how often torchrun restarted the group (--max-restarts)
+  int restart = 0;
 };
 
 /// The environment of a process started for data-parallel training: nullopt unless WORLD_SIZE
@@ -80,6 +82,7 @@ class Group {
   int rank_;
   int size_;
   torch::Device device_;
+  double timeout_s_; // each collective's limit, for messages
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

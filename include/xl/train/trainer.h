@@ -52,13 +52,16 @@ class Trainer {
   /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
   /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer than
   /// train.max_bad_steps is a UserError; the last good checkpoint stays.
-  TrainResult run(bool resume, std::optional<int64_t> stop_at = std::nullopt);
+  TrainResult run(
+      bool resume,
+      std::optional<int64_t> stop_at = std::nullopt,
+      bool finished_ok = false);
 
  private:
   struct State;
   /// 1. the batch source, optimizer and schedule; the checkpoint's state when resuming
   void start(State& s, bool resume);
-  void refuse_nothing_to_train(const State& s) const;
+  bool nothing_to_train(State& s) const;
   /// 2. the device values of the steps run since the last call, in one read: each finite
   /// step's terms join the logging window, each other one goes to skip_non_finite. Returns
   /// whether the last step was finite (false: none pending).
