@@ -257,6 +257,12 @@ TEST(ConfigErrors, FileProblems) {
   EXPECT_THAT(error_of(deep.string()), HasSubstr("levels deep, past the parser's limit"));
   const auto folder = write_file(dir / "folder.yaml", "base: " + dir.path().string() + "\n");
   EXPECT_THAT(error_of(folder.string()), HasSubstr("folder.yaml:1: base file is a directory"));
+  // yaml-cpp's LoadAll looped forever on this text (found by the config fuzz target).
+  const auto looped = write_file(
+      dir / "looped.yaml",
+      "# tiny.yaml fine-tuned for NSMC sentimEnt (lset:molit: test\n   batch_size: 07\n   "
+      "tgt_len: 128\n, mem_len: 3800\n   clamp_len: 1ss");
+  EXPECT_THAT(error_of(looped.string()), HasSubstr("looped.yaml:2: unknown section"));
   const auto device = write_file(dir / "device.yaml", "base: /dev/null\n");
   EXPECT_THAT(error_of(device.string()), HasSubstr("device.yaml:1: base file is a device"));
 }
