@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Bad-input probe: hundreds of bad or careless inputs against every xl app (after the build).
 
-  python3 scripts/bad_inputs.py [--timeout S] [--only TEXT] [--list] [--keep]
+  python3 scripts/bad_inputs.py [--timeout S] [--only TEXT]... [--jobs N] [--list] [--keep]
 
-Prepares a small word corpus (WikiText-2) and NSMC slice in a work folder, trains a tiny
-Transformer-XL run (`r`, with snapshots) and a tiny XLNet classifier (`x`), then runs each case:
+Each of --jobs workers (default: the cores) prepares a small word corpus (WikiText-2) and NSMC
+slice in a work folder of its own, trains a tiny Transformer-XL run (`r`, with snapshots) and a
+tiny XLNet classifier (`x`), then runs its share of the cases, one at a time, each case being
 a command that a user could type by mistake (numbers out of range or not numbers, outputs over
 a run's files, names that are paths, files that are devices, folders or not text, flags of
 another format, torchrun environments without their peers, sweep specs that would train
@@ -22,6 +23,7 @@ Prints one line per case that is not clear, then the counts by outcome and by ap
 any case is not clear (the work folder is then kept).
 """
 import argparse
+import concurrent.futures
 import os
 import pathlib
 import re
@@ -146,6 +148,11 @@ def prepare(work):
     (work / "base_null.yaml").write_text("base: /dev/null\n")
     (work / "two_docs.yaml").write_text(f"base: {TXL}\n---\ntrain:\n  lr: 1\n")
     (work / "deep.yaml").write_text("model: " + "[" * 3000 + "]" * 3000 + "\n")
+    # Bases that inherit from themselves, directly or through another file.
+    (work / "base_self.yaml").write_text("base: base_self.yaml\n")
+    (work / "base_a.yaml").write_text("base: base_b.yaml\n")
+    (work / "base_b.yaml").write_text("base: base_a.yaml\n")
+    (work / "latin1.txt").write_bytes(b"the caf\xe9 is open\n")
     hf = work / "hf"
     hf.mkdir()
     must(run([PYTHON, "-c", HF_FOLDERS, hf]), "Hugging Face folders")
@@ -154,8 +161,8 @@ def prepare(work):
     (work / "rlog" / "train.log").unlink()
     (work / "rlog" / "train.log").mkdir()
     # A run folder with a best.pt and no last.pt (an import, or last.pt removed).
-    (work / "best_only" / "checkpoints").mkdir(parents=True)
-    shutil.copy(work / "r" / "checkpoints" / "best.pt", work / "best_only" / "checkpoints")
+    shutil.copytree(work / "r", work / "best_only")
+    (work / "best_only" / "checkpoints" / "last.pt").unlink()
 
 
 def cases(work):
@@ -277,7 +284,7 @@ def cases(work):
     for config in [work / "missing.yaml", work / "notes", "/dev/zero", work / "empty.txt",
                    work / "garbage.yaml", work / "noise.bin", work / "fifo",
                    work / "base_folder.yaml", work / "base_null.yaml", work / "two_docs.yaml",
-                   work / "deep.yaml"]:
+                   work / "deep.yaml", work / "base_self.yaml", work / "base_a.yaml"]:
         add("xl-train", ["--config", config] + new_run())
     add("xl-train", ["--config", work / "null_train.yaml", "--set", f"data.dir={work / 'words'}",
                      "--set", "train.threads=1"] + new_run())
@@ -345,6 +352,22 @@ def cases(work):
                     work / "hf" / "xln" / "model.safetensors"]:  # (another family's)
         add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
                           f"run.dir={work / 'imported'}", "--weights", weights])
+    # An import over a run folder that holds a best.pt but no last.pt.
+    add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
+                      f"run.dir={work / 'best_only'}", "--weights",
+                      work / "hf" / "txl" / "model.safetensors"])
+    # Data of another family, text that is not UTF-8, a checkpoint of another family.
+    out.append(("xl-train", train + new_run() + ["--set", f"data.dir={work / 'nsmc'}"], {}))
+    add("xl-train", ["--config", XLNET_CLS, "--set", f"data.dir={work / 'words'}"] + new_run())
+    add("xl-eval", ["--run", r, "--file", work / "latin1.txt"])
+    add("xl-export", ["--run", r, "--checkpoint", work / "x" / "checkpoints" / "best.pt",
+                      "--out", work / "exp"])
+    add("xl-average", ["--run", r, "--checkpoints", "step_20",
+                       work / "x" / "checkpoints" / "best.pt", "--out", "avg"])
+    for argv in [["--config", work / "missing.yaml"], ["--config", TXL, "--set", "train.lrr=1"],
+                 ["--config", TXL, "--modes", "train,fast"]]:
+        add("xl-bench", argv)
+    add("xl-compare", [])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'best_only'}"], {}))
     out.append(("xl-train", train + new_run() + ["--set", f"train.init_from={r}", "--set",
@@ -366,7 +389,9 @@ def cases(work):
                 {"RANK": "1"}, {"WORLD_SIZE": "abc", "RANK": "0"},
                 {"WORLD_SIZE": "2", "RANK": "2"}, {"WORLD_SIZE": "2"},
                 {"WORLD_SIZE": "2", "RANK": "0", "MASTER_PORT": "70000"},
-                {"WORLD_SIZE": "2", "RANK": "-1"}, {"WORLD_SIZE": "1", "RANK": "3"}]:
+                {"WORLD_SIZE": "2", "RANK": "-1"}, {"WORLD_SIZE": "1", "RANK": "3"},
+                {"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "abc"},
+                {"WORLD_SIZE": "2", "RANK": "0", "TORCHELASTIC_RESTART_COUNT": "-3"}]:
         out.append(("xl-train", train + new_run() + quick, env))
 
     # The Hugging Face converters: folders that are not a model's, another family's, damaged.
@@ -418,59 +443,87 @@ def outcome(result, before, after, argv):
     return "clear"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--timeout", type=float, default=60.0)
-    parser.add_argument("--only", default="", help="run the cases whose command holds TEXT")
-    parser.add_argument("--list", action="store_true", help="print the cases and exit")
-    parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    args = parser.parse_args()
-    work = pathlib.Path(tempfile.mkdtemp(prefix="xl-bad-inputs-"))
-    all_cases = cases(work)
-    if args.list:
-        for app, argv, env in all_cases:
-            print(" ".join(f"{k}={v}" for k, v in env.items()), *map(str, argv))
-        print(f"{len(all_cases)} cases")
-        shutil.rmtree(work)
-        return
+def probe(work, indices, timeout):
+    """Prepares `work` and runs the cases of these indices there, one at a time: for each, its
+    app, outcome and (when not clear) what to print."""
+    work.mkdir()
     prepare(work)
+    all_cases = cases(work)
     runs = [work / "r", work / "x"]
     pristine = work / "pristine"
     for folder in runs:
         shutil.copytree(folder, pristine / folder.name)
-    counts = {}
-    by_app = {}
-    chosen = [c for c in all_cases if args.only in " ".join(map(str, c[1]))]
-    for app, argv, env in chosen:
+    results = []
+    for index in indices:
+        app, argv, env = all_cases[index]
         before = [fingerprint(f) for f in runs]
         try:
-            result = run(argv, timeout=args.timeout, env={**os.environ, **env}, cwd=work)
+            result = run(argv, timeout=timeout, env={**os.environ, **env}, cwd=work)
         except subprocess.TimeoutExpired:
             result = None
         after = [fingerprint(f) for f in runs]
         kind = outcome(result, before, after, argv)
-        counts[kind] = counts.get(kind, 0) + 1
-        by_app.setdefault(app, {}).setdefault(kind, 0)
-        by_app[app][kind] += 1
+        shown = ""
         if kind != "clear":
-            shown = " ".join(f"{k}={v}" for k, v in env.items())
             said = "" if result is None else (result.stdout + result.stderr).strip()[-300:]
-            print(f"{kind}: {shown} {' '.join(map(str, argv))}\n    {said!r}")
+            shown = (f"{kind}: {' '.join(f'{k}={v}' for k, v in env.items())} "
+                     f"{' '.join(map(str, argv))}\n    {said!r}")
+        results.append((index, app, kind, shown))
         if before != after:  # back to the runs every case expects
             for folder in runs:
                 shutil.rmtree(folder)
                 shutil.copytree(pristine / folder.name, folder)
         for scratch in ["new", "prep", "prep_x", "prep_n", "exp", "imported", "sweep"]:
             shutil.rmtree(work / scratch, ignore_errors=True)
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--only", action="append", default=[],
+                        help="run the cases whose command or environment holds TEXT "
+                        "(repeatable: any of them)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="workers, each with its own work folder and runs (default: the "
+                        "cores)")
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+    top = pathlib.Path(tempfile.mkdtemp(prefix="xl-bad-inputs-"))
+    all_cases = cases(top / "w0")
+    if args.list:
+        for app, argv, env in all_cases:
+            print(" ".join(f"{k}={v}" for k, v in env.items()), *map(str, argv))
+        print(f"{len(all_cases)} cases")
+        shutil.rmtree(top)
+        return
+    chosen = [i for i, (_, argv, env) in enumerate(all_cases)
+              if not args.only or any(text in " ".join(map(str, argv)) + str(env)
+                                      for text in args.only)]
+    jobs = max(1, min(args.jobs, len(chosen)))
+    # Each worker prepares its own folder, so that a case sees only its own worker's runs
+    # change (the damage check) and no two cases share an output.
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        parts = list(pool.map(lambda k: probe(top / f"w{k}", chosen[k::jobs], args.timeout),
+                              range(jobs)))
+    counts = {}
+    by_app = {}
+    for _, app, kind, shown in sorted(r for part in parts for r in part):
+        counts[kind] = counts.get(kind, 0) + 1
+        by_app.setdefault(app, {}).setdefault(kind, 0)
+        by_app[app][kind] += 1
+        if shown:
+            print(shown)
     print(f"{len(chosen)} bad inputs: " +
           ", ".join(f"{counts[k]} {k}" for k in sorted(counts)))
     for app in sorted(by_app):
         print(f"  {app}: " + ", ".join(f"{n} {k}" for k, n in sorted(by_app[app].items())))
     failed = any(k != "clear" for k in counts)
     if failed or args.keep:
-        print(f"work folder kept: {work}")
+        print(f"work folder kept: {top}")
     else:
-        shutil.rmtree(work)
+        shutil.rmtree(top)
     sys.exit(1 if failed else 0)
 
 

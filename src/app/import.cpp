@@ -17,6 +17,7 @@ namespace xl::app {
 
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
+  run::check_new_directory(config); // before reading the weights: the outputs first
   const auto dataset = models::open_dataset(config);
   models::check_memory(
       models::estimate_evaluation_memory(config, dataset->vocab_size()),

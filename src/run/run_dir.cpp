@@ -187,7 +187,28 @@ std::vector<std::string> held_checkpoints(const RunPaths& paths) {
   return held;
 }
 
+// Any checkpoint, not only last.pt: a best.pt left without one (an import, or last.pt removed)
+// would be replaced by a new run's.
+void refuse_held_checkpoints(const RunPaths& paths) {
+  if (const auto held = held_checkpoints(paths); !held.empty()) {
+    std::error_code ec;
+    throw UserError(fmt::format(
+        "run directory {} already holds checkpoints ({}); {}choose another run.name or run.dir",
+        paths.dir.string(),
+        fmt::join(held, ", "),
+        std::filesystem::exists(paths.last_checkpoint(), ec)
+            ? "pass --resume to continue that run, or "
+            : ""));
+  }
+}
+
 } // namespace
+
+void check_new_directory(const config::Config& config) {
+  const RunPaths paths = paths_of(directory_of(config));
+  refuse_foreign_folder(paths.dir);
+  refuse_held_checkpoints(paths);
+}
 
 RunPaths prepare_directory(const config::Config& config, bool resume) {
   RunPaths paths = paths_of(directory_of(config));
@@ -205,16 +226,8 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
     throw UserError("cannot create run directory " + paths.dir.string() + ": " + ec.message());
   }
   paths.lock = std::make_shared<const RunLock>(paths.dir);
-  // Any checkpoint, not only last.pt: a best.pt left without one (an import, or last.pt removed)
-  // would be replaced by this run's.
-  if (const auto held = held_checkpoints(paths); !resume && !held.empty()) {
-    throw UserError(fmt::format(
-        "run directory {} already holds checkpoints ({}); {}choose another run.name or run.dir",
-        paths.dir.string(),
-        fmt::join(held, ", "),
-        std::filesystem::exists(paths.last_checkpoint(), ec)
-            ? "pass --resume to continue that run, or "
-            : ""));
+  if (!resume) { // checked again under the lock: another process may have written since
+    refuse_held_checkpoints(paths);
   }
   std::filesystem::create_directories(paths.checkpoints, ec);
   if (ec) {

@@ -140,6 +140,21 @@ TEST(Import, ConvertedHuggingFaceModelEvaluatesInXl) {
       dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("cannot import converted/weights.safetensors"));
+
+  // A second import into the first one's folder (a best.pt, no last.pt) is refused before the
+  // weights are read (they do not exist here), and the first import's weights stay.
+  const auto imported = read_text(dir / "runs/imported/checkpoints/best.pt");
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-import --config converted/config.yaml --weights missing.safetensors "
+          "--set run.dir=runs/imported",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("run directory runs/imported already holds checkpoints (checkpoints/best.pt); "
+                "choose another run.name or run.dir"));
+  EXPECT_EQ(read_text(dir / "runs/imported/checkpoints/best.pt"), imported);
 }
 
 // A run trained by xl, exported: Hugging Face gives xl-eval's loss on the same segments.

@@ -61,6 +61,10 @@ RunPaths paths_of(const std::filesystem::path& dir);
 /// whose run.dir names another run directory: training it would continue the other run.
 void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config);
 
+/// Refuses, before any work, a new run's directory that prepare_directory would refuse: one
+/// holding checkpoints or files that are not a run's. Creates nothing.
+void check_new_directory(const config::Config& config);
+
 /// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
 /// same run is refused), removes the temporary files a killed save left, and writes the
 /// resolved config into it atomically (not when resuming: the trainer writes it once the
