@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -76,6 +77,23 @@ std::string nsmc_documents(size_t first, size_t count, const std::string& separa
     }
   }
   return out;
+}
+
+std::vector<std::string> tiny_configs() {
+  std::vector<std::string> found;
+  for (const auto& folder : fs::directory_iterator(fs::path(kSourceDir) / "configs")) {
+    if (!folder.is_directory()) {
+      continue;
+    }
+    for (const auto& file : fs::directory_iterator(folder.path())) {
+      const std::string name = file.path().filename().string();
+      if (name.rfind("tiny", 0) == 0 && file.path().extension() == ".yaml") {
+        found.push_back(fs::relative(file.path(), kSourceDir).string());
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 } // namespace xl::test

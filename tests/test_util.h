@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "test_paths.h"
 #include "xl/util/error.h"
@@ -90,6 +91,12 @@ fs::path prepare_digits_corpus(const fs::path& dir);
 /// The review texts of NSMC's training rows [first, first + count) (bundled test data), each
 /// followed by `separator`.
 std::string nsmc_documents(size_t first, size_t count, const std::string& separator = "\n");
+
+/// The smallest config of every model family, and of its variants: configs/*/tiny*.yaml of the
+/// source tree, as paths relative to it, sorted. The tests that go over every family take them
+/// from here, so a new family's configs/<folder>/tiny.yaml is all they need
+/// (Registry.EveryFamilyHasATinyConfig checks that each family has one).
+std::vector<std::string> tiny_configs();
 
 /// The message of the xl::UserError that `f` throws (a test failure when it throws none).
 template <typename F>

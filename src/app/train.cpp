@@ -10,17 +10,17 @@
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
-#include "xl/io/archive.h"
 #include "xl/models/factory.h"
 #include "xl/models/memory_estimate.h"
-#include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
 #include "xl/run/progress.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
 #include "xl/runtime/distributed.h"
+#include "xl/runtime/signals.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/data_parallel.h"
+#include "xl/train/init_from.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/trainer.h"
 #include "xl/util/error.h"
@@ -28,71 +28,6 @@
 namespace xl::app {
 
 namespace {
-
-// train.init_from: the weights of another run (its best checkpoint) or checkpoint, except the
-// parameters it lacks (a new head) and those train.init_exclude names, which keep their fresh
-// values. Returns what it did, for the log.
-std::string load_initial_weights(const config::Config& config, models::LanguageModelImpl& model) {
-  std::filesystem::path path = *config.train.init_from;
-  if (std::filesystem::is_directory(path)) {
-    path = run::paths_of(path).best_checkpoint();
-  }
-  const auto excluded =
-      train::parameters_named(config, model, config.train.init_exclude, "train.init_exclude");
-  torch::serialize::InputArchive archive;
-  const auto info = run::load_checkpoint(path, archive);
-  for (const auto& difference :
-       run::config_differences(info.config, config::dump(config), {"model"})) {
-    if (difference.rfind("model.type:", 0) == 0) {
-      throw UserError(fmt::format(
-          "train.init_from: {} holds another model family ({})", path.string(), difference));
-    }
-  }
-  std::vector<std::string> left; // the parameters the checkpoint lacks, but the excluded
-  try {
-    left = io::read_module_matching(
-        archive, "model", model, path.string(), {excluded.begin(), excluded.end()});
-  } catch (const UserError& e) {
-    const bool shapes = std::string(e.what()).find("other shapes") != std::string::npos;
-    throw UserError(fmt::format(
-        "train.init_from: {}{}",
-        e.what(),
-        shapes ? "\n  keep them fresh with train.init_exclude (their names, or patterns such as "
-                 "\"crit.*\" for a new head), or start from a checkpoint of these sizes"
-               : ""));
-  }
-  // The checkpoint's tensors this model has no place for (a head it lacks).
-  std::vector<std::string> skipped;
-  const auto params = model.named_parameters();
-  const auto buffers = model.named_buffers();
-  for (const auto& item : io::read_tensors(archive, "model")) {
-    if (!params.contains(item.first) && !buffers.contains(item.first)) {
-      skipped.push_back(item.first);
-    }
-  }
-  // train.init_exclude ["*"] loaded nothing: the count wrapped below zero, silently.
-  if (left.size() + excluded.size() >= params.size()) {
-    throw UserError(fmt::format(
-        "train.init_from: no parameter of {} is loaded (train.init_exclude names {} of {}, the "
-        "checkpoint lacks {}); leave train.init_from out to start from fresh weights",
-        path.string(),
-        excluded.size(),
-        params.size(),
-        left.size()));
-  }
-  return fmt::format(
-      "initialised from {} (step {}): {} of {} parameters loaded{}{}{}{}{}{}",
-      path.string(),
-      info.step,
-      params.size() - left.size() - excluded.size(),
-      params.size(),
-      left.empty() ? "" : "; fresh, not in the checkpoint: ",
-      fmt::join(left, ", "),
-      excluded.empty() ? "" : "; fresh, train.init_exclude: ",
-      fmt::join(excluded, ", "),
-      skipped.empty() ? "" : "; skipped, not in this model: ",
-      fmt::join(skipped, ", "));
-}
 
 // What a run did, for stdout (the logs go to stderr).
 std::string training_summary(
@@ -243,7 +178,7 @@ int run_training(
       enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
   const std::string initialised =
-      config.train.init_from && !resume ? load_initial_weights(config, *model) : "";
+      config.train.init_from && !resume ? train::load_initial_weights(config, *model) : "";
   // 2. Which parameters train (a bad train.freeze fails here, before the run directory is
   //    written); the frozen ones compute no gradient, and data-parallel training reduces the
   //    others only.
@@ -268,7 +203,7 @@ int run_training(
   // 4. Training, and what it did on stdout.
   model->to(device);
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
-  train::install_stop_handlers();
+  runtime::install_stop_handlers();
   train::Trainer trainer(config, paths, *dataset, model, device, parallel.get());
   const train::TrainResult result = trainer.run(resume, stop_at, finished_ok);
   if (!env || env->rank == 0) {

@@ -1,9 +1,8 @@
 #include "xl/train/optimizer.h"
 
-#include <cmath>
 #include <unordered_map>
 
-#include "xl/io/archive.h"
+#include "xl/train/lamb.h"
 
 namespace xl::train {
 
@@ -267,68 +266,6 @@ class TorchOptimizer : public Optimizer {
 
 } // namespace
 
-std::vector<torch::Tensor> Lamb::state_tensors() const {
-  std::vector<torch::Tensor> out = exp_avg_;
-  out.insert(out.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
-  return out;
-}
-
-Lamb::Lamb(std::vector<ParameterGroup> groups, double lr, double beta1, double beta2, double eps)
-    : lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
-  for (auto& group : groups) {
-    for (auto& p : group.params) {
-      exp_avg_.push_back(torch::zeros_like(p));
-      exp_avg_sq_.push_back(torch::zeros_like(p));
-      params_.push_back(std::move(p));
-      lr_scale_.push_back(group.lr_scale);
-      weight_decay_.push_back(group.weight_decay);
-    }
-  }
-}
-
-void Lamb::step() {
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    auto& p = params_[i];
-    if (!p.grad().defined()) {
-      continue;
-    }
-    const auto g = p.grad();
-    exp_avg_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
-    exp_avg_sq_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
-    auto r = exp_avg_[i] / (exp_avg_sq_[i].sqrt() + eps_);
-    if (weight_decay_[i] != 0.0) {
-      r.add_(p, weight_decay_[i]);
-    }
-    const double w_norm = std::min(p.norm().item<double>(), 10.0);
-    const double r_norm = r.norm().item<double>();
-    const double trust = (w_norm == 0.0 || r_norm == 0.0) ? 1.0 : w_norm / (r_norm + eps_);
-    p.add_(r, -lr_ * lr_scale_[i] * trust);
-  }
-}
-
-void Lamb::zero_grad() {
-  for (auto& p : params_) {
-    if (p.grad().defined()) {
-      p.grad().zero_();
-    }
-  }
-}
-
-void Lamb::save(torch::serialize::OutputArchive& archive) const {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    archive.write("lamb.exp_avg." + std::to_string(i), exp_avg_[i]);
-    archive.write("lamb.exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
-  }
-}
-
-void Lamb::load(torch::serialize::InputArchive& archive) {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    archive.read("lamb.exp_avg." + std::to_string(i), exp_avg_[i]);
-    archive.read("lamb.exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
-  }
-}
-
 std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& t,
     std::vector<ParameterGroup> groups) {
@@ -356,66 +293,6 @@ std::unique_ptr<Optimizer> make_optimizer(
     const config::TrainConfig& t,
     std::vector<torch::Tensor> params) {
   return make_optimizer(t, std::vector<ParameterGroup>{{std::move(params), 1.0, t.weight_decay}});
-}
-
-LRSchedule::LRSchedule(const config::TrainConfig& train) : train_(train) {}
-
-double LRSchedule::lr(int64_t step) const {
-  const double base = train_.lr;
-  const auto t = static_cast<double>(step);
-  const auto w = static_cast<double>(train_.warmup_step);
-  if (train_.scheduler == config::Scheduler::kInvSqrt) {
-    if (train_.warmup_step == 0) {
-      return base / std::sqrt(std::max(t, 1.0));
-    }
-    return t <= w ? base * t / std::pow(w, 1.5) : base / std::sqrt(t);
-  }
-  if (train_.warmup_step > 0 && step <= train_.warmup_step) {
-    return base * t / w;
-  }
-  const double span = static_cast<double>(train_.max_step) - w;
-  const double progress = span > 0 ? std::min((t - w) / span, 1.0) : 1.0;
-  if (train_.scheduler == config::Scheduler::kCosine) {
-    return train_.eta_min + (base - train_.eta_min) * (1.0 + std::cos(M_PI * progress)) / 2.0;
-  }
-  if (train_.scheduler == config::Scheduler::kPoly) {
-    return train_.eta_min + (base - train_.eta_min) * (1.0 - progress);
-  }
-  if (train_.scheduler == config::Scheduler::kPlateau) {
-    return std::max(base * factor_, train_.lr_min);
-  }
-  return base;
-}
-
-bool LRSchedule::observe(double valid_loss) {
-  if (train_.scheduler != config::Scheduler::kPlateau) {
-    return false;
-  }
-  // ReduceLROnPlateau's default: an improvement must beat the best by a
-  // relative 1e-4.
-  if (valid_loss < best_ * (1.0 - 1e-4)) {
-    best_ = valid_loss;
-    bad_evals_ = 0;
-    return false;
-  }
-  if (++bad_evals_ > train_.patience) {
-    factor_ *= train_.decay_rate;
-    bad_evals_ = 0;
-    return true;
-  }
-  return false;
-}
-
-void LRSchedule::save(torch::serialize::OutputArchive& archive) const {
-  io::write_double(archive, "schedule.factor", factor_);
-  io::write_double(archive, "schedule.best", best_);
-  io::write_int(archive, "schedule.bad_evals", bad_evals_);
-}
-
-void LRSchedule::load(torch::serialize::InputArchive& archive) {
-  factor_ = io::read_double(archive, "schedule.factor");
-  best_ = io::read_double(archive, "schedule.best");
-  bad_evals_ = io::read_int(archive, "schedule.bad_evals");
 }
 
 } // namespace xl::train

@@ -25,6 +25,25 @@ std::string parameter_names(const torch::nn::Module& model) {
   return fmt::format("{} (and the same for every layer)", fmt::join(names, ", "));
 }
 
+// train.lr_layer_decay finds the layers by their names (layers.<i>.*): on a model whose stack
+// is named otherwise it would do nothing, silently. Called once train.freeze has been applied.
+void refuse_unreached_layer_decay(const config::Config& config, torch::nn::Module& model) {
+  if (config.train.lr_layer_decay == 1.0) {
+    return;
+  }
+  for (const auto& item : model.named_parameters()) {
+    if (item.value().requires_grad() && layer_of(item.key()) >= 0) {
+      return;
+    }
+  }
+  throw ConfigError(fmt::format(
+      "{}: train.lr_layer_decay is {}, but this model has no trainable layer stack named "
+      "`layers` (parameters layers.<i>.*) for it to reach: leave it at 1 (its parameters: {})",
+      config.where("train.lr_layer_decay"),
+      config.train.lr_layer_decay,
+      parameter_names(model)));
+}
+
 } // namespace
 
 int64_t layer_of(const std::string& name) {
@@ -151,6 +170,7 @@ ParameterPlan plan_parameters(const config::Config& config, torch::nn::Module& m
         config.where("train.freeze"),
         parameter_names(model)));
   }
+  refuse_unreached_layer_decay(config, model);
   for (const auto& [layer, scale] : rates) {
     plan.layer_rates.push_back(fmt::format("layers.{} x{:.4g}", layer, scale));
   }

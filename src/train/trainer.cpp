@@ -3,46 +3,26 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <limits>
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
-#include "xl/io/archive.h"
 #include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/metrics.h"
 #include "xl/run/progress.h"
+#include "xl/runtime/signals.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
+#include "xl/train/schedule.h"
 #include "xl/train/step.h"
+#include "xl/train/training_state.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
-#include "xl/util/generator.h"
 
 namespace xl::train {
-
-std::atomic<int>& stop_signal() {
-  static std::atomic<int> signal{0};
-  return signal;
-}
-
-void install_stop_handlers() {
-  // The first signal stops at the next step or evaluation batch, with a checkpoint; a second
-  // one stops at once (the checkpoints on disk are complete: saves are atomic).
-  const auto handler = [](int sig) {
-    if (stop_signal().exchange(sig) != 0) {
-      ::_exit(128 + sig);
-    }
-  };
-  std::signal(SIGINT, handler);
-  std::signal(SIGTERM, handler);
-}
 
 struct Trainer::State {
   int64_t step = 0;
@@ -53,11 +33,9 @@ struct Trainer::State {
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<LRSchedule> schedule;
   std::vector<nn::Memory> mems; // one per batch chunk
-  double best_valid = std::numeric_limits<double>::infinity();
-  int64_t bad_streak = 0;
-  int64_t skipped = 0;
-  /// the loss terms of the current logging window
-  std::vector<models::TermTotal> window;
+  /// what a checkpoint keeps of the loop: the best validation, the non-finite steps, the
+  /// logging window
+  LoopState loop;
   /// the last logged window and validation, for the summary
   std::vector<models::TermTotal> last_train;
   std::vector<models::TermTotal> last_valid;
@@ -95,114 +73,6 @@ Trainer::Trainer(
 
 namespace {
 
-void write_memory(torch::serialize::OutputArchive& archive, const std::vector<nn::Memory>& mems) {
-  io::write_int(archive, "mems.chunks", static_cast<int64_t>(mems.size()));
-  for (size_t c = 0; c < mems.size(); ++c) {
-    io::write_int(archive, fmt::format("mems.{}.layers", c), static_cast<int64_t>(mems[c].size()));
-    for (size_t l = 0; l < mems[c].size(); ++l) {
-      archive.write(fmt::format("mems.{}.{}", c, l), mems[c][l]);
-    }
-  }
-}
-
-std::vector<nn::Memory> read_memory(
-    torch::serialize::InputArchive& archive,
-    const torch::Device& device) {
-  std::vector<nn::Memory> mems(static_cast<size_t>(io::read_int(archive, "mems.chunks")));
-  for (size_t c = 0; c < mems.size(); ++c) {
-    mems[c].resize(static_cast<size_t>(io::read_int(archive, fmt::format("mems.{}.layers", c))));
-    for (size_t l = 0; l < mems[c].size(); ++l) {
-      archive.read(fmt::format("mems.{}.{}", c, l), mems[c][l]);
-      mems[c][l] = mems[c][l].to(device);
-    }
-  }
-  return mems;
-}
-
-void write_totals(
-    torch::serialize::OutputArchive& archive,
-    const std::string& prefix,
-    const std::vector<models::TermTotal>& totals) {
-  io::write_int(archive, prefix + ".terms", static_cast<int64_t>(totals.size()));
-  for (size_t i = 0; i < totals.size(); ++i) {
-    const std::string key = fmt::format("{}.{}.", prefix, i);
-    io::write_string(archive, key + "name", totals[i].name);
-    io::write_int(archive, key + "kind", static_cast<int64_t>(totals[i].kind));
-    io::write_double(archive, key + "weight", totals[i].weight);
-    io::write_double(archive, key + "sum", totals[i].sum);
-    io::write_int(archive, key + "count", totals[i].count);
-  }
-}
-
-std::vector<models::TermTotal> read_totals(
-    torch::serialize::InputArchive& archive,
-    const std::string& prefix) {
-  std::vector<models::TermTotal> totals(
-      static_cast<size_t>(io::read_int(archive, prefix + ".terms")));
-  for (size_t i = 0; i < totals.size(); ++i) {
-    const std::string key = fmt::format("{}.{}.", prefix, i);
-    totals[i].name = io::read_string(archive, key + "name");
-    totals[i].kind = static_cast<models::TermKind>(io::read_int(archive, key + "kind"));
-    totals[i].weight = io::read_double(archive, key + "weight");
-    totals[i].sum = io::read_double(archive, key + "sum");
-    totals[i].count = io::read_int(archive, key + "count");
-  }
-  return totals;
-}
-
-} // namespace
-
-namespace {
-
-// What every rank holds that a checkpoint keeps: the memories of each batch chunk and the
-// random states, gathered in rank order, so that the checkpoint of R ranks with batch_chunk k
-// holds what one process with batch_chunk R k would.
-struct RankStates {
-  std::vector<nn::Memory> mems;
-  std::vector<torch::Tensor> cpu_rng;
-  std::vector<torch::Tensor> cuda_rng; // empty on the CPU
-};
-
-RankStates gather_rank_states(
-    const std::vector<nn::Memory>& mems,
-    const torch::Device& device,
-    DataParallel* parallel) {
-  RankStates states{mems, {util::generator_state(at::detail::getDefaultCPUGenerator())}, {}};
-  if (device.is_cuda()) {
-    states.cuda_rng = {util::generator_state(at::globalContext().defaultGenerator(device))};
-  }
-  if (parallel == nullptr) {
-    return states;
-  }
-  auto& group = parallel->group();
-  std::vector<nn::Memory> all(static_cast<size_t>(group.size()) * mems.size());
-  for (size_t c = 0; c < mems.size(); ++c) {
-    for (const auto& layer : mems[c]) {
-      const auto parts = group.all_gather(layer);
-      for (size_t r = 0; r < parts.size(); ++r) {
-        all[r * mems.size() + c].push_back(parts[r]);
-      }
-    }
-  }
-  states.mems = std::move(all);
-  states.cpu_rng = group.all_gather(states.cpu_rng.front());
-  if (device.is_cuda()) {
-    states.cuda_rng = group.all_gather(states.cuda_rng.front());
-  }
-  return states;
-}
-
-// rng.<kind> (rank 0), then rng.<kind>.<r> for the other ranks.
-void write_rng(
-    torch::serialize::OutputArchive& archive,
-    const std::string& kind,
-    const std::vector<torch::Tensor>& states) {
-  archive.write("rng." + kind, states.front());
-  for (size_t r = 1; r < states.size(); ++r) {
-    archive.write(fmt::format("rng.{}.{}", kind, r), states[r]);
-  }
-}
-
 // Whether every defined tensor holds only finite values.
 bool all_finite(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
@@ -224,7 +94,7 @@ std::string Trainer::last_good_checkpoint() const {
         "again.";
 }
 
-void Trainer::save(const State& s, bool best) {
+void Trainer::save(State& s, bool best) {
   // A diverged model is never saved: the checkpoint on disk stays the last good one.
   if (!all_finite(model_->parameters()) || !all_finite(s.optimizer->state_tensors())) {
     throw UserError(fmt::format(
@@ -240,22 +110,7 @@ void Trainer::save(const State& s, bool best) {
     return;
   }
   const auto fill = [&](torch::serialize::OutputArchive& archive) {
-    io::write_module(archive, "model", *model_);
-    torch::serialize::OutputArchive optimizer_archive;
-    s.optimizer->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
-    s.schedule->save(archive);
-    s.source->save(archive);
-    write_memory(archive, ranks.mems);
-    io::write_int(archive, "train.world_size", static_cast<int64_t>(ranks.cpu_rng.size()));
-    io::write_double(archive, "train.best_valid", s.best_valid);
-    io::write_int(archive, "train.bad_streak", s.bad_streak);
-    io::write_int(archive, "train.skipped", s.skipped);
-    write_totals(archive, "train.window", s.window);
-    write_rng(archive, "cpu", ranks.cpu_rng);
-    if (!ranks.cuda_rng.empty()) {
-      write_rng(archive, "cuda", ranks.cuda_rng);
-    }
+    write_training_state(archive, parts(s), ranks);
   };
   const run::CheckpointInfo info{
       run::kCheckpointFormat, s.step, config::dump(config_), data_.vocabulary_fingerprint()};
@@ -271,83 +126,26 @@ void Trainer::save(const State& s, bool best) {
 
 void Trainer::load(State& s) {
   torch::serialize::InputArchive archive;
-  const auto info = run::load_checkpoint(paths_.last_checkpoint(), archive);
-  // The model and its data must be those of the checkpoint; schedules, intervals and the like
-  // may change on resume.
-  run::require_matching_config(
-      paths_.last_checkpoint(), info.config, config::dump(config_), {"model", "data"});
-  run::require_same_vocabulary(
-      paths_.last_checkpoint(),
-      info.vocabulary,
-      data_.vocabulary_fingerprint(),
-      data_.vocabulary_file());
-  auto changes = run::resume_changes(info.config, config::dump(config_));
-  if (!changes.refused.empty()) {
-    throw UserError(fmt::format(
-        "cannot resume {} with these changes: its saved state (the batches it reads, the "
-        "optimizer's state, the random stream) depends on them:\n  {}\nundo them, or start a "
-        "new run from its weights with train.init_from",
-        paths_.last_checkpoint().string(),
-        fmt::join(changes.refused, "\n  ")));
-  }
-  s.changes = std::move(changes.applied);
-  // Past the checksum only a file written by another program can lack an entry or hold one
-  // of another type; LibTorch reports those as a c10::Error.
-  try {
-    read_state(archive, s);
-  } catch (const c10::Error& e) {
-    throw UserError(fmt::format(
-        "cannot read the training state in {} (written by another program?): {}",
-        paths_.last_checkpoint().string(),
-        e.what_without_backtrace()));
-  }
+  const std::string file = paths_.last_checkpoint().string();
+  const auto info = run::load_checkpoint(file, archive);
+  s.changes = check_resume(file, info, config_, data_);
+  s.mems = read_training_state(
+      archive,
+      parts(s),
+      parallel_ != nullptr ? parallel_->group().rank() : 0,
+      parallel_ != nullptr ? parallel_->group().size() : 1,
+      device_,
+      file);
   s.step = info.step;
 }
 
-void Trainer::read_state(torch::serialize::InputArchive& archive, State& s) {
-  io::read_module(archive, "model", *model_, paths_.last_checkpoint().string());
-  model_->to(device_);
-  torch::serialize::InputArchive optimizer_archive;
-  archive.read("optimizer", optimizer_archive);
-  s.optimizer->load(optimizer_archive);
-  s.schedule->load(archive);
-  s.source->load(archive);
-  // A run of R ranks resumes on R ranks: each needs its own memories and random stream.
-  const int ranks = parallel_ != nullptr ? parallel_->group().size() : 1;
-  const int rank = parallel_ != nullptr ? parallel_->group().rank() : 0;
-  c10::IValue saved_ranks;
-  const int64_t saved = archive.try_read("train.world_size", saved_ranks) ? saved_ranks.toInt() : 1;
-  if (saved != ranks) {
-    throw UserError(fmt::format(
-        "{} was written by a run of {} process{}; resume it with {} (torchrun "
-        "--nproc-per-node and --nnodes), or start a new run from its weights with "
-        "train.init_from",
-        paths_.last_checkpoint().string(),
-        saved,
-        saved == 1 ? "" : "es",
-        saved));
-  }
-  const auto mems = read_memory(archive, device_);
-  const size_t per_rank = mems.size() / static_cast<size_t>(ranks);
-  s.mems.assign(
-      mems.begin() + static_cast<std::ptrdiff_t>(rank * per_rank),
-      mems.begin() + static_cast<std::ptrdiff_t>((rank + 1) * per_rank));
-  s.best_valid = io::read_double(archive, "train.best_valid");
-  s.bad_streak = io::read_int(archive, "train.bad_streak");
-  s.skipped = io::read_int(archive, "train.skipped");
-  s.window = read_totals(archive, "train.window");
-  torch::Tensor rng;
-  archive.read(rank == 0 ? std::string("rng.cpu") : fmt::format("rng.cpu.{}", rank), rng);
-  util::set_generator_state(at::detail::getDefaultCPUGenerator(), rng);
-  if (device_.is_cuda()) {
-    archive.read(rank == 0 ? std::string("rng.cuda") : fmt::format("rng.cuda.{}", rank), rng);
-    util::set_generator_state(at::globalContext().defaultGenerator(device_), rng);
-  }
+TrainingParts Trainer::parts(State& s) const {
+  return {*model_, *s.optimizer, *s.schedule, *s.source, s.loop};
 }
 
 std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
   auto setup = eval::eval_setup(config_, data_.eval_batches("valid", true), true, device_);
-  setup.options.stop = [] { return stop_signal().load() != 0; };
+  setup.options.stop = [] { return runtime::stop_signal().load() != 0; };
   setup.options.unigram = data_.unigram_baseline();
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
   if (result.stopped) {
@@ -460,22 +258,24 @@ void Trainer::start(State& s, bool resume) {
 }
 
 bool Trainer::stop_requested() const {
-  const bool here = stop_signal().load() != 0;
+  const bool here = runtime::stop_signal().load() != 0;
   return parallel_ != nullptr ? parallel_->group().any(here) : here;
 }
 
 void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
-  ++s.skipped;
+  ++s.loop.skipped;
   write_record(s, {{"step", step}, {"skipped", true}, {"reason", "non-finite loss or gradient"}});
   spdlog::warn(
-      "step {}: non-finite loss or gradient, update skipped ({} in a row)", step, s.bad_streak + 1);
-  if (++s.bad_streak >= config_.train.max_bad_steps) {
+      "step {}: non-finite loss or gradient, update skipped ({} in a row)",
+      step,
+      s.loop.bad_streak + 1);
+  if (++s.loop.bad_streak >= config_.train.max_bad_steps) {
     throw UserError(fmt::format(
         "training stopped at step {}: {} consecutive non-finite losses or gradients "
         "(train.max_bad_steps). {}",
         step,
-        s.bad_streak,
+        s.loop.bad_streak,
         last_good_checkpoint()));
   }
 }
@@ -494,9 +294,9 @@ bool Trainer::flush(State& s) {
   for (size_t i = 0; i < reports.size(); ++i) {
     finite = reports[i].finite;
     if (finite) {
-      s.bad_streak = 0;
+      s.loop.bad_streak = 0;
       s.grad_norm = reports[i].grad_norm;
-      models::accumulate(s.window, reports[i].terms);
+      models::accumulate(s.loop.window, reports[i].terms);
     } else {
       skip_non_finite(s, s.pending[i].first);
     }
@@ -515,22 +315,23 @@ void Trainer::show_progress(State& s) {
 }
 
 void Trainer::log_window(State& s, int64_t step, double lr) {
-  if (s.window.empty()) {
+  if (s.loop.window.empty()) {
     return;
   }
   s.shown_progress = true;
   const auto unit = data_.unit();
   const double rate = s.progress->tokens_per_second();
-  spdlog::info("{} | lr {:.3g}{}", s.progress->line("step"), lr, eval::terms_line(s.window, unit));
+  spdlog::info(
+      "{} | lr {:.3g}{}", s.progress->line("step"), lr, eval::terms_line(s.loop.window, unit));
   nlohmann::json record = {{"step", step}, {"split", "train"}};
-  eval::add_terms(record, s.window, unit);
+  eval::add_terms(record, s.loop.window, unit);
   record["lr"] = lr;
   record["grad_norm"] = s.grad_norm;
   record["tokens_per_s"] = rate;
   record["epoch"] = s.source->epoch();
   write_record(s, record);
-  s.last_train = std::move(s.window);
-  s.window.clear();
+  s.last_train = std::move(s.loop.window);
+  s.loop.window.clear();
 }
 
 void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
@@ -566,8 +367,8 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
     if (s.schedule->observe(valid)) {
       spdlog::info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
     }
-    best = valid < s.best_valid;
-    s.best_valid = std::min(s.best_valid, valid);
+    best = valid < s.loop.best_valid;
+    s.loop.best_valid = std::min(s.loop.best_valid, valid);
   }
   save(s, best);
   s.saved_step = step;
@@ -602,7 +403,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
   TrainResult result;
   if (s.finished) {
     result.first_step = result.step = s.step;
-    result.best_valid_loss = s.best_valid;
+    result.best_valid_loss = s.loop.best_valid;
     return result;
   }
   auto options = StepOptions::from(t, device_);
@@ -638,7 +439,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
     // A signal during this step's validation was checkpointed there too.
     if (signalled || (s.saved_step == step && stop_requested())) {
       // A rank that got no signal itself stops as the others do.
-      result.signal = stop_signal().load() != 0 ? stop_signal().load() : SIGTERM;
+      result.signal = runtime::stop_signal().load() != 0 ? runtime::stop_signal().load() : SIGTERM;
       spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
       break;
     }
@@ -646,7 +447,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
   result.first_step = first_step;
   result.step = s.step;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  result.best_valid_loss = s.best_valid;
+  result.best_valid_loss = s.loop.best_valid;
   result.last_train = s.last_train;
   result.last_valid = s.last_valid;
   result.last_valid_step = s.last_valid_step;

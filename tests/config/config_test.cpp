@@ -324,7 +324,7 @@ TEST(ConfigSchema, ReferenceListsEveryKeyWithItsDefault) {
 TEST(ConfigSchema, DocumentationListsTheCurrentSchema) {
   const std::string docs = test::read_text(std::string(test::kSourceDir) + "/docs/configs.md");
   EXPECT_THAT(docs, HasSubstr(schema_reference()))
-      << "regenerate the key tables of docs/configs.md with xl-train --print-schema";
+      << "docs/configs.md lists another schema: run scripts/regen-configs-doc.sh";
 }
 
 // train.clip=1e308 passed the check, wrote the run folder, then failed at step 1 converting to

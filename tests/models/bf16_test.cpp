@@ -24,10 +24,9 @@ constexpr double kSumTolerance = 1e-3;     // relative, per loss term
 constexpr double kLogProbTolerance = 2e-2; // nats, any token
 
 TEST(Bf16Autocast, EveryFamilysForwardAgreesWithFloat32WithinBf16Precision) {
-  for (const std::string name : {"txl/tiny", "xlnet/tiny", "xlnet/tiny_cls", "char/tiny"}) {
+  for (const std::string& name : test::tiny_configs()) {
     SCOPED_TRACE(name);
-    const auto c = config::load(
-        std::string(test::kSourceDir) + "/configs/" + name + ".yaml", {"train.threads=1"});
+    const auto c = config::load(std::string(test::kSourceDir) + "/" + name, {"train.threads=1"});
     const int64_t n_token = 3000;
     torch::manual_seed(3);
     const auto dataset = models::random_dataset(c, n_token, 4000);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/char_transformer/config.h"
 
@@ -32,15 +33,39 @@ TEST(Registry, EveryModelTypeHasOneFamilyOfItsName) {
   }
 }
 
-// The built-in families have sections of their own, each in a full config's YAML under its name.
-TEST(Registry, BuiltInSectionsAreInTheDumpedConfig) {
-  for (const char* name : {"transformer_xl", "xlnet", "char_transformer"}) {
-    SCOPED_TRACE(name);
-    ASSERT_NE(config::family_schema(name), nullptr);
-    ASSERT_NE(config::family_schema(name)->section, nullptr);
+// A family with a section of its own finds it in a full config's YAML under its name.
+TEST(Registry, SectionsAreInTheDumpedConfig) {
+  int sections = 0;
+  for (const ModelFamily& f : model_families()) {
+    SCOPED_TRACE(f.name);
+    ASSERT_NE(config::family_schema(f.name), nullptr);
+    if (config::family_schema(f.name)->section == nullptr) {
+      continue;
+    }
+    ++sections;
     config::Config c;
-    c.model.type = name;
-    EXPECT_NE(config::dump(c).find(std::string("\n  ") + name + ":\n"), std::string::npos);
+    c.model.type = f.name;
+    EXPECT_NE(config::dump(c).find("\n  " + f.name + ":\n"), std::string::npos);
+  }
+  EXPECT_GE(sections, 3); // Transformer-XL's, XLNet's and the character transformer's
+}
+
+// The families every program has (registered before main(); a test registers its own later).
+const size_t kBuiltinFamilies = model_families().size();
+
+// The tests that go over every family take its tiny configs (test::tiny_configs): each
+// built-in family has one, and each names a family.
+TEST(Registry, EveryFamilyHasATinyConfig) {
+  std::set<std::string> covered;
+  for (const std::string& name : test::tiny_configs()) {
+    SCOPED_TRACE(name);
+    covered.insert(config::load(std::string(test::kSourceDir) + "/" + name).model.type.name);
+  }
+  ASSERT_GE(kBuiltinFamilies, 3U);
+  for (size_t i = 0; i < kBuiltinFamilies; ++i) {
+    const ModelFamily& f = model_families()[i];
+    EXPECT_EQ(covered.count(f.name), 1U)
+        << "model family " << f.name << " has no configs/<folder>/tiny.yaml";
   }
 }
 

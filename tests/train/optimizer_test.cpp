@@ -5,6 +5,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "xl/train/lamb.h"
+#include "xl/train/schedule.h"
+
 namespace xl::train {
 namespace {
 

@@ -4,7 +4,7 @@
 //
 //   ModelOutput forward(const sources::Batch& batch, const nn::Memory& mems, const ForwardArgs& args)
 //
-// The batch carries named fields (data/batch.h); the output carries named loss terms, each a
+// The batch carries named fields (sources/batch.h); the output carries named loss terms, each a
 // (sum, count, weight) ratio whose first is the headline metric, plus what some families add
 // (per-token log-probs, the next token's distribution for generation, classification logits, the
 // next memory).

@@ -9,7 +9,6 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <optional>
 
 #include "xl/config/schema.h"
@@ -17,13 +16,9 @@
 #include "xl/run/run_dir.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/data_parallel.h"
+#include "xl/train/training_state.h"
 
 namespace xl::train {
-
-/// Signals that ask a run to checkpoint and stop (SIGINT, SIGTERM); 0 when none arrived.
-std::atomic<int>& stop_signal();
-/// Installs handlers that set stop_signal().
-void install_stop_handlers();
 
 struct TrainResult {
   /// the step this process began after (0, or the resumed checkpoint's) and the last it ran
@@ -83,15 +78,15 @@ class Trainer {
   void write_record(State& s, nlohmann::json record) const;
   /// Whether a stop signal arrived, on any rank.
   bool stop_requested() const;
-  void save(const State& s, bool best);
+  void save(State& s, bool best);
   /// train.keep_snapshots: last.pt, just written at `step`, copied to checkpoints/step_<step>.pt,
   /// and the oldest snapshots beyond the number to keep removed
   void keep_snapshot(int64_t step) const;
   /// The hint after a divergence: the last checkpoint, when one exists.
   std::string last_good_checkpoint() const;
   void load(State& s);
-  /// The model, optimizer, schedule, batch position, memories and random state of `archive`.
-  void read_state(torch::serialize::InputArchive& archive, State& s);
+  /// what a checkpoint holds of `s` and the model (train/training_state.h)
+  TrainingParts parts(State& s) const;
 
   config::Config config_;
   run::RunPaths paths_;
