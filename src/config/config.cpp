@@ -58,6 +58,15 @@ void validate_data(const Config& c) {
 
 void validate_model(const Config& c) {
   const FamilySchema* family = family_schema(c.model.type.name);
+  if (family != nullptr && !family->carries_memory && c.eval.mode != EvalMode::kVanilla) {
+    fail_rule(
+        c,
+        "eval.mode",
+        fmt::format(
+            "model.type {} has no memory to carry between segments: set vanilla (eval.stride S "
+            "scores the last S positions of each window, reported as @stride=S)",
+            family->name));
+  }
   if (family != nullptr && family->validate != nullptr) {
     family->validate(c);
   }

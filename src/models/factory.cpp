@@ -37,7 +37,13 @@ LanguageModel build_model(const config::Config& config, int64_t n_token) {
 }
 
 Span eval_span(const config::Config& config, bool validation) {
-  return model_family(config).eval_span(config, validation);
+  const ModelFamily& family = model_family(config);
+  if (!family.config.carries_memory) {
+    Span none;
+    none.mem_len = 0;
+    return none;
+  }
+  return family.eval_span(config, validation);
 }
 
 std::string eval_span_note(const config::Config& config) {

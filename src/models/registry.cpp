@@ -45,12 +45,13 @@ const std::deque<ModelFamily>& model_families() {
 }
 
 void register_model_family(ModelFamily family) {
-  if (family.name.empty() || family.build == nullptr || family.eval_span == nullptr ||
+  if (family.name.empty() || family.build == nullptr ||
+      (family.eval_span == nullptr && family.config.carries_memory) ||
       family.open_dataset == nullptr || family.random_dataset == nullptr ||
       family.memory_shape == nullptr) {
     throw UserError(fmt::format(
-        "model family '{}': a family needs a name, build, eval_span, open_dataset, "
-        "random_dataset and memory_shape",
+        "model family '{}': a family needs a name, build, open_dataset, random_dataset, "
+        "memory_shape, and eval_span unless it carries no memory",
         family.name));
   }
   if (family.hf_config == nullptr && family.no_hf_model.empty()) {

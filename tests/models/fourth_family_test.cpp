@@ -85,16 +85,12 @@ ModelFamily bigram_family() {
   f.name = "bigram";
   f.config.section = config::section_of<BigramConfig>();
   f.config.validate = validate_bigram;
+  f.config.carries_memory = false; // a bigram sees one token: nothing to carry
   f.build = [](const config::Config& c, int64_t n_token) -> LanguageModel {
     auto model = std::make_shared<BigramImpl>(
         n_token, c.model.d_model, c.model.section<BigramConfig>().bias);
     model->reset_parameters();
     return model;
-  };
-  f.eval_span = [](const config::Config&, bool) {
-    Span span;
-    span.mem_len = 0;
-    return span;
   };
   f.open_dataset = [](const config::Config& c) {
     return sources::open_token_dataset(c, nullptr, 0);
@@ -155,7 +151,7 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
               "}\n"
               "train: {seed: 3, threads: 1, batch_size: 4, tgt_len: 8, max_step: 60, lr: 0.05,\n"
               "        log_interval: 1, eval_interval: 30, max_eval_steps: 3}\n"
-              "eval: {batch_size: 4, tgt_len: 8, mem_len: 0}\n")
+              "eval: {batch_size: 4, tgt_len: 8, mode: vanilla}\n")
           .string();
   const auto config = config::load(config_file, {});
   EXPECT_EQ(config.model.type.name, "bigram");
@@ -179,6 +175,12 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
       std::string::npos);
   EXPECT_NE(
       error_of("model.xlnet.n_class=2").find("these keys are for model.type xlnet"),
+      std::string::npos);
+  // Without memory it is evaluated on windows: the config says so as for every such family.
+  EXPECT_NE(
+      error_of("eval.mode=memory")
+          .find("eval.mode: model.type bigram has no memory to carry between segments: set "
+                "vanilla"),
       std::string::npos);
   EXPECT_NE(
       config::schema_reference().find("| `model.bigram.bias` | boolean | `true` |"),
@@ -213,7 +215,7 @@ TEST(FourthFamily, RegisteredAtRunTimeItTrainsResumesEvaluatesAndBenchmarks) {
   bench.n_token = 50;
   bench.warmup = 1;
   bench.steps = 2;
-  bench.modes = "train,eval";
+  bench.modes = "train,vanilla";
   const auto measured = bench::run_benchmark(config, bench)["results"];
   ASSERT_EQ(measured.size(), 2u);
   for (const auto& record : measured) {

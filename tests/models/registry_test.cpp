@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/char_transformer/config.h"
+#include "xl/models/factory.h"
 
 namespace xl::models {
 namespace {
@@ -50,6 +51,35 @@ TEST(Registry, SectionsAreInTheDumpedConfig) {
   EXPECT_GE(sections, 3); // Transformer-XL's, XLNet's and the character transformer's
 }
 
+// "Carries no memory" is a fact of the descriptor: every such family is refused memory-mode
+// evaluation with the same message, and its evaluation spans keep no memory.
+TEST(Registry, AFamilyWithoutMemoryIsEvaluatedOnWindowsOnly) {
+  int memoryless = 0;
+  for (const std::string& name : test::tiny_configs()) {
+    const auto path = std::string(test::kSourceDir) + "/" + name;
+    const auto config = config::load(path);
+    if (model_family(config).config.carries_memory) {
+      continue;
+    }
+    SCOPED_TRACE(name);
+    ++memoryless;
+    EXPECT_EQ(eval_span(config, false).mem_len, 0);
+    EXPECT_EQ(eval_span(config, true).mem_len, 0);
+    try {
+      config::load(path, {"eval.mode=memory"});
+      ADD_FAILURE() << "memory-mode evaluation accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(
+          std::string(e.what()).find(
+              "model.type " + config.model.type.name +
+              " has no memory to carry between segments: set vanilla"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_GE(memoryless, 1); // the character transformer
+}
+
 // The families every program has (registered before main(); a test registers its own later).
 const size_t kBuiltinFamilies = model_families().size();
 
@@ -74,7 +104,7 @@ TEST(Registry, DescriptorsAreComplete) {
   for (const ModelFamily& f : model_families()) {
     SCOPED_TRACE(f.name);
     EXPECT_NE(f.build, nullptr);
-    EXPECT_NE(f.eval_span, nullptr);
+    EXPECT_TRUE(f.eval_span != nullptr || !f.config.carries_memory);
     EXPECT_NE(f.open_dataset, nullptr);
     EXPECT_NE(f.random_dataset, nullptr);
     EXPECT_NE(f.memory_shape, nullptr);

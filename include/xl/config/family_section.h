@@ -45,6 +45,11 @@ struct FamilySchema {
   /// ("model.xlnet.n_class > 0")
   bool (*labelled)(const Config& config) = nullptr;
   std::string labelled_when;
+  /// whether the family can carry a memory from batch to batch (Transformer-XL's recurrence,
+  /// XLNet's reused segment). One that cannot is evaluated in eval.mode vanilla only, refused
+  /// otherwise by the config with one message for every such family, and its evaluations
+  /// keep no memory (models::eval_span).
+  bool carries_memory = true;
 };
 
 /// Lets configs name `family` in model.type from now on. A name taken is a UserError.

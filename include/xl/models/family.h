@@ -35,7 +35,8 @@ struct ModelFamily {
   /// (train.activation_checkpointing decides whether its layers recompute).
   LanguageModel (*build)(const config::Config& config, int64_t n_token) = nullptr;
   /// The attention lengths of an evaluation (`validation`: during training); see
-  /// models::eval_span.
+  /// models::eval_span. Null for a family that carries no memory (config.carries_memory
+  /// false): its evaluations keep none.
   Span (*eval_span)(const config::Config& config, bool validation) = nullptr;
   /// A line for the log where the evaluation's span departs from what the config's eval
   /// section says (null, or "": none).

@@ -31,13 +31,6 @@ void validate_char_transformer(const config::Config& c) {
             c.train.tgt_len,
             c.train.tgt_len));
   }
-  if (c.eval.mode != config::EvalMode::kVanilla) {
-    config::fail_rule(
-        c,
-        "eval.mode",
-        "the character transformer has no memory: set vanilla (eval.stride S scores the last S "
-        "positions of each window, reported as @stride=S)");
-  }
 }
 
 } // namespace xl::models

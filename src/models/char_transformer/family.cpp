@@ -35,13 +35,6 @@ LanguageModel build(const config::Config& config, int64_t n_token) {
           .checkpoint_layers(config.train.activation_checkpointing));
 }
 
-// Nothing is carried between windows.
-Span eval_span(const config::Config& /*config*/, bool /*validation*/) {
-  Span span;
-  span.mem_len = 0;
-  return span;
-}
-
 std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
   return sources::open_token_dataset(config, "character transformer", 0);
 }
@@ -83,8 +76,8 @@ ModelFamily describe() {
   f.name = "char_transformer";
   f.config.section = config::section_of<CharTransformerConfig>();
   f.config.validate = validate_char_transformer;
+  f.config.carries_memory = false; // nothing is carried between windows
   f.build = build;
-  f.eval_span = eval_span;
   f.open_dataset = open_dataset;
   f.random_dataset = random_dataset;
   f.memory_shape = memory_shape;
