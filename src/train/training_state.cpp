@@ -5,6 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 
+#include <utility>
+
 #include "xl/config/config.h"
 #include "xl/io/archive.h"
 #include "xl/util/error.h"
@@ -14,9 +16,9 @@ namespace xl::train {
 
 namespace {
 
-// The loop's keys, once: `io` writes or reads each (LoopWriter, LoopReader).
-template <typename Io>
-void visit_loop(Io& io, LoopState& loop) {
+// The loop's keys, once: `io` writes (LoopWriter, a const LoopState) or reads (LoopReader) each.
+template <typename Io, typename Loop>
+void visit_loop(Io& io, Loop& loop) {
   io.number("train.best_valid", loop.best_valid);
   io.count("train.bad_streak", loop.bad_streak);
   io.count("train.skipped", loop.skipped);
@@ -147,8 +149,7 @@ void write_training_state(
   write_memory(archive, ranks.mems);
   io::write_int(archive, "train.world_size", static_cast<int64_t>(ranks.cpu_rng.size()));
   LoopWriter writer{archive};
-  LoopState values = parts.loop;
-  visit_loop(writer, values);
+  visit_loop(writer, std::as_const(parts.loop));
   write_rng(archive, "cpu", ranks.cpu_rng);
   write_rng(archive, "cuda", ranks.cuda_rng);
 }
