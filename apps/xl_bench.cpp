@@ -1,7 +1,7 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
 //            [--set train.bf16=true] [--modes train,eval,eval_recompute,vanilla]
-//            [--json out.json [--force]]
+//            [--top-ops N] [--profile N] [--json out.json [--force]]
 // Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
 #include <filesystem>
 #include <iostream>
@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
            "--top-ops",
            options.top_ops,
            "also list the N operators and autograd nodes called most in the counted iteration")
+        ->check(xl::app::count_from(0));
+    app.add_option(
+           "--profile",
+           options.profile,
+           "also profile one more iteration per mode and list the N kernels (GPU) or operators "
+           "(CPU, inclusive times) that took the longest")
         ->check(xl::app::count_from(0));
     app.add_option("--json", json_path, "also write the results to this file");
     app.add_flag("--force", force, "replace the file --json names if it exists");

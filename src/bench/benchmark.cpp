@@ -17,6 +17,7 @@
 #include "xl/models/registry.h"
 #include "xl/runtime/device.h"
 #include "xl/runtime/op_counter.h"
+#include "xl/runtime/profile.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
@@ -104,6 +105,41 @@ void add_op_counts(
       counts.blocking_uploads);
 }
 
+// One more iteration under the profiler: the device's busy time against the wall time, and the
+// kernels (GPU) or operators (CPU) that took the longest.
+template <class F>
+void add_profile(
+    const std::string& mode,
+    const BenchOptions& options,
+    const torch::Device& device,
+    nlohmann::json& record,
+    F& iteration) {
+  const auto profile = runtime::profile_work(
+      device, [&] { iteration(); }, options.profile);
+  nlohmann::json top = nlohmann::json::array();
+  if (device.is_cuda()) {
+    spdlog::info(
+        "{:8s} profiled: {:.2f} ms wall, the device busy {:.2f} ms ({:.0f}%) in {} kernels and "
+        "copies",
+        mode,
+        profile.wall_ms,
+        profile.device_busy_ms,
+        100.0 * profile.device_busy_ms / profile.wall_ms,
+        profile.device_activities);
+  } else {
+    spdlog::info("{:8s} profiled: {:.2f} ms wall; operators, inclusive:", mode, profile.wall_ms);
+  }
+  for (const auto& entry : profile.top) {
+    spdlog::info("{:8s} {:>9.3f} ms {:>6} x {:.160s}", mode, entry.ms, entry.calls, entry.name);
+    top.push_back({{"name", entry.name}, {"calls", entry.calls}, {"ms", entry.ms}});
+  }
+  record["profile"] = {
+      {"wall_ms", profile.wall_ms},
+      {"device_busy_ms", profile.device_busy_ms},
+      {"device_activities", profile.device_activities},
+      {"top", top}};
+}
+
 // Times `iteration` (returning its Work) over warmup + steps calls, then counts one more.
 template <class F>
 nlohmann::json measure(
@@ -142,6 +178,9 @@ nlohmann::json measure(
       record["ms_per_iteration"].get<double>(),
       record["peak_memory_mib"].get<double>());
   add_op_counts(mode, options, device, record, iteration);
+  if (options.profile > 0) {
+    add_profile(mode, options, device, record, iteration);
+  }
   return record;
 }
 

@@ -50,15 +50,23 @@ TEST(XlBench, MeasuresEveryFamilyOnRandomData) {
       EXPECT_THAT(r.output, HasSubstr("eval: skipped"));
     }
   }
-  // The memory evaluation with and without its kept projections, in one run; a mode it does
-  // not know is refused with the list, not skipped.
+  // The memory evaluation with and without its kept projections, in one run, each profiled; a
+  // mode it does not know is refused with the list, not skipped.
   const auto both = run_command(
       app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
-          " --n-token 3000 --warmup 1 --steps 2 --modes eval,eval_recompute",
+          " --n-token 3000 --warmup 1 --steps 2 --modes eval,eval_recompute --profile 3" +
+          " --json profiled.json",
       dir.path());
   ASSERT_EQ(both.status, 0) << both.output;
   EXPECT_THAT(both.output, HasSubstr("info eval "));
   EXPECT_THAT(both.output, HasSubstr("info eval_recompute "));
+  EXPECT_THAT(both.output, HasSubstr("eval_recompute profiled: "));
+  for (const auto& record : nlohmann::json::parse(read_text(dir / "profiled.json"))["results"]) {
+    const auto& top = record["profile"]["top"];
+    EXPECT_GE(top.size(), 1U) << record.dump();
+    EXPECT_LE(top.size(), 3U) << record.dump();
+    EXPECT_GT(record["profile"]["wall_ms"].get<double>(), 0.0) << record.dump();
+  }
   const auto typo = run_command(
       app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") + " --modes trian",
       dir.path());

@@ -1,6 +1,6 @@
 // CUDA twins: the model on the GPU agrees with the CPU, a bf16-autocast training step through the
-// shared step is finite, the fused Transformer-XL layer agrees with the composed one, and a step
-// never makes the host wait. Skipped without a CUDA device.
+// shared step is finite, the fused Transformer-XL layer agrees with the composed one, a step
+// never makes the host wait, and the profiler sees the kernels. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include "xl/config/schema.h"
@@ -10,6 +10,7 @@
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
 #include "xl/runtime/op_counter.h"
+#include "xl/runtime/profile.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/step.h"
 
@@ -205,6 +206,26 @@ TEST_F(Cuda, FusedLayerMatchesTheComposedLayer) {
       EXPECT_TRUE(torch::allclose(a[i].cpu(), b[i].cpu(), tol, tol))
           << (bf16 ? "bf16" : "float32") << " gradient " << i;
     }
+  }
+}
+
+// xl-bench --profile on a GPU: the kernels a product launches, their time within the wall time.
+TEST_F(Cuda, ProfileListsTheKernelsAndTheDevicesBusyTime) {
+  const auto a = torch::randn({1024, 1024}, torch::kCUDA);
+  const auto profile = runtime::profile_work(
+      torch::kCUDA,
+      [&] {
+        for (int i = 0; i < 4; ++i) {
+          (void)torch::mm(a, a);
+        }
+      },
+      10);
+  EXPECT_GE(profile.device_activities, 4);
+  EXPECT_GT(profile.device_busy_ms, 0.0);
+  EXPECT_LE(profile.device_busy_ms, profile.wall_ms);
+  ASSERT_FALSE(profile.top.empty());
+  for (const auto& entry : profile.top) { // kernels, not the host's operators
+    EXPECT_EQ(entry.name.rfind("aten::", 0), std::string::npos) << entry.name;
   }
 }
 

@@ -21,6 +21,9 @@ struct BenchOptions {
   bool enforce_memory = true;
   /// list this many of the most-called operators of the counted iteration (0: none)
   int64_t top_ops = 0;
+  /// profile one more iteration and list this many of the kernels (GPU) or operators (CPU)
+  /// that took the longest (0: no profile)
+  int64_t profile = 0;
 };
 
 /// Runs the benchmarks and returns one record per mode: targets/s (tokens_per_s), input
