@@ -201,6 +201,11 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       generated.used_memory
           ? fmt::format(
                 "one position per token over a memory of {}", options.span.mem_len.value_or(0))
+          : generated.used_cache
+          ? fmt::format(
+                "one position per token over a cache of up to {} (the window re-read once "
+                "the context outgrows it)",
+                options.window)
           : fmt::format("re-reading up to {} tokens per token", options.window),
       generated.prompt_seconds,
       std::exp(-generated.log_probs.to(torch::kDouble).mean().item<double>()));

@@ -74,6 +74,12 @@ class GenerationSteps {
   models::ModelOutput read_prompt(bool& used_memory) {
     models::ModelOutput state;
     used_memory = false;
+    // A decoding cache: the window read once, then each new token alone while they fit it.
+    decoding_ = options_.use_memory && model_.continues_cache();
+    if (decoding_) {
+      caching_ = true;
+      return step(window(), {});
+    }
     if (options_.use_memory) {
       caching_ = true;
       const int64_t length = context_.size(0);
@@ -98,7 +104,16 @@ class GenerationSteps {
       return step(row, state.mems);
     }
     context_ = torch::cat({context_, row});
+    if (decoding_ && context_.size(0) <= options_.window) {
+      return step(row, {}); // the cache holds every token before it
+    }
+    // Re-read: the window slid, and every position in it moved (a decoding cache starts anew).
+    cache_ = {};
     return step(window(), {});
+  }
+
+  bool decoding() const {
+    return decoding_;
   }
 
  private:
@@ -122,6 +137,7 @@ class GenerationSteps {
   models::ForwardArgs args_;
   models::ProjectionCache cache_;
   bool caching_ = false;
+  bool decoding_ = false;
 };
 
 } // namespace
@@ -151,6 +167,7 @@ Generated generate(
   Generated out;
   auto start = std::chrono::steady_clock::now();
   models::ModelOutput state = steps.read_prompt(out.used_memory);
+  out.used_cache = steps.decoding();
   auto next = state.next_log_probs.cpu();
   out.prompt_seconds = seconds_since(start);
 

@@ -19,9 +19,10 @@ void VanillaAttentionImpl::reset_parameters(const InitOptions& init) {
 torch::Tensor VanillaAttentionImpl::forward(
     const torch::Tensor& h,
     const torch::Tensor& mask,
-    const torch::Tensor& mem) {
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
   check_attention_inputs(options, h, mask, mem);
-  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem);
+  const Heads heads = project_qkv(options, qkv_net, layer_norm, h, mem, cache);
   const auto attn_vec = attend(
       options,
       dropatt,

@@ -20,8 +20,9 @@ void VanillaDecoderLayerImpl::reset_parameters(const InitOptions& init) {
 torch::Tensor VanillaDecoderLayerImpl::forward(
     const torch::Tensor& h,
     const torch::Tensor& mask,
-    const torch::Tensor& mem) {
-  return pos_ff(attn(h, mask, mem));
+    const torch::Tensor& mem,
+    AttentionCache* cache) {
+  return pos_ff(attn->forward(h, mask, mem, cache));
 }
 
 } // namespace xl::nn

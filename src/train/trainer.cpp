@@ -13,6 +13,7 @@
 #include "xl/run/checkpoint.h"
 #include "xl/run/metrics.h"
 #include "xl/run/progress.h"
+#include "xl/runtime/memory_use.h"
 #include "xl/runtime/signals.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
@@ -329,6 +330,7 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   record["grad_norm"] = s.grad_norm;
   record["tokens_per_s"] = rate;
   record["epoch"] = s.source->epoch();
+  runtime::add_memory_use(record, runtime::memory_use(device_), device_);
   write_record(s, record);
   s.last_train = std::move(s.loop.window);
   s.loop.window.clear();

@@ -73,14 +73,15 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   EXPECT_THAT(r.output, HasSubstr("last position scored"));
   EXPECT_THAT(r.output, HasSubstr("| bpc "));
 
-  // Bytes generated after the prompt, each re-reading the window (no memory).
+  // Bytes generated after the prompt, each read alone over the decoding cache (no memory).
   r = run_command(
       "{ " + bin("xl-sample") + " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
       dir.path());
   ASSERT_EQ(r.status, 0) << read_text(dir / "err.log");
   EXPECT_EQ(r.output.rfind("<page>", 0), 0U) << r.output;
   EXPECT_EQ(r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
-  EXPECT_THAT(read_text(dir / "err.log"), HasSubstr("re-reading up to"));
+  EXPECT_THAT(
+      read_text(dir / "err.log"), HasSubstr("one position per token over a cache of up to 32"));
   r = run_command(bin("xl-sample") + " --run whole --window 33", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--window 33: this model's learned position tables hold 32"));

@@ -1,10 +1,11 @@
-// What the end-to-end tests of the apps share: the apps and configs by path, a prepared corpus
-// and the command that trains on it, and runs interrupted by signals.
+// What the end-to-end tests of the apps share: the apps and configs by path, the prepared corpora
+// of every family and the command that trains on WikiText-2, and runs interrupted by signals.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "test_util.h"
@@ -20,8 +21,28 @@ std::string config_file(const std::string& relative);
 /// A small WikiText-2 corpus (valid split as training data), prepared once per process.
 const fs::path& corpus_dir();
 
+/// NSMC for XLNet, prepared once per process: 3,000 training reviews (the last 300 held out)
+/// and 500 test reviews as labelled files, and a 2,000-piece SentencePiece model with the
+/// reviews as pieces.
+const fs::path& nsmc_dir();
+
+/// The bundled enwik8 prefix as bytes (200,000 for training, 20,000 for validation and test),
+/// prepared once per process.
+const fs::path& enwik8_dir();
+
+/// The prepared folder above that stands in for a config's data.dir, by its last component
+/// ("data/prepared/wikitext-2"); a folder none of them stands for fails the calling test.
+fs::path prepared_data_for(const fs::path& data_dir);
+
 /// xl-train on configs/txl/tiny.yaml over corpus_dir(), writing the run `run`, then `extra`.
 std::string train_command(const fs::path& run, const std::string& extra = "");
+
+/// Each training loss of `resumed` after step `from` up to `to` equals `reference`'s, bit for bit.
+void expect_same_losses_after(
+    const std::map<int64_t, double>& reference,
+    const std::map<int64_t, double>& resumed,
+    int64_t from,
+    int64_t to);
 
 /// The step of the run's last checkpoint.
 int64_t checkpoint_step(const fs::path& run);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e_util.h"
 #include "test_util.h"
 #include "xl/formats/sentence_tokens.h"
 #include "xl/io/safetensors.h"
@@ -21,42 +22,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The first `rows` data rows of an NSMC file, header kept.
-fs::path nsmc_slice(const std::string& split, size_t rows, const fs::path& out) {
-  std::istringstream in(read_text(testdata("nsmc/ratings_" + split + ".txt")));
-  std::string text;
-  std::string line;
-  for (size_t i = 0; i <= rows && std::getline(in, line); ++i) {
-    text += line + "\n";
-  }
-  return write_file(out, text);
-}
-
 std::string bin(const std::string& app) {
   return std::string(kBinDir) + "/" + app;
-}
-
-// 3,000 training reviews (the last 300 held out) and 500 test reviews, a 2,000-piece
-// SentencePiece model: prepared once.
-const fs::path& prepared() {
-  // Removed when the program ends.
-  static const TempDir folder("xl-e2e-xlnet-");
-  static const fs::path dir = [] {
-    const fs::path& d = folder.path();
-    const auto train = nsmc_slice("train", 3000, d / "src/train.tsv");
-    const auto test = nsmc_slice("test", 500, d / "src/test.tsv");
-    auto r = run_command(
-        bin("xl-prep") + " --format nsmc --train " + train.string() + " --test " + test.string() +
-        " --holdout 300 --out " + d.string());
-    EXPECT_EQ(r.status, 0) << r.output;
-    r = run_command(
-        bin("xl-prep") + " --format xlnet --vocab-size 2000 --character-coverage 0.995 --train " +
-        (d / "train.txt").string() + " --valid " + (d / "valid.txt").string() + " --test " +
-        (d / "test.txt").string() + " --out " + d.string());
-    EXPECT_EQ(r.status, 0) << r.output;
-    return d;
-  }();
-  return dir;
 }
 
 std::string train_command(
@@ -64,14 +31,14 @@ std::string train_command(
     const fs::path& run,
     const std::string& extra = "") {
   return bin("xl-train") + " --config " + kSourceDir + "/configs/xlnet/" + config +
-      " --set data.dir=" + prepared().string() + " --set run.dir=" + run.string() + " " + extra;
+      " --set data.dir=" + nsmc_dir().string() + " --set run.dir=" + run.string() + " " + extra;
 }
 
 // The unigram cross-entropy xl-eval recorded for the targets it scored (dumped to `batches`),
 // counted again here: add-one counts of the training pieces.
 void expect_unigram_baseline(const fs::path& run, const fs::path& batches) {
-  const formats::SentencePiece model(prepared() / "spiece.model");
-  const auto train = formats::read_sentence_tokens(prepared() / "train.pieces", model);
+  const formats::SentencePiece model(nsmc_dir() / "spiece.model");
+  const auto train = formats::read_sentence_tokens(nsmc_dir() / "train.pieces", model);
   std::map<int64_t, double> counts;
   for (const int64_t id : train.ids) {
     counts[id] += 1.0;
@@ -134,7 +101,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   EXPECT_THAT(r.output, HasSubstr(" | nats/char "));
   expect_unigram_baseline(dir / "whole", dir / "batches.safetensors");
   // 150 lines of reviews the model has not seen, as a user's raw text file.
-  std::istringstream test_text(read_text(prepared() / "test.txt"));
+  std::istringstream test_text(read_text(nsmc_dir() / "test.txt"));
   std::string mine;
   std::string line;
   for (int i = 0; i < 150 && std::getline(test_text, line); ++i) {
@@ -280,7 +247,7 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
   write_file(dir / "make_models.py", kMakeHFModels);
   write_file(dir / "hf_loss.py", kHFLoss);
   auto r = run_command(
-      std::string(kPython) + " make_models.py " + (prepared() / "spiece.model").string() +
+      std::string(kPython) + " make_models.py " + (nsmc_dir() / "spiece.model").string() +
           " hf_lm hf_cls",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -288,7 +255,7 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
     SCOPED_TRACE(kind);
     r = run_command(
         std::string(kPython) + " " + kSourceDir + "/scripts/convert/hf_xlnet.py --model hf_" +
-            kind + " --out conv_" + kind + " --seq-len 32 --data-dir " + prepared().string(),
+            kind + " --out conv_" + kind + " --seq-len 32 --data-dir " + nsmc_dir().string(),
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
@@ -342,7 +309,7 @@ TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {
   // The script runs `xl-train --dump-config` of this build, not of the default build/ folder.
   const std::string peer = "XL_BUILD_DIR=" + fs::path(kBinDir).parent_path().string() + " " +
       kPython + " " + kSourceDir + "/scripts/peer/hf_xlnet_pretrain.py --config " + kSourceDir +
-      "/configs/xlnet/tiny.yaml --set data.dir=" + prepared().string() + " train.max_step=6 --out ";
+      "/configs/xlnet/tiny.yaml --set data.dir=" + nsmc_dir().string() + " train.max_step=6 --out ";
   auto r = run_command(peer + "whole", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(peer + "split --stop-at-step 3", dir.path());
@@ -409,7 +376,7 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   // A fine-tuning run pointed at a checkpoint of another family: a Transformer-XL trained on
   // the same reviews as words.
   auto r = run_command(
-      bin("xl-prep") + " --format word --train " + (prepared() / "train.txt").string() + " --out " +
+      bin("xl-prep") + " --format word --train " + (nsmc_dir() / "train.txt").string() + " --out " +
       (dir / "words").string());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(

@@ -97,8 +97,42 @@ TEST(Generate, Bf16GeneratesThroughAutocastWithinItsPrecision) {
   EXPECT_FALSE(runtime::KeptWeightCasts::active());
 }
 
-// A model without memory (the character transformer) re-reads its window.
-TEST(Generate, AModelWithoutMemoryReReadsItsWindow) {
+// A model without memory but with a decoding cache (the character transformer) reads each new
+// token alone over the cached keys and values while the context fits the window, then re-reads
+// the window: the tokens and their log-probabilities are re-reading's, per-layer positions or
+// one table, pre- or post-norm.
+TEST(Generate, ADecodingCacheGivesWhatReReadingTheWindowGives) {
+  for (const bool per_layer : {true, false}) {
+    SCOPED_TRACE(per_layer ? "a position table per layer" : "one table, pre-norm");
+    torch::manual_seed(2);
+    models::CharLosses losses;
+    losses.schedule.n_layer = 2;
+    models::CharTransformerImpl model(
+        models::CharTransformerOptions(
+            20,
+            2,
+            nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(!per_layer), 32))
+            .n_ctx(8)
+            .per_layer_positions(per_layer)
+            .losses(losses));
+    const auto prompt = torch::randint(20, {3, 2});
+    auto o = options(12, 3); // 3 + 12 tokens: the window of 8 slides after the fifth
+    o.window = 8;
+    const auto cached = generate(model, prompt, o);
+    o.use_memory = false;
+    const auto reread = generate(model, prompt, o);
+    EXPECT_TRUE(cached.used_cache);
+    EXPECT_FALSE(cached.used_memory);
+    EXPECT_FALSE(reread.used_cache);
+    EXPECT_TRUE(torch::equal(cached.tokens, reread.tokens));
+    EXPECT_TRUE(torch::allclose(cached.log_probs, reread.log_probs, 1e-5, 1e-6));
+    EXPECT_EQ(cached.tokens.sizes(), (std::vector<int64_t>{12, 2}));
+  }
+}
+
+// Without memory or a decoding cache the window is re-read, and it cannot outgrow the position
+// tables.
+TEST(Generate, AWindowLongerThanThePositionTablesIsRefused) {
   torch::manual_seed(2);
   models::CharLosses losses;
   losses.schedule.n_layer = 2;
@@ -113,6 +147,8 @@ TEST(Generate, AModelWithoutMemoryReReadsItsWindow) {
   EXPECT_FALSE(out.used_memory);
   EXPECT_EQ(out.tokens.sizes(), (std::vector<int64_t>{10, 1}));
   o.window = 7;
+  EXPECT_THROW(generate(model, torch::randint(20, {9, 1}), o), c10::Error);
+  o.use_memory = false;
   EXPECT_THROW(generate(model, torch::randint(20, {9, 1}), o), c10::Error);
 }
 

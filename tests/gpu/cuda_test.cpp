@@ -9,6 +9,7 @@
 #include "xl/nn/rel_decoder_layer.h"
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
+#include "xl/runtime/memory_use.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/runtime/profile.h"
 #include "xl/train/optimizer.h"
@@ -207,6 +208,18 @@ TEST_F(Cuda, FusedLayerMatchesTheComposedLayer) {
           << (bf16 ? "bf16" : "float32") << " gradient " << i;
     }
   }
+}
+
+// The training records' GPU memory: a tensor's bytes handed out, within what is reserved.
+TEST_F(Cuda, MemoryUseCountsTheCachingAllocatorsBytes) {
+  const auto before = runtime::memory_use(torch::kCUDA);
+  const auto tensor = torch::ones({16 * 1024 * 1024}, torch::kCUDA); // 64 MiB
+  const auto with = runtime::memory_use(torch::kCUDA);
+  EXPECT_GE(with.cuda_allocated_mib - before.cuda_allocated_mib, 63.0);
+  EXPECT_GE(with.cuda_reserved_mib, with.cuda_allocated_mib);
+  nlohmann::json record;
+  runtime::add_memory_use(record, with, torch::kCUDA);
+  EXPECT_TRUE(record.contains("cuda_reserved_mib")) << record;
 }
 
 // xl-bench --profile on a GPU: the kernels a product launches, their time within the wall time.

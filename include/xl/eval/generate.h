@@ -1,8 +1,11 @@
 // Text generation from a causal language model (Transformer-XL, the character transformer). The
 // prompt is read in segments with the memory carried; then each new token is one position read
 // over the memory, so that it costs one position, not the whole context. A model without memory
-// (the character transformer, a Transformer-XL trained or asked to run without one) re-reads the
-// last `window` tokens for every new token instead.
+// but with a decoding cache (the character transformer: LanguageModelImpl::continues_cache)
+// reads the last `window` tokens once and then each new token alone over the cached keys and
+// values, until the context outgrows the window; from then on, and for a model with neither
+// (a Transformer-XL trained or asked to run without memory), every new token re-reads the last
+// `window` tokens. Either way the tokens are those of re-reading, seed for seed.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -40,8 +43,8 @@ struct GenerateOptions {
   int64_t segment = 128;
   /// without memory, every new token re-reads the last this many tokens
   int64_t window = 128;
-  /// false: re-read the window for every token even when the model has a memory (the baseline
-  /// the memory's speed-up is measured against)
+  /// false: re-read the window for every token even when the model has a memory or a decoding
+  /// cache (the baseline their speed-up is measured against)
   bool use_memory = true;
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
@@ -56,6 +59,8 @@ struct Generated {
   torch::Tensor log_probs;
   /// whether the memory carried the context (false: windows were re-read)
   bool used_memory = false;
+  /// whether a decoding cache held the window's keys and values
+  bool used_cache = false;
   double prompt_seconds = 0.0;
   /// generating, after the prompt
   double seconds = 0.0;

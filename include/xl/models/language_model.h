@@ -40,8 +40,9 @@ struct Span {
 /// (Transformer-XL: each layer's key and value projections of its memory, and the position
 /// projections), so that a call projects only its new positions: the weights do not change in
 /// between. One per stream of calls; every call after the first passes the memory the previous
-/// one returned. Transformer-XL with relative attention and XLNet keep one (their memory is the
-/// layers' inputs); learned or absolute positions and the character transformer ignore it.
+/// one returned. Transformer-XL (but with learned positions, whose memory rows change position
+/// every call) and XLNet keep one. For a family without memory that continues_cache(), it is a
+/// decoding cache: the keys and values of every position read so far.
 struct ProjectionCache {
   std::vector<nn::AttentionCache> layers;
 };
@@ -82,6 +83,14 @@ class LanguageModelImpl : public torch::nn::Module {
 
   /// Draws every parameter afresh from the torch random state, each module by its own rule.
   virtual void reset_parameters() = 0;
+
+  /// Whether, in generation (args.next_token) with args.cache and no memory, forward reads its
+  /// batch as the positions after those the cache holds: a decoding cache, with which
+  /// generation reads each new token alone as long as the context fits the window, instead of
+  /// re-reading the window.
+  virtual bool continues_cache() const {
+    return false;
+  }
 };
 
 using LanguageModel = std::shared_ptr<LanguageModelImpl>;

@@ -15,11 +15,13 @@ class VanillaAttentionImpl : public torch::nn::Cloneable<VanillaAttentionImpl> {
   void reset() override;
   void reset_parameters(const InitOptions& init);
 
-  /// h [L, B, D], mask [L, S] (true = hidden), mem [M, B, D] or undefined -> [L, B, D]
+  /// h [L, B, D], mask [L, S] (true = hidden), mem [M, B, D] or undefined -> [L, B, D];
+  /// `cache`: the keys and values of the rows read before (see AttentionCache)
   torch::Tensor forward(
       const torch::Tensor& h,
       const torch::Tensor& mask,
-      const torch::Tensor& mem = {});
+      const torch::Tensor& mem = {},
+      AttentionCache* cache = nullptr);
 
   AttentionOptions options;
   torch::nn::Linear qkv_net{nullptr};

@@ -15,11 +15,13 @@ class VanillaDecoderLayerImpl : public torch::nn::Cloneable<VanillaDecoderLayerI
   void reset() override;
   void reset_parameters(const InitOptions& init);
 
-  /// h [L, B, D], mask [L, S], mem [M, B, D] or undefined -> [L, B, D]
+  /// h [L, B, D], mask [L, S], mem [M, B, D] or undefined -> [L, B, D]; `cache`: see
+  /// AttentionCache
   torch::Tensor forward(
       const torch::Tensor& h,
       const torch::Tensor& mask,
-      const torch::Tensor& mem);
+      const torch::Tensor& mem,
+      AttentionCache* cache = nullptr);
 
   DecoderLayerOptions options;
   VanillaAttention attn{nullptr};

@@ -123,18 +123,25 @@ LossTerm CharTransformerImpl::head_term(
 torch::Tensor CharTransformerImpl::run_layer(
     int64_t l,
     const torch::Tensor& h,
-    const torch::Tensor& mask) {
-  const int64_t len = h.size(0); // positions 0..len-1 must fit the tables
+    const torch::Tensor& mask,
+    int64_t past,
+    nn::AttentionCache* cache) {
+  const int64_t len = h.size(0); // positions past..past+len-1 must fit the tables
+  // The cached positions' keys and values stand for them; attention reads only the number of
+  // their rows from this stand-in (a view, no copy).
+  const auto cached =
+      past > 0 ? h.narrow(0, 0, 1).expand({past, h.size(1), h.size(2)}) : torch::Tensor();
   // Captures by value: a replay runs after forward has returned.
-  const auto layer = [this, l, len, mask](const std::vector<torch::Tensor>& in) {
-    auto x = in[0];
-    if (options.per_layer_positions() || l == 0) {
-      x = x + positions(options.per_layer_positions() ? l : 0, 0, len);
-    }
-    return std::vector<torch::Tensor>{
-        layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-            ->forward(x, mask, torch::Tensor())};
-  };
+  const auto layer =
+      [this, l, len, mask, past, cached, cache](const std::vector<torch::Tensor>& in) {
+        auto x = in[0];
+        if (options.per_layer_positions() || l == 0) {
+          x = x + positions(options.per_layer_positions() ? l : 0, past, len);
+        }
+        return std::vector<torch::Tensor>{
+            layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+                ->forward(x, mask, cached, cache)};
+      };
   return (options.checkpoint_layers() ? nn::recompute(layer, {h}) : layer({h}))[0];
 }
 
@@ -187,10 +194,29 @@ ModelOutput CharTransformerImpl::forward(
   }
   ModelOutput output;
   std::vector<LossTerm> aux;
-  const auto mask = nn::causal_mask(len, 0, false, 0, tokens.device());
+  // In generation, a decoding cache holds the keys and values of the `past` positions read
+  // before (an evaluation's batches are windows of their own).
+  ProjectionCache* cache = args.next_token ? args.cache : nullptr;
+  int64_t past = 0;
+  if (cache != nullptr) {
+    cache->layers.resize(static_cast<size_t>(n_layer));
+    const auto& held = cache->layers.front().k;
+    past = held.defined() && held.size(0) == tokens.size(1) ? held.size(2) : 0;
+  }
+  TORCH_CHECK(
+      past + len <= options.n_ctx(),
+      "the char transformer reads at most n_ctx = ",
+      options.n_ctx(),
+      " positions; got ",
+      len,
+      " after ",
+      past,
+      " cached");
+  const auto mask = nn::causal_mask(len, past, false, 0, tokens.device());
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   for (int64_t l = 0; l < n_layer; ++l) {
-    h = run_layer(l, h, mask);
+    h = run_layer(
+        l, h, mask, past, cache != nullptr ? &cache->layers[static_cast<size_t>(l)] : nullptr);
     add_layer_terms(batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
   }
   for (auto& term : aux) {

@@ -152,8 +152,8 @@ torch::Tensor TransformerXLImpl::run_layers(
             in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
       }
       if (!options.learned_positions()) {
-        return std::vector<torch::Tensor>{
-            layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(in[0], mask, mem)};
+        return std::vector<torch::Tensor>{layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+            in[0], mask, mem, layer_cache)};
       }
       // The last rows of the table for [memory | segment]: the segment always reads the
       // same rows. The memory keeps no positions; they are added where it is read.

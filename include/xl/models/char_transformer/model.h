@@ -60,11 +60,17 @@ class CharTransformerImpl : public LanguageModelImpl {
   void reset();
   void reset_parameters() override;
 
-  /// tokens [L, B] (L <= n_ctx), targets [T, B] (T <= L); no memory.
+  /// tokens [L, B] (L <= n_ctx), targets [T, B] (T <= L); no memory. In generation
+  /// (args.next_token) with args.cache, tokens continue the P positions the cache holds
+  /// (P + L <= n_ctx).
   ModelOutput forward(
       const sources::Batch& batch,
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
+
+  bool continues_cache() const override {
+    return true;
+  }
 
   /// Parameters inference uses: all but the training heads.
   int64_t inference_parameters() const;
@@ -84,9 +90,15 @@ class CharTransformerImpl : public LanguageModelImpl {
   CharHeads heads{nullptr};
 
  private:
-  /// Layer `l` on `h` [L, B, D] under `mask`, through activation recompute where asked, its
-  /// position table added first (every layer's, or the input's at layer 0).
-  torch::Tensor run_layer(int64_t l, const torch::Tensor& h, const torch::Tensor& mask);
+  /// Layer `l` on `h` [L, B, D] at positions `past`.. under `mask` [L, past + L], through
+  /// activation recompute where asked, its position table added first (every layer's, or the
+  /// input's at layer 0); `cache`: the layer's keys and values of the `past` positions.
+  torch::Tensor run_layer(
+      int64_t l,
+      const torch::Tensor& h,
+      const torch::Tensor& mask,
+      int64_t past,
+      nn::AttentionCache* cache);
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(

@@ -1,0 +1,176 @@
+// The contract every model family keeps, checked through the apps from each family's tiny config
+// (configs/<family>/tiny*.yaml; Registry.EveryFamilyHasATinyConfig holds every registered family
+// to having one): training killed with SIGKILL resumes to the uninterrupted losses; a trained run
+// evaluates, samples (the same text for the same seed, whether its memory or decoding cache
+// carries the context or it is re-read), averages its snapshots and goes to
+// Hugging Face's format and back with the same loss; xl-bench measures it. A capability the
+// family lacks is refused with the reason its descriptor gives. The library-level contracts
+// (bf16, activation checkpointing, lr_layer_decay, no host reads in a step) iterate the same
+// configs in the unit tests.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "e2e_util.h"
+#include "test_util.h"
+#include "xl/config/config.h"
+#include "xl/models/registry.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A family's tiny config, its descriptor and its prepared data.
+struct Family {
+  std::string config; // relative to the source tree
+  const models::ModelFamily* family = nullptr;
+  fs::path data;
+
+  explicit Family(std::string relative) : config(std::move(relative)) {
+    const auto resolved = config::load(config_file(config));
+    family = &models::model_family(resolved);
+    data = prepared_data_for(resolved.data.dir);
+  }
+
+  // xl-train on the config and its data, writing `run`, checkpointing every 4 steps.
+  std::string train(const fs::path& run, const std::string& extra) const {
+    return app("xl-train") + " --config " + config_file(config) +
+        " --set data.dir=" + data.string() + " run.dir=" + run.string() +
+        " train.eval_interval=4 train.max_eval_steps=2 train.log_interval=1 " + extra;
+  }
+};
+
+// The loss xl-eval reports for a split ("test | loss 5.1234 | ...").
+double reported_loss(const std::string& output) {
+  const auto at = output.find(" | loss ");
+  EXPECT_NE(at, std::string::npos) << output;
+  return at == std::string::npos ? 0.0 : std::stod(output.substr(at + 8));
+}
+
+class FamilyContract : public ::testing::TestWithParam<std::string> {};
+
+// SIGKILL between checkpoints loses only the steps after the last one, and the resumed run's
+// losses are the uninterrupted run's, bit for bit. Both runs have a step budget they never reach
+// (schedules such as the character transformer's auxiliary losses depend on it) and stop at
+// step 12.
+TEST_P(FamilyContract, KilledTrainingResumesToTheUninterruptedLosses) {
+  const Family f(GetParam());
+  TempDir dir;
+  const std::string endless = "--set train.max_step=1000000 ";
+  const auto reference =
+      run_command(f.train(dir / "ref", endless + "--stop-at-step 12"), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  const pid_t pid = spawn(f.train(dir / "cut", endless), dir.path());
+  const int status = signal_after_step(pid, dir / "cut", 9, SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  const int64_t saved = checkpoint_step(dir / "cut");
+  EXPECT_GE(saved, 4);
+  EXPECT_EQ(saved % 4, 0); // only the periodic checkpoints were written
+  const auto resumed =
+      run_command(f.train(dir / "cut", endless + "--stop-at-step 12 --resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), saved, 12);
+}
+
+// A trained run, through every tool that reads one.
+TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
+  const Family f(GetParam());
+  TempDir dir;
+  const auto trained =
+      run_command(f.train(dir / "r", "--set train.max_step=8 train.keep_snapshots=2"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const std::string run = " --run " + (dir / "r").string();
+  const auto evaluated = run_command(app("xl-eval") + run + " --max-steps 2", dir.path());
+  ASSERT_EQ(evaluated.status, 0) << evaluated.output;
+  const double loss = reported_loss(evaluated.output);
+
+  // Sampling: the same seed draws the same text, through the memory or the decoding cache as
+  // by re-reading the context (6 tokens after the prompt fit every tiny config's memory and
+  // window), or the descriptor's reason to refuse.
+  const auto sample = [&](const std::string& flags) { // the text on stdout, the log in a file
+    return run_command(
+        "{ " + app("xl-sample") + run + " --tokens 6 " + flags + " 2>sample.log; }", dir.path());
+  };
+  const auto drawn = sample("--seed 3");
+  if (f.family->no_sampling.empty()) {
+    ASSERT_EQ(drawn.status, 0) << read_text(dir / "sample.log");
+    EXPECT_FALSE(drawn.output.empty());
+    EXPECT_EQ(sample("--seed 3").output, drawn.output);
+    EXPECT_EQ(sample("--seed 3 --no-memory").output, drawn.output);
+    EXPECT_THAT(read_text(dir / "sample.log"), HasSubstr("re-reading up to"));
+  } else {
+    EXPECT_EQ(drawn.status, 2) << drawn.output;
+    EXPECT_THAT(read_text(dir / "sample.log"), HasSubstr(f.family->no_sampling));
+  }
+
+  // The two snapshots, averaged, evaluate.
+  const auto averaged = run_command(app("xl-average") + run + " --last 2", dir.path());
+  ASSERT_EQ(averaged.status, 0) << averaged.output;
+  EXPECT_THAT(averaged.output, HasSubstr("averaged 2 checkpoints (step_4.pt, step_8.pt)"));
+  const auto average_evaluated =
+      run_command(app("xl-eval") + run + " --checkpoint averaged --max-steps 2", dir.path());
+  EXPECT_EQ(average_evaluated.status, 0) << average_evaluated.output;
+
+  // Hugging Face's format and back: the imported run scores what the trained one did.
+  const auto exported = run_command(app("xl-export") + run + " --out hf", dir.path());
+  if (f.family->hf_config == nullptr) {
+    EXPECT_EQ(exported.status, 2) << exported.output;
+    EXPECT_THAT(exported.output, HasSubstr(f.family->no_hf_model));
+    EXPECT_FALSE(fs::exists(dir / "hf"));
+    return;
+  }
+  ASSERT_EQ(exported.status, 0) << exported.output;
+  const auto imported = run_command(
+      app("xl-import") + " --config " + (dir / "r/config.yaml").string() +
+          " --set run.dir=back --weights hf/model.safetensors",
+      dir.path());
+  ASSERT_EQ(imported.status, 0) << imported.output;
+  const auto back = run_command(app("xl-eval") + " --run back --max-steps 2", dir.path());
+  ASSERT_EQ(back.status, 0) << back.output;
+  EXPECT_NEAR(reported_loss(back.output), loss, 1e-4) << back.output;
+}
+
+// xl-bench needs no prepared data: every family runs on random data of its shapes, and each
+// default mode is measured or skipped with the reason.
+TEST_P(FamilyContract, BenchmarksOnRandomData) {
+  TempDir dir;
+  const auto r = run_command(
+      app("xl-bench") + " --config " + config_file(GetParam()) +
+          " --n-token 3000 --warmup 1 --steps 2 --json bench.json",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::set<std::string> measured;
+  const auto json = nlohmann::json::parse(read_text(dir / "bench.json"));
+  for (const auto& record : json["results"]) {
+    measured.insert(record["mode"].get<std::string>());
+    EXPECT_GT(record["tokens_per_s"].get<double>(), 0.0) << record.dump();
+    EXPECT_GE(record["input_tokens_per_s"].get<double>(), record["tokens_per_s"].get<double>())
+        << record.dump();
+  }
+  EXPECT_EQ(measured.count("train"), 1U) << r.output;
+  for (const std::string mode : {"eval", "vanilla"}) {
+    EXPECT_NE(measured.count(mode) == 1, r.output.find(mode + ": skipped, ") != std::string::npos)
+        << mode << ": " << r.output;
+  }
+}
+
+// Each tiny config, named by its path ("configs/xlnet/tiny_cls.yaml": xlnet_tiny_cls).
+INSTANTIATE_TEST_SUITE_P(
+    EveryFamily,
+    FamilyContract,
+    ::testing::ValuesIn(tiny_configs()),
+    [](const ::testing::TestParamInfo<std::string>& param) {
+      const fs::path path(param.param);
+      return path.parent_path().filename().string() + "_" + path.stem().string();
+    });
+
+} // namespace
+} // namespace xl::test
