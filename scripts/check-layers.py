@@ -13,7 +13,10 @@ its folders'). This script fails, naming the file and line, when
   - a model family's folder (models/<family>/) is seen from outside: its headers are included by
     files other than its own and the registry's (src/models/registry.cpp), or code outside
     config/ and the family folders compares a type with a family's name (`type == "xlnet"`).
-    The rest of xl asks the family's descriptor (models/family.h) instead.
+    The rest of xl asks the family's descriptor (models/family.h) instead;
+  - a family's folder includes the front door of models/ (factory.h, memory_estimate.h,
+    registry.h, hf.h: what asks the registry), which sits above the families; a family builds
+    from the kit below them (kit.h, memory_shape.h, family.h, language_model.h, ...).
 The build runs it before compiling anything (src/CMakeLists.txt), and CI with it.
 
 Usage: scripts/check-layers.py [--root DIR]
@@ -28,6 +31,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/([A-Za-z0-9_]+)/')
 FAMILY_INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/models/([A-Za-z0-9_]+)/')
 FAMILY_NAME = re.compile(r'\btype\s*[!=]=\s*"([A-Za-z0-9_]+)"')
 REGISTRY = Path("src/models/registry.cpp")
+MODELS_INCLUDE = re.compile(r'^\s*#\s*include\s+"xl/models/([A-Za-z0-9_]+\.h)"')
+FRONT_DOOR = {"factory.h", "memory_estimate.h", "registry.h", "hf.h"}
 LAYER_CALL = re.compile(r"xl_layer\(\s*([A-Za-z0-9_]+)((?:\s+[^)]*)?)\)", re.S)
 
 
@@ -164,6 +169,12 @@ def check_families(root, errors):
                         f"{name}:{number}: includes the family folder models/{match.group(1)}/; "
                         "only that folder and src/models/registry.cpp see a family (ask its "
                         "descriptor, models/family.h)")
+                door = MODELS_INCLUDE.match(line)
+                if door and door.group(1) in FRONT_DOOR and own is not None:
+                    errors.append(
+                        f"{name}:{number}: the family folder models/{own}/ includes the front "
+                        f"door xl/models/{door.group(1)}, which asks the registry; a family "
+                        "builds from the kit (models/kit.h, memory_shape.h, family.h)")
                 named = FAMILY_NAME.search(line)
                 if (named and named.group(1) in families and parts[0] != "config"
                         and own is None):

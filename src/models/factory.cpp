@@ -1,36 +1,8 @@
 #include "xl/models/factory.h"
 
-#include <fmt/format.h>
-
-#include "xl/config/config.h"
 #include "xl/models/registry.h"
 
 namespace xl::models {
-
-nn::AttentionOptions attention_options(const config::ModelConfig& m) {
-  return nn::AttentionOptions(m.d_model, m.n_head, m.d_head)
-      .dropout(m.dropout)
-      .dropatt(m.dropatt)
-      .pre_lnorm(m.pre_lnorm)
-      .layer_norm_eps(m.layer_norm_eps);
-}
-
-void require_even_d_model(const config::Config& c) {
-  if (c.model.d_model % 2 != 0) {
-    config::fail_rule(
-        c,
-        "model.d_model",
-        fmt::format(
-            "the sinusoidal position embedding needs an even d_model, found {}", c.model.d_model));
-  }
-}
-
-nn::InitOptions init_options(const config::ModelConfig& m) {
-  return nn::InitOptions()
-      .uniform(m.init == config::Init::kUniform)
-      .range(m.init_range)
-      .normal_std(m.init_std);
-}
 
 LanguageModel build_model(const config::Config& config, int64_t n_token) {
   return model_family(config).build(config, n_token);

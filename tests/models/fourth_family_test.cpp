@@ -16,6 +16,7 @@
 #include "xl/config/config.h"
 #include "xl/config/visitors.h"
 #include "xl/models/factory.h"
+#include "xl/models/kit.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/models/registry.h"
 #include "xl/util/error.h"

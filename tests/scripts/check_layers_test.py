@@ -115,6 +115,16 @@ class CheckLayers(unittest.TestCase):
         self.assertIn('src/nn/b.cpp:2: names a family (type != "cat") outside config/ and the '
                       "family folders", err)
 
+    def test_a_family_through_the_front_door_fails(self):
+        code, err = self.check(self.tree(files={
+            "src/models/cat/model.cpp": '#include "xl/models/cat/model.h"\n'
+                                        '#include "xl/models/kit.h"\n'
+                                        '#include "xl/models/factory.h"\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("src/models/cat/model.cpp:3: the family folder models/cat/ includes the "
+                      "front door xl/models/factory.h", err)
+        self.assertNotIn("model.cpp:2", err)
+
 
 if __name__ == "__main__":
     unittest.main()

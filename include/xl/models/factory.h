@@ -1,6 +1,6 @@
-// What the rest of xl asks of `config`'s model family, through the family registry
-// (models/registry.h): the model, the evaluation's attention span and the data; and the option
-// pieces every family builds its model from.
+// The front door of the model families: what the rest of xl asks of `config`'s family, through
+// the registry (models/registry.h): the model, the evaluation's attention span and the data. The
+// families themselves build from the kit (models/kit.h) and never include this header.
 #pragma once
 
 #include <memory>
@@ -8,22 +8,9 @@
 
 #include "xl/config/schema.h"
 #include "xl/models/language_model.h"
-#include "xl/nn/attention_core.h"
-#include "xl/nn/init.h"
 #include "xl/sources/dataset.h"
 
 namespace xl::models {
-
-/// The attention every family's layers share: model.d_model, n_head, d_head, dropout, dropatt,
-/// pre_lnorm, layer_norm_eps.
-nn::AttentionOptions attention_options(const config::ModelConfig& model);
-
-/// model.init, init_range and init_std.
-nn::InitOptions init_options(const config::ModelConfig& model);
-
-/// A ConfigError unless model.d_model is even, as the sinusoid position embedding needs (a
-/// family's validation calls it).
-void require_even_d_model(const config::Config& config);
 
 /// The model family `model.type` names, freshly initialised from the torch random state.
 LanguageModel build_model(const config::Config& config, int64_t n_token);

@@ -18,7 +18,7 @@
 #include "xl/io/safetensors.h"
 #include "xl/models/hf_tensor.h"
 #include "xl/models/language_model.h"
-#include "xl/models/memory_estimate.h"
+#include "xl/models/memory_shape.h"
 #include "xl/sources/dataset.h"
 
 namespace xl::models {

@@ -2,7 +2,7 @@
 
 #include "xl/config/visitors.h"
 #include "xl/models/char_transformer/config.h"
-#include "xl/models/factory.h"
+#include "xl/models/kit.h"
 
 namespace xl::models {
 

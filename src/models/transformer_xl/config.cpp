@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "xl/models/factory.h"
+#include "xl/models/kit.h"
 
 namespace xl::models {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "xl/config/visitors.h"
-#include "xl/models/factory.h"
+#include "xl/models/kit.h"
 #include "xl/models/transformer_xl/config.h"
 #include "xl/models/transformer_xl/flops.h"
 #include "xl/models/transformer_xl/hf.h"
@@ -59,28 +59,6 @@ bool trained_without_memory(const config::Config& c) {
   const auto source = c.sources.find("eval.mem_len");
   const bool asked = source != c.sources.end() && source->second.file.rfind("--set", 0) == 0;
   return c.model.section<TransformerXLConfig>().mem_len == 0 && !asked;
-}
-
-Span eval_span(const config::Config& c, bool validation) {
-  Span span;
-  const auto& x = c.model.section<TransformerXLConfig>();
-  const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
-  const int64_t kept_span = x.mem_len + c.train.tgt_len - tgt_len;
-  span.ext_len = x.ext_len;
-  if (validation) {
-    span.mem_len = kept_span;
-    span.clamp_len = x.clamp_len;
-    span.same_length = x.same_length;
-  } else if (trained_without_memory(c)) {
-    span.mem_len = kept_span;
-    span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
-    span.same_length = kept_span > 0 && x.same_length;
-  } else {
-    span.mem_len = c.eval.mem_len.value_or(kept_span);
-    span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
-    span.same_length = c.eval.same_length.value_or(x.same_length);
-  }
-  return span;
 }
 
 std::string eval_span_note(const config::Config& config) {
@@ -199,7 +177,7 @@ ModelFamily describe() {
   f.config.section = config::section_of<TransformerXLConfig>();
   f.config.validate = validate_transformer_xl;
   f.build = build;
-  f.eval_span = eval_span;
+  f.eval_span = transformer_xl_eval_span;
   f.eval_span_note = eval_span_note;
   f.open_dataset = open_dataset;
   f.random_dataset = random_dataset;
@@ -214,6 +192,28 @@ ModelFamily describe() {
 }
 
 } // namespace
+
+Span transformer_xl_eval_span(const config::Config& c, bool validation) {
+  Span span;
+  const auto& x = c.model.section<TransformerXLConfig>();
+  const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
+  const int64_t kept_span = x.mem_len + c.train.tgt_len - tgt_len;
+  span.ext_len = x.ext_len;
+  if (validation) {
+    span.mem_len = kept_span;
+    span.clamp_len = x.clamp_len;
+    span.same_length = x.same_length;
+  } else if (trained_without_memory(c)) {
+    span.mem_len = kept_span;
+    span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
+    span.same_length = kept_span > 0 && x.same_length;
+  } else {
+    span.mem_len = c.eval.mem_len.value_or(kept_span);
+    span.clamp_len = c.eval.clamp_len.value_or(x.clamp_len);
+    span.same_length = c.eval.same_length.value_or(x.same_length);
+  }
+  return span;
+}
 
 ModelFamily transformer_xl_family() {
   return describe();

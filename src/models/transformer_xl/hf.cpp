@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "xl/models/factory.h"
 #include "xl/models/transformer_xl/config.h"
 #include "xl/models/transformer_xl/family.h"
 #include "xl/nn/rel_decoder_layer.h"
@@ -125,7 +124,7 @@ nlohmann::json transfo_xl_config(const config::Config& config, int64_t n_token, 
   }
   const auto options = transformer_xl_options(config, n_token);
   const auto& adaptive = options.output().adaptive();
-  const auto lengths = options.lengths().with(eval_span(config, false));
+  const auto lengths = options.lengths().with(transformer_xl_eval_span(config, false));
   std::vector<bool> tie_projs = options.output().tie_projs();
   if (tie_projs.empty()) {
     tie_projs.assign(adaptive.cutoffs().size() + 1, false);

@@ -1,7 +1,7 @@
 #include "xl/models/xlnet/family.h"
 
 #include "xl/config/visitors.h"
-#include "xl/models/factory.h"
+#include "xl/models/kit.h"
 #include "xl/models/xlnet/config.h"
 #include "xl/models/xlnet/data.h"
 #include "xl/models/xlnet/hf.h"

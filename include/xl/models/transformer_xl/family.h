@@ -14,6 +14,10 @@ namespace xl::models {
 /// cutoff >= n_token) is a ConfigError.
 TransformerXLOptions transformer_xl_options(const config::Config& config, int64_t n_token);
 
+/// The attention lengths of an evaluation of `config` (`validation`: during training), as the
+/// descriptor's eval_span gives them (below).
+Span transformer_xl_eval_span(const config::Config& config, bool validation);
+
 /// The descriptor. Evaluation spans: validation keeps the training attention span, memory
 /// mem_len + train.tgt_len - eval.tgt_len (the kimiyoung/NVIDIA rule), and the model's clamp_len
 /// and same_length; otherwise the eval section decides, its nulls resolved the same way. A model
