@@ -1,6 +1,6 @@
 // What every app shares (app/cli): version, defaults, schema and overrides as the help says;
 // bad flags and values as one-line errors; tools that never write over a run or outside their
-// folder, and check the numbers they take before they work.
+// folder, and check the numbers they take before they work; xl-train's config errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -217,6 +217,82 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
       app("xl-train") + " --config " + cfg + " --set train.max_step=10 --dump-config", dir.path());
   EXPECT_EQ(short_run.status, 2);
   EXPECT_THAT(short_run.output, HasSubstr("--set train.warmup_step=1"));
+}
+
+TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
+  TempDir dir;
+  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  auto r = run_command(
+      app("xl-train") + " --config " + cfg +
+          " --set model.n_layer=3 --set train.lr=5e-4 --dump-config",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("  n_layer: 3\n"));
+  EXPECT_THAT(r.output, HasSubstr("  lr: 0.0005\n"));
+  EXPECT_THAT(r.output, HasSubstr("  name: \"wt2_small\"\n"));
+  write_file(dir / "dumped.yaml", r.output);
+  const auto again =
+      run_command(app("xl-train") + " --config dumped.yaml --dump-config", dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_EQ(again.output, r.output);
+}
+
+TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
+  TempDir dir;
+  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  const auto r =
+      run_command(app("xl-train") + " --config " + cfg + " --set model.n_layers=3", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(
+      r.output,
+      "error: --set model.n_layers=3: unknown key 'model.n_layers' (did you mean "
+      "'model.n_layer'?)\n");
+  const auto missing = run_command(app("xl-train") + " --config nope.yaml", dir.path());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.output, HasSubstr("config file not found: nope.yaml"));
+  EXPECT_THAT(missing.output, Not(HasSubstr("Exception raised from")));
+  const auto usage = run_command(app("xl-train") + " --bogus-flag", dir.path());
+  EXPECT_EQ(usage.status, 2);
+}
+
+// With no memory, same_length hides every key (NaN where Hugging Face masks with -1e30 and
+// leaks future tokens): refused up front, by training and by the parity check alike.
+TEST(XlTrain, SameLengthWithoutMemoryIsRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  const std::string flags = " --config " + config_file("configs/txl/tiny.yaml") +
+      " --set model.transformer_xl.same_length=true --set model.transformer_xl.mem_len=0";
+  const auto train = run_command(app("xl-train") + flags, dir.path());
+  EXPECT_EQ(train.status, 2);
+  EXPECT_THAT(
+      train.output,
+      HasSubstr("model.transformer_xl.same_length: needs model.transformer_xl.mem_len > 0"));
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+  const auto parity = run_command(
+      "XL_BIN=" + std::string(kBinDir) + " XL_PYTHON=" + kPython + " " + kSourceDir +
+          "/scripts/parity/check.sh" + flags.substr(std::string(" --config").size()),
+      dir.path());
+  EXPECT_EQ(parity.status, 2);
+  EXPECT_THAT(parity.output, HasSubstr("needs model.transformer_xl.mem_len > 0"));
+}
+
+TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
+  const auto r = run_command(app("xl-train") + " --print-schema");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("| `model.transformer_xl.mem_len` |"));
+  EXPECT_THAT(r.output, HasSubstr("| `eval.same_length` |"));
+}
+
+TEST(XlTrain, MissingPreparedDataIsAClearError) {
+  TempDir dir;
+  const auto r = run_command(
+      app("xl-train") + " --config " + config_file("configs/txl/wt2_small.yaml") +
+          " --set data.dir=absent",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("data.dir not found: absent ("));
+  EXPECT_THAT(r.output, HasSubstr("taken from the current directory, " + dir.path().string()));
+  // The data is opened before the run directory is made: nothing is left behind.
+  EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
 }
 
 } // namespace

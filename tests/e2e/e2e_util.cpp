@@ -114,6 +114,11 @@ std::string train_command(const fs::path& run, const std::string& extra) {
       " --set run.dir=" + run.string() + " " + extra;
 }
 
+void train_ten_steps(const TempDir& dir) {
+  const auto r = run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+}
+
 int64_t checkpoint_step(const fs::path& run) {
   torch::serialize::InputArchive archive;
   return run::load_checkpoint(run / "checkpoints/last.pt", archive).step;

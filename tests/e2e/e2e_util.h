@@ -37,6 +37,9 @@ fs::path prepared_data_for(const fs::path& data_dir);
 /// xl-train on configs/txl/tiny.yaml over corpus_dir(), writing the run `run`, then `extra`.
 std::string train_command(const fs::path& run, const std::string& extra = "");
 
+/// A run "r" in `dir` by train_command, stopped (with a checkpoint) at step 10.
+void train_ten_steps(const TempDir& dir);
+
 /// Each training loss of `resumed` after step `from` up to `to` equals `reference`'s, bit for bit.
 void expect_same_losses_after(
     const std::map<int64_t, double>& reference,

@@ -1,0 +1,269 @@
+// xl-train under faults: a failed save, a diverged model, another vocabulary, signals during
+// validation and between the checkpoint files, two trainers on one run, torn and unwritable
+// metrics, sizes that cannot fit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "e2e_util.h"
+#include "test_util.h"
+#include "xl/prep/prepare.h"
+#include "xl/run/checkpoint.h"
+
+namespace xl::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
+// error; the previous checkpoint and nothing else stays.
+TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const auto r =
+      run_command("ulimit -f 200 && " + train_command(dir / "r", "--resume"), dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("error: cannot write "));
+  EXPECT_THAT(r.output, HasSubstr("File too large"));
+  EXPECT_THAT(r.output, Not(HasSubstr("terminate")));
+  EXPECT_EQ(checkpoint_step(dir / "r"), 10);
+  for (const auto& entry : fs::directory_iterator(dir / "r/checkpoints")) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+}
+
+// A learning rate that blows the weights up: the updates that would make them non-finite are
+// skipped, validation notices the divergence, and the last good checkpoint stays.
+TEST(Integrity, ADivergedModelIsNeverSaved) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const auto r = run_command(
+      train_command(
+          dir / "r",
+          "--resume --set train.lr=1e6 --set train.max_bad_steps=100 "
+          "--set train.scheduler=constant"),
+      dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("training diverged by step 20"));
+  EXPECT_THAT(r.output, HasSubstr("The last good checkpoint is " + (dir / "r").string()));
+  EXPECT_EQ(checkpoint_step(dir / "r"), 10);
+  const auto eval = run_command(
+      std::string(kBinDir) + "/xl-eval --run r --checkpoint last --max-steps 2", dir.path());
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  EXPECT_THAT(eval.output, HasSubstr("| ppl "));
+  EXPECT_THAT(eval.output, Not(HasSubstr("nan")));
+}
+
+// The data folder prepared again from another corpus: same config, another vocabulary.
+TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
+  TempDir dir;
+  const auto prepare = [&](const std::string& corpus) {
+    prep::PrepOptions options;
+    for (const char* split : {"train", "valid", "test"}) {
+      options.splits[split] = testdata("wikitext-2/" + corpus);
+    }
+    options.out = dir / "data";
+    prep::prepare_corpus(options);
+  };
+  prepare("wiki.test.tokens");
+  const std::string train = std::string(kBinDir) + "/xl-train --config " + kSourceDir +
+      "/configs/txl/tiny.yaml --set data.dir=data --set run.dir=r ";
+  ASSERT_EQ(run_command(train + "--stop-at-step 10", dir.path()).status, 0);
+  prepare("wiki.valid.tokens");
+  for (const auto& command :
+       {train + "--resume", std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
+    SCOPED_TRACE(command);
+    const auto r = run_command(command, dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("was trained on data with another vocabulary"));
+    EXPECT_THAT(r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
+  }
+}
+
+// SIGTERM while a long validation runs: the run stops within seconds, not after the whole
+// validation, with a checkpoint of the step it reached.
+TEST(Integrity, ASignalDuringValidationStopsItPromptly) {
+  TempDir dir;
+  const pid_t pid = spawn(
+      train_command(
+          dir / "r",
+          "--set train.eval_interval=5 --set train.max_eval_steps=null "
+          "--set eval.batch_size=1 --set train.max_step=1000000"),
+      dir.path());
+  // Validation over the whole split (about 15k batches of 16 tokens) starts after step 5.
+  for (int i = 0; i < 3000; ++i) {
+    std::error_code ec;
+    if (fs::exists(dir / "r/metrics.jsonl", ec) && !train_losses(dir / "r").empty() &&
+        train_losses(dir / "r").rbegin()->first >= 5) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_EQ(checkpoint_step(dir / "r"), 5);
+  EXPECT_THAT(
+      read_text(dir / "r/train.log"), HasSubstr("validation at step 5 interrupted by a signal"));
+}
+
+// Item 14: a second SIGTERM does not wait for the step the first one lets finish (about a
+// second here): the process exits at once with 128 + 15, and the checkpoint on disk is the last
+// complete one, which still verifies.
+TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
+  TempDir dir;
+  const std::string slow =
+      "--set train.tgt_len=512 --set model.transformer_xl.mem_len=512 "
+      "--set train.batch_size=8 --set train.eval_interval=1000 "
+      "--set train.max_step=1000 ";
+  const auto first = run_command(train_command(dir / "r", slow + "--stop-at-step 1"), dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  const pid_t pid = spawn(train_command(dir / "r", slow + "--resume"), dir.path());
+  for (int i = 0; i < 6000; ++i) {
+    if (!train_losses(dir / "r").empty() && train_losses(dir / "r").rbegin()->first >= 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  // Step 3 was running: with one signal it would have been checkpointed.
+  EXPECT_EQ(checkpoint_step(dir / "r"), 1);
+  EXPECT_THAT(read_text(dir / "r/train.log"), Not(HasSubstr("checkpoint step 3")));
+}
+
+// Item 7: a kill after a new best.pt is written and before it is copied to last.pt leaves
+// best.pt newer than last.pt. The resumed run replays from last.pt and ends with the
+// checkpoints and losses of a run that was never killed.
+TEST(Integrity, AKillBetweenBestAndLastResumesToTheUninterruptedCheckpoints) {
+  TempDir dir;
+  const auto ref = run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
+  ASSERT_EQ(ref.status, 0) << ref.output;
+  torch::serialize::InputArchive archive;
+  ASSERT_EQ( // step 20's validation was a new best
+      run::load_checkpoint(dir / "ref/checkpoints/best.pt", archive).step,
+      20);
+  train_ten_steps(dir);
+  fs::copy_file(
+      dir / "ref/checkpoints/best.pt",
+      dir / "r/checkpoints/best.pt",
+      fs::copy_options::overwrite_existing);
+  const auto resumed =
+      run_command(train_command(dir / "r", "--resume --stop-at-step 20"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(checkpoint_step(dir / "r"), 20);
+  EXPECT_EQ(run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "r"), 10, 20);
+  EXPECT_EQ(split_losses(dir / "r", "valid").at(20), split_losses(dir / "ref", "valid").at(20));
+}
+
+TEST(Integrity, OneTrainerPerRunDirectory) {
+  TempDir dir;
+  const pid_t pid = spawn(train_command(dir / "r", "--set train.max_step=1000000"), dir.path());
+  for (int i = 0; i < 3000 && !fs::exists(dir / "r/metrics.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto second = run_command(train_command(dir / "r"), dir.path());
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(second.status, 2) << second.output;
+  EXPECT_THAT(
+      second.output, HasSubstr("is in use by another xl-train (pid " + std::to_string(pid)));
+  // A resume that would stop at the checkpoint's step trains nothing: refused, and config.yaml
+  // keeps its max_step (it said "steps 5..4", rewrote config.yaml and exited 0).
+  const int64_t at = checkpoint_step(dir / "r");
+  const auto nothing = run_command(
+      train_command(dir / "r", "--resume --set train.max_step=" + std::to_string(at)), dir.path());
+  EXPECT_EQ(nothing.status, 2) << nothing.output;
+  EXPECT_THAT(nothing.output, HasSubstr("nothing to train; raise it to train on"));
+  EXPECT_THAT(test::read_text(dir / "r/config.yaml"), HasSubstr("max_step: 1000000"));
+  // The kernel released the killed trainer's lock: the run resumes, for one step past its
+  // checkpoint's.
+  const auto resumed = run_command(
+      train_command(
+          dir / "r",
+          "--resume --set train.max_step=1000000 --stop-at-step " + std::to_string(at + 1)),
+      dir.path());
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+}
+
+// SIGKILL in a write that spans a page leaves part of a line; the resumed run cuts it off
+// rather than gluing its first record to it.
+TEST(Integrity, AResumedRunDropsATornLastMetricsRecord) {
+  TempDir dir;
+  train_ten_steps(dir);
+  const std::string whole = read_text(dir / "r/metrics.jsonl");
+  {
+    std::ofstream out(dir / "r/metrics.jsonl", std::ios::app);
+    out << R"({"split":"train","step":11,"lo)";
+  }
+  const auto r = run_command(train_command(dir / "r", "--resume --stop-at-step 12"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dropped a torn last record (30 bytes)"));
+  const std::string resumed = read_text(dir / "r/metrics.jsonl");
+  EXPECT_EQ(resumed.substr(0, whole.size()), whole);
+  std::istringstream lines(resumed);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  }
+  EXPECT_EQ(train_losses(dir / "r").rbegin()->first, 12);
+}
+
+TEST(Integrity, AMetricsRecordThatCannotBeWrittenIsAnError) {
+  TempDir dir;
+  train_ten_steps(dir);
+  fs::remove(dir / "r/metrics.jsonl");
+  fs::create_symlink("/dev/full", dir / "r/metrics.jsonl");
+  const auto r = run_command(std::string(kBinDir) + "/xl-eval --run r --max-steps 2", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot append to r/metrics.jsonl"));
+}
+
+// Item 13 of the integrity issue: sizes that cannot fit are refused before anything is
+// allocated or written (they used to page until the kernel killed the process), and the flag
+// that overrides the check lets a size that fits through unchanged.
+TEST(Integrity, SizesThatCannotFitAreRefusedBeforeAnythingIsBuilt) {
+  TempDir dir;
+  for (const auto& set :
+       {"--set model.d_model=10000000 --set model.d_head=1000000",
+        "--set model.n_layer=100000",
+        "--set train.batch_size=2 --set train.tgt_len=100000"}) {
+    SCOPED_TRACE(set);
+    const auto r = run_command(train_command(dir / "big", set), dir.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("error: training needs about"));
+    EXPECT_THAT(r.output, HasSubstr("available; use smaller sizes"));
+    EXPECT_FALSE(fs::exists(dir / "big"));
+  }
+  train_ten_steps(dir);
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run r ";
+  auto r = run_command(eval + "--set eval.tgt_len=1000000", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("error: evaluation needs about"));
+  r = run_command(eval + "--max-steps 2 --skip-memory-check", dir.path());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+} // namespace
+} // namespace xl::test
