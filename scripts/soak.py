@@ -15,7 +15,8 @@ descriptors (/proc/PID/fd). It fails (exit 1) when
     the descriptors it holds settled (the most frequent count of a quarter: a save holds one
     more for a moment) differ between the first and last quarter after it;
   - across the resumes, the settled memory of a process (the median of its second half) grows
-    by more than 2% from the first resumed process to the last, or the descriptors differ.
+    by more than 2% from the first resumed process to the last, or the memory the allocators
+    hold (the median of its training records) does, or the descriptors differ.
 Prints a table of the samples per process and the long process's memory every minute;
 --samples writes every sample (process, second, MiB, descriptors). docs/integrity.md records
 a run.
@@ -87,6 +88,19 @@ def train(run, seconds, threads, resume):
 
 def grew(first, last):
     return (last - first) / first
+
+
+def held_by_process(metrics):
+    """Each process's training records (a "start" event begins one): the MiB the CPU
+    allocators hold, as xl-train logged them."""
+    held = []
+    for line in metrics.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("event") == "start":
+            held.append([])
+        elif record.get("split") == "train" and "cpu_allocators_mib" in record and held:
+            held[-1].append(record["cpu_allocators_mib"])
+    return held
 
 
 def held_after_validation(metrics):
@@ -176,6 +190,15 @@ def main():
         if grew(settled[0], settled[-1]) > LIMIT:
             failures.append(f"memory grew {100 * grew(settled[0], settled[-1]):.2f}% across "
                             "the resumes")
+        medians = [statistics.median(h) for h in held_by_process(run / "metrics.jsonl")[1:] if h]
+        if len(medians) >= 2:
+            change = grew(medians[0], medians[-1])
+            print(f"held by the CPU allocators in the resumed processes (medians): "
+                  f"{medians[0]:.1f} -> {medians[-1]:.1f} MiB ({100 * change:+.2f}%): " +
+                  " ".join(f"{h:.1f}" for h in medians))
+            if change > LIMIT:
+                failures.append(f"the memory the allocators hold grew {100 * change:.2f}% "
+                                "across the resumes")
         if len({s[-1][1] for s in resumed if s}) > 1:
             failures.append("descriptors differ across the resumes")
     if args.keep:
