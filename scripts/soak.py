@@ -50,13 +50,17 @@ def sample(pid):
         return None
 
 
+def records(metrics):
+    """The whole records of a run's metrics.jsonl (a line a killed write tore is left out)."""
+    if not metrics.exists():
+        return []
+    return [json.loads(line) for line in metrics.read_text().splitlines()
+            if line.startswith("{") and line.endswith("}")]
+
+
 def validated(metrics):
     """Whether the run's metrics hold a validation record yet."""
-    if not metrics.exists():
-        return False
-    return any(json.loads(line).get("split") == "valid"
-               for line in metrics.read_text().splitlines()
-               if line.startswith("{") and line.endswith("}"))
+    return any(record.get("split") == "valid" for record in records(metrics))
 
 
 def train(run, seconds, threads, resume):
@@ -94,8 +98,7 @@ def held_by_process(metrics):
     """Each process's training records (a "start" event begins one): the MiB the CPU
     allocators hold, as xl-train logged them."""
     held = []
-    for line in metrics.read_text().splitlines():
-        record = json.loads(line)
+    for record in records(metrics):
         if record.get("event") == "start":
             held.append([])
         elif record.get("split") == "train" and "cpu_allocators_mib" in record and held:
@@ -108,8 +111,7 @@ def held_after_validation(metrics):
     first resume): (resident MiB, MiB the CPU allocators hold) of each, as xl-train logged
     them."""
     held, validated_yet = [], False
-    for line in metrics.read_text().splitlines():
-        record = json.loads(line)
+    for record in records(metrics):
         if record.get("event") == "resumed":
             break
         validated_yet = validated_yet or record.get("split") == "valid"
