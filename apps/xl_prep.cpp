@@ -13,13 +13,13 @@ namespace {
 
 // What to read and where to write.
 void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
-  app.add_option(
-         "--format",
-         request.format,
-         "word (whitespace tokens + <eos> per line), byte, xlnet (SentencePiece "
-         "pieces with sentence boundaries) or nsmc (NSMC tsv to a raw corpus "
-         "<split>.txt and labelled <split>.tsv)")
-      ->check(CLI::IsMember({"word", "byte", "xlnet", "nsmc"}));
+  std::vector<std::string> names;
+  std::string help;
+  for (const auto& format : xl::app::prep_formats()) {
+    help += (names.empty() ? "" : ", ") + format.name + " (" + format.help + ")";
+    names.push_back(format.name);
+  }
+  app.add_option("--format", request.format, help)->check(CLI::IsMember(names));
   app.add_option("--train", request.train, "training text file")->required();
   app.add_option("--valid", request.valid, "validation text file");
   app.add_option("--test", request.test, "test text file");

@@ -21,7 +21,7 @@ venv=.venv
 [ -x "$venv/bin/clang-tidy" ] ||
   { echo "tidy: $venv/bin/clang-tidy not found: run scripts/bootstrap.sh"; exit 1; }
 # shellcheck disable=SC2086
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXL_USE_PCH=OFF ${XL_CMAKE_ARGS:-} \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXL_USE_PCH=OFF -DXL_UNITY_BUILD=OFF ${XL_CMAKE_ARGS:-} \
   >"$build.configure.log" 2>&1 ||
   { tail -40 "$build.configure.log"; echo "tidy: CMake configure failed"; exit 1; }
 files=("$@")

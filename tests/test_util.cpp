@@ -81,19 +81,32 @@ std::string nsmc_documents(size_t first, size_t count, const std::string& separa
 
 std::vector<std::string> tiny_configs() {
   std::vector<std::string> found;
-  for (const auto& folder : fs::directory_iterator(fs::path(kSourceDir) / "configs")) {
-    if (!folder.is_directory()) {
-      continue;
-    }
-    for (const auto& file : fs::directory_iterator(folder.path())) {
-      const std::string name = file.path().filename().string();
-      if (name.rfind("tiny", 0) == 0 && file.path().extension() == ".yaml") {
-        found.push_back(fs::relative(file.path(), kSourceDir).string());
+  for (const char* root : {"configs", "tests/families"}) {
+    for (const auto& folder : fs::directory_iterator(fs::path(kSourceDir) / root)) {
+      if (!folder.is_directory()) {
+        continue;
+      }
+      for (const auto& file : fs::directory_iterator(folder.path())) {
+        const std::string name = file.path().filename().string();
+        if (name.rfind("tiny", 0) == 0 && file.path().extension() == ".yaml") {
+          found.push_back(fs::relative(file.path(), kSourceDir).string());
+        }
       }
     }
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::string tiny_config_name(const std::string& relative) {
+  const fs::path path(relative);
+  return path.parent_path().filename().string() + "_" + path.stem().string();
+}
+
+models::ForwardArgs with_log_probs() {
+  models::ForwardArgs args;
+  args.log_probs = true;
+  return args;
 }
 
 } // namespace xl::test

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "test_paths.h"
+#include "xl/models/language_model.h"
 #include "xl/util/error.h"
 
 namespace xl::test {
@@ -93,10 +95,16 @@ fs::path prepare_digits_corpus(const fs::path& dir);
 std::string nsmc_documents(size_t first, size_t count, const std::string& separator = "\n");
 
 /// The smallest config of every model family, and of its variants: configs/*/tiny*.yaml of the
-/// source tree, as paths relative to it, sorted. The tests that go over every family take them
-/// from here, so a new family's configs/<folder>/tiny.yaml is all they need
-/// (Registry.EveryFamilyHasATinyConfig checks that each family has one).
+/// source tree, then the test families' tests/families/*/tiny*.yaml, as paths relative to it,
+/// sorted. The tests that go over every family take them from here, so a new family's
+/// configs/<folder>/tiny.yaml is all they need (Registry.EveryFamilyHasATinyConfig checks that
+/// each family has one); they call register_test_families() (families/test_families.h) before
+/// loading them.
 std::vector<std::string> tiny_configs();
+
+/// A tiny config's test name: its folder and file ("configs/xlnet/tiny_cls.yaml":
+/// xlnet_tiny_cls).
+std::string tiny_config_name(const std::string& relative);
 
 /// The message of the xl::UserError that `f` throws (a test failure when it throws none).
 template <typename F>
@@ -109,5 +117,22 @@ std::string user_error(F&& f) {
   ADD_FAILURE() << "no UserError";
   return "";
 }
+
+/// Moves `from`'s state into `to` (a batch source, a schedule: anything with save and load)
+/// through the bytes a checkpoint holds for it.
+template <class From, class To>
+void transfer(const From& from, To& to) {
+  torch::serialize::OutputArchive out;
+  from.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  std::istringstream in_bytes(bytes.str());
+  torch::serialize::InputArchive in;
+  in.load_from(in_bytes);
+  to.load(in);
+}
+
+/// Forward arguments that ask for the log-probabilities.
+models::ForwardArgs with_log_probs();
 
 } // namespace xl::test

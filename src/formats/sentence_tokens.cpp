@@ -22,7 +22,7 @@ uint64_t bitmap_bytes(uint64_t count) {
 }
 
 // Version 2 added the data checksum.
-const IdFileFormat& format() {
+const IdFileFormat& sentence_format() {
   static const IdFileFormat kFormat{
       "XLPIECES", 2, "pieces file", "encode it with xl-prep --format xlnet", bitmap_bytes};
   return kFormat;
@@ -62,7 +62,7 @@ void write_sentence_tokens(
     const SentencePiece& model) {
   TORCH_CHECK(tokens.ids.size() == tokens.sent_ids.size(), "ids and sentence ids differ in length");
   auto header = make_id_file_header(
-      format(), tokens.ids.size(), model.checksum(), static_cast<uint64_t>(model.size()));
+      sentence_format(), tokens.ids.size(), model.checksum(), static_cast<uint64_t>(model.size()));
   std::string bytes(reinterpret_cast<const char*>(&header), sizeof(header));
   bytes.reserve(sizeof(header) + header.count * (header.width + 1));
   for (const int64_t id : tokens.ids) {
@@ -86,7 +86,7 @@ void write_sentence_tokens(
 SentenceTokens read_sentence_tokens(const std::filesystem::path& path, const SentencePiece& model) {
   const std::string bytes = read_file(path, "encoded corpus");
   const auto* start = reinterpret_cast<const unsigned char*>(bytes.data());
-  const auto header = read_id_file_header(path, start, bytes.size(), format());
+  const auto header = read_id_file_header(path, start, bytes.size(), sentence_format());
   const auto fail = [&](const std::string& what) { throw UserError(path.string() + ": " + what); };
   if (header.vocab_checksum != model.checksum() ||
       header.vocab_size != static_cast<uint64_t>(model.size())) {

@@ -17,7 +17,7 @@ namespace xl::formats {
 
 namespace {
 
-const IdFileFormat& format() {
+const IdFileFormat& token_format() {
   static const IdFileFormat kFormat{
       "XLTOKENS", TokenFile::kFormatVersion, "token file", "encode corpora with xl-prep"};
   return kFormat;
@@ -30,7 +30,7 @@ void write_token_file(
     const std::vector<int64_t>& ids,
     const Vocab& vocab) {
   auto header = make_id_file_header(
-      format(), ids.size(), vocab.checksum(), static_cast<uint64_t>(vocab.size()));
+      token_format(), ids.size(), vocab.checksum(), static_cast<uint64_t>(vocab.size()));
   for (size_t i = 0; i < ids.size(); ++i) {
     TORCH_CHECK(
         ids[i] >= 0 && ids[i] < vocab.size(),
@@ -60,8 +60,8 @@ TokenFile::TokenFile(
     : path_(path) {
   map();
   try {
-    const auto header =
-        read_id_file_header(path, static_cast<const unsigned char*>(map_), map_size_, format());
+    const auto header = read_id_file_header(
+        path, static_cast<const unsigned char*>(map_), map_size_, token_format());
     if (header.vocab_checksum != vocab.checksum() ||
         header.vocab_size != static_cast<uint64_t>(vocab.size())) {
       throw UserError(fmt::format(
@@ -99,7 +99,7 @@ void TokenFile::map() {
   map_size_ = static_cast<size_t>(st.st_size);
   if (map_size_ < sizeof(IdFileHeader)) {
     ::close(fd);
-    read_id_file_header(path_, nullptr, map_size_, format()); // refuses it
+    read_id_file_header(path_, nullptr, map_size_, token_format()); // refuses it
   }
   map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);

@@ -31,4 +31,25 @@ nn::InitOptions init_options(const config::ModelConfig& m) {
       .normal_std(m.init_std);
 }
 
+std::vector<torch::Tensor> run_layer(
+    bool recompute,
+    const nn::Block& layer,
+    const std::vector<torch::Tensor>& inputs) {
+  return recompute ? nn::recompute(layer, inputs) : layer(inputs);
+}
+
+DecodingCache::DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t batch)
+    : cache(args.next_token ? args.cache : nullptr) {
+  if (cache == nullptr) {
+    return;
+  }
+  cache->layers.resize(static_cast<size_t>(n_layer));
+  const auto& held = cache->layers.front().k; // [B, H, past, Dh]
+  past = held.defined() && held.size(0) == batch ? held.size(2) : 0;
+}
+
+nn::AttentionCache* DecodingCache::layer(int64_t l) const {
+  return cache != nullptr ? &cache->layers[static_cast<size_t>(l)] : nullptr;
+}
+
 } // namespace xl::models

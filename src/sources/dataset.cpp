@@ -20,18 +20,18 @@ namespace fs = std::filesystem;
 // from a prepared corpus or random.
 class TokenDataset : public Dataset {
  public:
-  TokenDataset(const config::Config& c, const char* bytes_only, int64_t ext_len)
+  TokenDataset(const config::Config& c, const TokenSourceOptions& options)
       : c_(c),
         corpus_(std::make_unique<Corpus>(c.data)),
         n_token_(corpus_->vocab().size()),
         unit_(corpus_->vocab().kind()),
-        ext_len_(ext_len) {
-    if (bytes_only != nullptr && unit_ != formats::VocabKind::kByte) {
+        ext_len_(options.ext_len) {
+    if (!options.bytes_only.empty() && unit_ != formats::VocabKind::kByte) {
       throw UserError(fmt::format(
           "{}: the {} reads bytes, but this is a {}-level vocabulary of {}; prepare the "
           "corpus with xl-prep --format byte",
           (fs::path(c.data.dir) / c.data.vocab).string(),
-          bytes_only,
+          options.bytes_only,
           to_string(unit_),
           n_token_));
     }
@@ -40,15 +40,14 @@ class TokenDataset : public Dataset {
       const config::Config& c,
       int64_t n_token,
       int64_t size,
-      formats::VocabKind unit,
-      int64_t ext_len)
+      const TokenSourceOptions& options)
       : c_(c),
         random_(std::make_unique<formats::TokenTensor>(
             torch::randint(n_token, {size}, torch::kLong),
             "random tokens")),
         n_token_(n_token),
-        unit_(unit),
-        ext_len_(ext_len) {}
+        unit_(options.bytes_only.empty() ? formats::VocabKind::kWord : formats::VocabKind::kByte),
+        ext_len_(options.ext_len) {}
 
   int64_t vocab_size() const override {
     return n_token_;
@@ -168,18 +167,16 @@ void check_data_dir(const config::Config& config) {
 
 std::unique_ptr<Dataset> open_token_dataset(
     const config::Config& config,
-    const char* bytes_only,
-    int64_t ext_len) {
-  return std::make_unique<TokenDataset>(config, bytes_only, ext_len);
+    const TokenSourceOptions& options) {
+  return std::make_unique<TokenDataset>(config, options);
 }
 
 std::unique_ptr<Dataset> random_token_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size,
-    formats::VocabKind unit,
-    int64_t ext_len) {
-  return std::make_unique<TokenDataset>(config, n_token, size, unit, ext_len);
+    const TokenSourceOptions& options) {
+  return std::make_unique<TokenDataset>(config, n_token, size, options);
 }
 
 } // namespace xl::sources

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "xl/models/kit.h"
 #include "xl/util/error.h"
 #include "xl/util/glob.h"
 
@@ -47,7 +48,7 @@ void refuse_unreached_layer_decay(const config::Config& config, torch::nn::Modul
 } // namespace
 
 int64_t layer_of(const std::string& name) {
-  static const std::string kPrefix = "layers.";
+  static const std::string kPrefix = std::string(models::kLayerStack) + ".";
   if (name.rfind(kPrefix, 0) != 0) {
     return -1;
   }
@@ -172,7 +173,7 @@ ParameterPlan plan_parameters(const config::Config& config, torch::nn::Module& m
   }
   refuse_unreached_layer_decay(config, model);
   for (const auto& [layer, scale] : rates) {
-    plan.layer_rates.push_back(fmt::format("layers.{} x{:.4g}", layer, scale));
+    plan.layer_rates.push_back(fmt::format("{}.{} x{:.4g}", models::kLayerStack, layer, scale));
   }
   return plan;
 }

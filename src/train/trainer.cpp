@@ -1,10 +1,11 @@
 #include "xl/train/trainer.h"
 
+#include "trainer_state.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
-#include <limits>
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
@@ -25,38 +26,6 @@
 
 namespace xl::train {
 
-struct Trainer::State {
-  int64_t step = 0;
-  int64_t last_step = 0;
-  bool finished_ok = false; // --auto-resume: a finished run is left as it is
-  bool finished = false;
-  std::unique_ptr<sources::BatchSource> source;
-  std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<LRSchedule> schedule;
-  std::vector<nn::Memory> mems; // one per batch chunk
-  /// what a checkpoint keeps of the loop: the best validation, the non-finite steps, the
-  /// logging window
-  LoopState loop;
-  /// the last logged window and validation, for the summary
-  std::vector<models::TermTotal> last_train;
-  std::vector<models::TermTotal> last_valid;
-  int64_t last_valid_step = 0;
-  /// whether this process printed a training line yet
-  bool shown_progress = false;
-  /// records up to this step were logged before a resume: the new ones say they repeat them
-  int64_t logged_until = 0;
-  std::unique_ptr<run::MetricsWriter> metrics;
-  std::unique_ptr<run::Progress> progress;
-  /// the step of the last checkpoint written
-  int64_t saved_step = 0;
-  /// resumed with these settings changed ("train.lr: 0.001 -> 0.002")
-  std::vector<std::string> changes;
-  /// the steps since the last read of their device values (flush), in order
-  std::vector<std::pair<int64_t, StepResult>> pending;
-  /// the gradient norm of the last finite step read
-  double grad_norm = 0.0;
-};
-
 Trainer::Trainer(
     config::Config config,
     run::RunPaths paths,
@@ -71,74 +40,6 @@ Trainer::Trainer(
       device_(device),
       parallel_(parallel),
       writes_(parallel == nullptr || parallel->group().rank() == 0) {}
-
-namespace {
-
-// Whether every defined tensor holds only finite values.
-bool all_finite(const std::vector<torch::Tensor>& tensors) {
-  for (const auto& t : tensors) {
-    if (t.defined() && t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) {
-      return false;
-    }
-  }
-  return true;
-}
-
-} // namespace
-
-std::string Trainer::last_good_checkpoint() const {
-  std::error_code ec;
-  return std::filesystem::exists(paths_.last_checkpoint(), ec)
-      ? "The last good checkpoint is " + paths_.last_checkpoint().string() +
-          "; lower train.lr or raise train.warmup_step and resume from it."
-      : "No checkpoint was written yet; lower train.lr or raise train.warmup_step and start "
-        "again.";
-}
-
-void Trainer::save(State& s, bool best) {
-  // A diverged model is never saved: the checkpoint on disk stays the last good one.
-  if (!all_finite(model_->parameters()) || !all_finite(s.optimizer->state_tensors())) {
-    throw UserError(fmt::format(
-        "training diverged by step {}: the {} hold non-finite values, so they were not "
-        "saved. {}",
-        s.step,
-        all_finite(model_->parameters()) ? "optimizer state does" : "weights",
-        last_good_checkpoint()));
-  }
-  // Every rank takes part in the gathering; only the first writes.
-  const RankStates ranks = gather_rank_states(s.mems, device_, parallel_);
-  if (!writes_) {
-    return;
-  }
-  const auto fill = [&](torch::serialize::OutputArchive& archive) {
-    write_training_state(archive, parts(s), ranks);
-  };
-  const run::CheckpointInfo info{
-      run::kCheckpointFormat, s.step, config::dump(config_), data_.vocabulary_fingerprint()};
-  // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
-  // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
-  // older than the best step last.pt knows of.
-  const auto& first = best ? paths_.best_checkpoint() : paths_.last_checkpoint();
-  run::save_checkpoint(first, info, fill);
-  if (best) {
-    atomic_write(paths_.last_checkpoint(), read_file(first, "checkpoint"));
-  }
-}
-
-void Trainer::load(State& s) {
-  torch::serialize::InputArchive archive;
-  const std::string file = paths_.last_checkpoint().string();
-  const auto info = run::load_checkpoint(file, archive);
-  s.changes = check_resume(file, info, config_, data_);
-  s.mems = read_training_state(
-      archive,
-      parts(s),
-      parallel_ != nullptr ? parallel_->group().rank() : 0,
-      parallel_ != nullptr ? parallel_->group().size() : 1,
-      device_,
-      file);
-  s.step = info.step;
-}
 
 TrainingParts Trainer::parts(State& s) const {
   return {*model_, *s.optimizer, *s.schedule, *s.source, s.loop};
@@ -334,64 +235,6 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   write_record(s, record);
   s.last_train = std::move(s.loop.window);
   s.loop.window.clear();
-}
-
-void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
-  if (step % config_.train.eval_interval != 0 && step != s.last_step && !signalled) {
-    return;
-  }
-  bool best = false;
-  if (!signalled) {
-    s.last_valid = validate(s, step);
-    s.last_valid_step = step;
-    double valid = s.last_valid.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                        : s.last_valid.front().mean();
-    if (parallel_ != nullptr) {
-      // Bit-level differences between the ranks' evaluations must not split their schedules.
-      auto value = torch::tensor({valid}, torch::kDouble);
-      parallel_->group().broadcast(value, 0);
-      valid = value.item<double>();
-    }
-    if (stop_requested()) { // during validation: save without judging it
-      save(s, false);
-      s.saved_step = step;
-      spdlog::info("checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
-      return;
-    }
-    if (!std::isfinite(valid)) {
-      throw UserError(fmt::format(
-          "training diverged by step {}: the validation loss is {}, so the model was not "
-          "saved. {}",
-          step,
-          valid,
-          last_good_checkpoint()));
-    }
-    if (s.schedule->observe(valid)) {
-      spdlog::info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
-    }
-    best = valid < s.loop.best_valid;
-    s.loop.best_valid = std::min(s.loop.best_valid, valid);
-  }
-  save(s, best);
-  s.saved_step = step;
-  spdlog::info(
-      "checkpoint step {} -> {}{}", step, paths_.last_checkpoint().string(), best ? " (best)" : "");
-  if (!signalled) {
-    keep_snapshot(step);
-  }
-}
-
-void Trainer::keep_snapshot(int64_t step) const {
-  const int64_t keep = config_.train.keep_snapshots;
-  if (keep == 0 || !writes_) {
-    return;
-  }
-  atomic_write(paths_.snapshot(step), read_file(paths_.last_checkpoint(), "checkpoint"));
-  // The oldest go; a resumed run's snapshot of a step it repeats replaced the old one above.
-  auto all = paths_.snapshots();
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
-    std::filesystem::remove(all[i]);
-  }
 }
 
 TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finished_ok) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e_util.h"
 #include "test_util.h"
 
 namespace xl::test {
@@ -14,22 +15,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string bin(const std::string& app) {
-  return std::string(kBinDir) + "/" + app;
-}
-
 TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   TempDir dir;
   const auto text = read_text(testdata("enwik8/enwik8-prefix-1M"));
   write_file(dir / "train.txt", text.substr(0, 200000));
   write_file(dir / "test.txt", text.substr(200000, 20000));
   auto r = run_command(
-      bin("xl-prep") +
+      app("xl-prep") +
           " --format byte --vocab-from all --train train.txt --valid test.txt --test "
           "test.txt --out data",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  const std::string train = bin("xl-train") + " --config " + kSourceDir +
+  const std::string train = app("xl-train") + " --config " + kSourceDir +
       "/configs/char/tiny.yaml --set data.dir=data --set train.max_step=16 "
       "--set train.eval_interval=8 ";
   r = run_command(train + "--set run.dir=whole", dir.path());
@@ -65,24 +62,24 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
   }
 
   // The approximation is labelled; the paper's metric (stride 1) is not.
-  r = run_command(bin("xl-eval") + " --run whole", dir.path());
+  r = run_command(app("xl-eval") + " --run whole", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("bpc@stride=8"));
-  r = run_command(bin("xl-eval") + " --run whole --set eval.stride=1 --max-steps 3", dir.path());
+  r = run_command(app("xl-eval") + " --run whole --set eval.stride=1 --max-steps 3", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("last position scored"));
   EXPECT_THAT(r.output, HasSubstr("| bpc "));
 
   // Bytes generated after the prompt, each read alone over the decoding cache (no memory).
   r = run_command(
-      "{ " + bin("xl-sample") + " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
+      "{ " + app("xl-sample") + " --run whole --prompt '<page>' --tokens 24 --seed 2 2>err.log; }",
       dir.path());
   ASSERT_EQ(r.status, 0) << read_text(dir / "err.log");
   EXPECT_EQ(r.output.rfind("<page>", 0), 0U) << r.output;
   EXPECT_EQ(r.output.size(), 6U + 24U + 1U); // the prompt, the bytes, a line break
   EXPECT_THAT(
       read_text(dir / "err.log"), HasSubstr("one position per token over a cache of up to 32"));
-  r = run_command(bin("xl-sample") + " --run whole --window 33", dir.path());
+  r = run_command(app("xl-sample") + " --run whole --window 33", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--window 33: this model's learned position tables hold 32"));
 }
@@ -94,18 +91,18 @@ TEST(CharTransformerE2E, BadInputIsAOneLineError) {
   write_file(dir / "train.txt", text.substr(0, 20000));
   for (const std::string format : {"byte", "word"}) {
     const auto r = run_command(
-        bin("xl-prep") + " --format " + format +
+        app("xl-prep") + " --format " + format +
             " --vocab-from all --train train.txt --valid train.txt --test "
             "train.txt --out " +
             format,
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
   }
-  const std::string char_train = bin("xl-train") + " --config " + kSourceDir +
+  const std::string char_train = app("xl-train") + " --config " + kSourceDir +
       "/configs/char/tiny.yaml --set run.dir=run --set data.dir=";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {char_train + "word", "the character transformer reads bytes"},
-           {bin("xl-train") + " --config " + kSourceDir +
+           {app("xl-train") + " --config " + kSourceDir +
                 "/configs/txl/wt103_base.yaml --set data.dir=byte",
             "must be below the vocabulary size"},
            {char_train + "byte --set train.tgt_len=33", "model.char_transformer.n_ctx = 32"},

@@ -1,12 +1,14 @@
 // The contract every model family keeps, checked through the apps from each family's tiny config
-// (configs/<family>/tiny*.yaml; Registry.EveryFamilyHasATinyConfig holds every registered family
-// to having one): training killed with SIGKILL resumes to the uninterrupted losses; a trained run
+// (configs/<family>/tiny*.yaml, and the test families' tests/families/<family>/tiny.yaml;
+// Registry.EveryFamilyHasATinyConfig holds every registered family to having one), so through the
+// test builds of the apps (test-bin/), which have the test families too: training killed with SIGKILL resumes to the uninterrupted losses; a trained run
 // evaluates, samples (the same text for the same seed, whether its memory or decoding cache
 // carries the context or it is re-read), averages its snapshots and goes to
 // Hugging Face's format and back with the same loss; xl-bench measures it. A capability the
-// family lacks is refused with the reason its descriptor gives. The library-level contracts
-// (bf16, activation checkpointing, lr_layer_decay, no host reads in a step) iterate the same
-// configs in the unit tests.
+// family lacks is refused with the reason its descriptor gives. The library half of the
+// contract (bf16, activation checkpointing, lr_layer_decay, no host reads in a step, the memory
+// estimate, evaluation without memory) is models/family_contract_test.cpp, over the same
+// configs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "e2e_util.h"
+#include "families/test_families.h"
 #include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/registry.h"
@@ -28,6 +31,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// An app of test-bin/: the app with the test families registered.
+std::string family_app(const std::string& name) {
+  return std::string(kTestBinDir) + "/" + name;
+}
+
 // A family's tiny config, its descriptor and its prepared data.
 struct Family {
   std::string config; // relative to the source tree
@@ -35,6 +43,7 @@ struct Family {
   fs::path data;
 
   explicit Family(std::string relative) : config(std::move(relative)) {
+    register_test_families();
     const auto resolved = config::load(config_file(config));
     family = &models::model_family(resolved);
     data = prepared_data_for(resolved.data.dir);
@@ -42,7 +51,7 @@ struct Family {
 
   // xl-train on the config and its data, writing `run`, checkpointing every 4 steps.
   std::string train(const fs::path& run, const std::string& extra) const {
-    return app("xl-train") + " --config " + config_file(config) +
+    return family_app("xl-train") + " --config " + config_file(config) +
         " --set data.dir=" + data.string() + " run.dir=" + run.string() +
         " train.eval_interval=4 train.max_eval_steps=2 train.log_interval=1 " + extra;
   }
@@ -88,7 +97,7 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
       run_command(f.train(dir / "r", "--set train.max_step=8 train.keep_snapshots=2"), dir.path());
   ASSERT_EQ(trained.status, 0) << trained.output;
   const std::string run = " --run " + (dir / "r").string();
-  const auto evaluated = run_command(app("xl-eval") + run + " --max-steps 2", dir.path());
+  const auto evaluated = run_command(family_app("xl-eval") + run + " --max-steps 2", dir.path());
   ASSERT_EQ(evaluated.status, 0) << evaluated.output;
   const double loss = reported_loss(evaluated.output);
 
@@ -97,7 +106,8 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
   // window), or the descriptor's reason to refuse.
   const auto sample = [&](const std::string& flags) { // the text on stdout, the log in a file
     return run_command(
-        "{ " + app("xl-sample") + run + " --tokens 6 " + flags + " 2>sample.log; }", dir.path());
+        "{ " + family_app("xl-sample") + run + " --tokens 6 " + flags + " 2>sample.log; }",
+        dir.path());
   };
   const auto drawn = sample("--seed 3");
   if (f.family->no_sampling.empty()) {
@@ -112,15 +122,15 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
   }
 
   // The two snapshots, averaged, evaluate.
-  const auto averaged = run_command(app("xl-average") + run + " --last 2", dir.path());
+  const auto averaged = run_command(family_app("xl-average") + run + " --last 2", dir.path());
   ASSERT_EQ(averaged.status, 0) << averaged.output;
   EXPECT_THAT(averaged.output, HasSubstr("averaged 2 checkpoints (step_4.pt, step_8.pt)"));
   const auto average_evaluated =
-      run_command(app("xl-eval") + run + " --checkpoint averaged --max-steps 2", dir.path());
+      run_command(family_app("xl-eval") + run + " --checkpoint averaged --max-steps 2", dir.path());
   EXPECT_EQ(average_evaluated.status, 0) << average_evaluated.output;
 
   // Hugging Face's format and back: the imported run scores what the trained one did.
-  const auto exported = run_command(app("xl-export") + run + " --out hf", dir.path());
+  const auto exported = run_command(family_app("xl-export") + run + " --out hf", dir.path());
   if (f.family->hf_config == nullptr) {
     EXPECT_EQ(exported.status, 2) << exported.output;
     EXPECT_THAT(exported.output, HasSubstr(f.family->no_hf_model));
@@ -129,11 +139,11 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
   }
   ASSERT_EQ(exported.status, 0) << exported.output;
   const auto imported = run_command(
-      app("xl-import") + " --config " + (dir / "r/config.yaml").string() +
+      family_app("xl-import") + " --config " + (dir / "r/config.yaml").string() +
           " --set run.dir=back --weights hf/model.safetensors",
       dir.path());
   ASSERT_EQ(imported.status, 0) << imported.output;
-  const auto back = run_command(app("xl-eval") + " --run back --max-steps 2", dir.path());
+  const auto back = run_command(family_app("xl-eval") + " --run back --max-steps 2", dir.path());
   ASSERT_EQ(back.status, 0) << back.output;
   EXPECT_NEAR(reported_loss(back.output), loss, 1e-4) << back.output;
 }
@@ -143,7 +153,7 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
 TEST_P(FamilyContract, BenchmarksOnRandomData) {
   TempDir dir;
   const auto r = run_command(
-      app("xl-bench") + " --config " + config_file(GetParam()) +
+      family_app("xl-bench") + " --config " + config_file(GetParam()) +
           " --n-token 3000 --warmup 1 --steps 2 --json bench.json",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -162,14 +172,13 @@ TEST_P(FamilyContract, BenchmarksOnRandomData) {
   }
 }
 
-// Each tiny config, named by its path ("configs/xlnet/tiny_cls.yaml": xlnet_tiny_cls).
+// Each tiny config, named by its folder and file (test::tiny_config_name).
 INSTANTIATE_TEST_SUITE_P(
     EveryFamily,
     FamilyContract,
     ::testing::ValuesIn(tiny_configs()),
     [](const ::testing::TestParamInfo<std::string>& param) {
-      const fs::path path(param.param);
-      return path.parent_path().filename().string() + "_" + path.stem().string();
+      return tiny_config_name(param.param);
     });
 
 } // namespace

@@ -22,15 +22,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string bin(const std::string& app) {
-  return std::string(kBinDir) + "/" + app;
-}
-
 std::string train_command(
     const std::string& config,
     const fs::path& run,
     const std::string& extra = "") {
-  return bin("xl-train") + " --config " + kSourceDir + "/configs/xlnet/" + config +
+  return app("xl-train") + " --config " + kSourceDir + "/configs/xlnet/" + config +
       " --set data.dir=" + nsmc_dir().string() + " --set run.dir=" + run.string() + " " + extra;
 }
 
@@ -94,7 +90,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
 
   // The test split, and a raw text file of the user's own.
   r = run_command(
-      bin("xl-eval") + " --run " + (dir / "whole").string() + " --max-steps 3 --dump-batches " +
+      app("xl-eval") + " --run " + (dir / "whole").string() + " --max-steps 3 --dump-batches " +
       (dir / "batches.safetensors").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("test | loss"));
@@ -109,7 +105,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   }
   const auto text = write_file(dir / "mine.txt", mine + "\n");
   r = run_command(
-      bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " + text.string() +
+      app("xl-eval") + " --run " + (dir / "whole").string() + " --file " + text.string() +
       " --set eval.batch_size=2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(text.string() + " | loss"));
@@ -122,7 +118,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
   for (const auto& [file, message] : std::vector<std::pair<std::string, std::string>>{
            {(dir / "noise.bin").string(), "is not UTF-8 text"},
            {"/dev/zero", "is a device, expected a file"}}) {
-    r = run_command(bin("xl-eval") + " --run " + (dir / "whole").string() + " --file " + file);
+    r = run_command(app("xl-eval") + " --run " + (dir / "whole").string() + " --file " + file);
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr(message));
   }
@@ -138,7 +134,7 @@ TEST(XLNetE2E, PretrainsResumesExactlyEvaluatesAndFineTunes) {
       r.output,
       HasSubstr("fresh, not in the checkpoint: summary.weight, summary.bias, "
                 "logits_proj.weight, logits_proj.bias"));
-  r = run_command(bin("xl-eval") + " --run " + (dir / "cls").string());
+  r = run_command(app("xl-eval") + " --run " + (dir / "cls").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("acc/cls"));
 
@@ -259,12 +255,12 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
-        bin("xl-import") + " --config conv_" + kind + "/config.yaml --weights conv_" + kind +
+        app("xl-import") + " --config conv_" + kind + "/config.yaml --weights conv_" + kind +
             "/weights.safetensors --set run.dir=run_" + kind,
         dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     r = run_command(
-        bin("xl-eval") + " --run run_" + kind +
+        app("xl-eval") + " --run run_" + kind +
             " --max-steps 4 --set eval.batch_size=4 --dump-batches batches_" + kind +
             ".safetensors",
         dir.path());
@@ -281,7 +277,7 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
     numbers >> hf_loss >> hf_accuracy;
     // Exported back, Hugging Face loads the run and scores the batches as the original.
     r = run_command(
-        bin("xl-export") + " --run run_" + kind + " --out exported_" + kind, dir.path());
+        app("xl-export") + " --run run_" + kind + " --out exported_" + kind, dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_THAT(
         r.output,
@@ -365,22 +361,22 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
     EXPECT_FALSE(fs::exists(dir / run)) << run;
   }
   fails(
-      bin("xl-prep") + " --format xlnet --train " + write_file(dir / "empty.txt", "\n\n").string() +
+      app("xl-prep") + " --format xlnet --train " + write_file(dir / "empty.txt", "\n\n").string() +
           " --out " + (dir / "empty").string(),
       "empty.txt");
   fails(
-      bin("xl-prep") + " --format nsmc --train " +
+      app("xl-prep") + " --format nsmc --train " +
           write_file(dir / "bad.tsv", "id\tdocument\tlabel\n1\tgood\t7\n").string() + " --out " +
           (dir / "bad").string(),
       "bad.tsv:2: the label must be 0 or 1, found '7'");
   // A fine-tuning run pointed at a checkpoint of another family: a Transformer-XL trained on
   // the same reviews as words.
   auto r = run_command(
-      bin("xl-prep") + " --format word --train " + (nsmc_dir() / "train.txt").string() + " --out " +
+      app("xl-prep") + " --format word --train " + (nsmc_dir() / "train.txt").string() + " --out " +
       (dir / "words").string());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
-      bin("xl-train") + " --config " + kSourceDir +
+      app("xl-train") + " --config " + kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=" + (dir / "words").string() +
       " --set data.valid=train.bin --set run.dir=" + (dir / "txl").string() +
       " --set train.max_step=2 --set train.warmup_step=1 --set train.eval_interval=2 "

@@ -93,11 +93,9 @@ ModelFamily bigram_family() {
     model->reset_parameters();
     return model;
   };
-  f.open_dataset = [](const config::Config& c) {
-    return sources::open_token_dataset(c, nullptr, 0);
-  };
+  f.open_dataset = [](const config::Config& c) { return sources::open_token_dataset(c); };
   f.random_dataset = [](const config::Config& c, int64_t n_token, int64_t size) {
-    return sources::random_token_dataset(c, n_token, size, formats::VocabKind::kWord, 0);
+    return sources::random_token_dataset(c, n_token, size);
   };
   f.memory_shape = [](const config::Config& c, int64_t n_token) {
     const auto& m = c.model;

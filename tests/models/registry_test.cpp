@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "families/test_families.h"
 #include "test_util.h"
 #include "xl/config/config.h"
 #include "xl/models/char_transformer/config.h"
@@ -51,49 +52,21 @@ TEST(Registry, SectionsAreInTheDumpedConfig) {
   EXPECT_GE(sections, 3); // Transformer-XL's, XLNet's and the character transformer's
 }
 
-// "Carries no memory" is a fact of the descriptor: every such family is refused memory-mode
-// evaluation with the same message, and its evaluation spans keep no memory.
-TEST(Registry, AFamilyWithoutMemoryIsEvaluatedOnWindowsOnly) {
-  int memoryless = 0;
-  for (const std::string& name : test::tiny_configs()) {
-    const auto path = std::string(test::kSourceDir) + "/" + name;
-    const auto config = config::load(path);
-    if (model_family(config).config.carries_memory) {
-      continue;
-    }
-    SCOPED_TRACE(name);
-    ++memoryless;
-    EXPECT_EQ(eval_span(config, false).mem_len, 0);
-    EXPECT_EQ(eval_span(config, true).mem_len, 0);
-    try {
-      config::load(path, {"eval.mode=memory"});
-      ADD_FAILURE() << "memory-mode evaluation accepted";
-    } catch (const ConfigError& e) {
-      EXPECT_NE(
-          std::string(e.what()).find(
-              "model.type " + config.model.type.name +
-              " has no memory to carry between segments: set vanilla"),
-          std::string::npos)
-          << e.what();
-    }
-  }
-  EXPECT_GE(memoryless, 1); // the character transformer
-}
-
 // The families every program has (registered before main(); a test registers its own later).
 const size_t kBuiltinFamilies = model_families().size();
 
 // The tests that go over every family take its tiny configs (test::tiny_configs): each
-// built-in family has one, and each names a family.
+// family, built-in or a test's, has one, and each names a family.
 TEST(Registry, EveryFamilyHasATinyConfig) {
+  test::register_test_families();
+  ASSERT_GT(model_families().size(), kBuiltinFamilies);
   std::set<std::string> covered;
   for (const std::string& name : test::tiny_configs()) {
     SCOPED_TRACE(name);
     covered.insert(config::load(std::string(test::kSourceDir) + "/" + name).model.type.name);
   }
   ASSERT_GE(kBuiltinFamilies, 3U);
-  for (size_t i = 0; i < kBuiltinFamilies; ++i) {
-    const ModelFamily& f = model_families()[i];
+  for (const ModelFamily& f : model_families()) {
     EXPECT_EQ(covered.count(f.name), 1U)
         << "model family " << f.name << " has no configs/<folder>/tiny.yaml";
   }
@@ -101,6 +74,7 @@ TEST(Registry, EveryFamilyHasATinyConfig) {
 
 // What every caller relies on is there; what may be missing says why in words.
 TEST(Registry, DescriptorsAreComplete) {
+  test::register_test_families();
   for (const ModelFamily& f : model_families()) {
     SCOPED_TRACE(f.name);
     EXPECT_NE(f.build, nullptr);

@@ -2,8 +2,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "test_util.h"
 #include "xl/formats/labelled_file.h"
 #include "xl/prep/nsmc.h"
@@ -124,14 +122,7 @@ TEST_F(LabelledTextsTest, TrainingShufflesEveryPassAndResumesExactly) {
   }
   sources::next_cycling(a);
   sources::LabelledTexts b(*dir_ / "l.tsv", sp, o);
-  torch::serialize::OutputArchive out;
-  a.save(out);
-  std::ostringstream bytes;
-  out.save_to(bytes);
-  std::istringstream in_bytes(bytes.str());
-  torch::serialize::InputArchive in;
-  in.load_from(in_bytes);
-  b.load(in);
+  test::transfer(a, b);
   for (int k = 0; k < 5; ++k) {
     const auto x = sources::next_cycling(a);
     const auto y = sources::next_cycling(b);

@@ -19,18 +19,6 @@ formats::TokenTensor counting(int64_t n) {
   return formats::TokenTensor(torch::arange(n, torch::kLong), "counting");
 }
 
-// Saves `source` and loads the state into `other`.
-void transfer(const sources::BatchSource& source, sources::BatchSource& other) {
-  torch::serialize::OutputArchive out;
-  source.save(out);
-  std::ostringstream bytes;
-  out.save_to(bytes);
-  std::istringstream in_bytes(bytes.str());
-  torch::serialize::InputArchive in;
-  in.load_from(in_bytes);
-  other.load(in);
-}
-
 TEST(OrderedSegments, StreamsAreContiguousAndTargetsShiftByOne) {
   const auto tokens = counting(23);
   sources::OrderedSegments source(tokens, 2, 4);
@@ -69,11 +57,11 @@ TEST(OrderedSegments, ACheckpointedPositionContinuesExactly) {
   a.next();
   a.next();
   sources::OrderedSegments b(tokens, 2, 3);
-  transfer(a, b);
+  test::transfer(a, b);
   EXPECT_TRUE(torch::equal(a.next()->tokens, b.next()->tokens));
   sources::OrderedSegments other(tokens, 2, 4);
   try {
-    transfer(a, other);
+    test::transfer(a, other);
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("2 streams x 3 tokens"));
@@ -136,7 +124,7 @@ TEST(SlidingWindows, ACheckpointedPositionContinuesExactly) {
   sources::SlidingWindows a(tokens, 6, 2, 3);
   a.next();
   sources::SlidingWindows b(tokens, 6, 2, 3);
-  transfer(a, b);
+  test::transfer(a, b);
   EXPECT_TRUE(torch::equal(a.next()->targets, b.next()->targets));
 }
 
@@ -163,7 +151,7 @@ TEST(RandomWindows, DrawWindowsFromTheWholeSplitAndResumeTheirRandomState) {
   EXPECT_FALSE(a.next().has_value());
   EXPECT_EQ(a.epoch(), 1);
   sources::RandomWindows b(tokens, 16, 8, 42);
-  transfer(a, b);
+  test::transfer(a, b);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(torch::equal(sources::next_cycling(a).tokens, sources::next_cycling(b).tokens));
   }

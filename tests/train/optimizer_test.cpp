@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <sstream>
 
+#include "test_util.h"
 #include "xl/train/lamb.h"
 #include "xl/train/schedule.h"
 
@@ -60,15 +60,8 @@ TEST(LRSchedule, PlateauDecaysAfterPatienceAndRoundTrips) {
   EXPECT_TRUE(s.observe(3.1));  // second: decay
   EXPECT_DOUBLE_EQ(s.lr(50), 0.5);
   EXPECT_FALSE(s.observe(2.0));
-  torch::serialize::OutputArchive out;
-  s.save(out);
-  std::ostringstream bytes;
-  out.save_to(bytes);
-  std::istringstream in_bytes(bytes.str());
-  torch::serialize::InputArchive in;
-  in.load_from(in_bytes);
   LRSchedule restored(t);
-  restored.load(in);
+  test::transfer(s, restored);
   EXPECT_DOUBLE_EQ(restored.lr(50), 0.5);
   EXPECT_FALSE(restored.observe(2.0)); // best (2.0) came back too: a tie is one bad eval
   EXPECT_TRUE(restored.observe(2.0));
@@ -142,16 +135,9 @@ TEST(Optimizers, FusedAdamMatchesLibTorchsStepAndState) {
       };
       run(*optimizer, 0, 3);
       // Halfway, the state goes through a checkpoint into an optimizer of the other kind.
-      torch::serialize::OutputArchive out;
-      optimizer->save(out);
-      std::ostringstream bytes;
-      out.save_to(bytes);
       t.fused_optim = second;
       auto resumed = make_optimizer(t, params);
-      torch::serialize::InputArchive in;
-      std::istringstream read(bytes.str());
-      in.load_from(read);
-      resumed->load(in);
+      test::transfer(*optimizer, *resumed);
       run(*resumed, 3, 6);
       finals.push_back({params[0].detach(), params[1].detach()});
       const auto state = resumed->state_tensors();

@@ -129,25 +129,6 @@ TEST(ParameterPlan, LayerDecayGivesTheRatesWrittenByHand) {
   }
 }
 
-// Every family names its layer stack `layers`, so the decay reaches each layer: at 0.5 over 3
-// layers, layers.0 and layers.1 get their own rates and every parameter of a layer is in it.
-TEST(ParameterPlan, LayerDecayReachesEveryLayerOfEveryFamily) {
-  for (const std::string& name : test::tiny_configs()) {
-    SCOPED_TRACE(name);
-    const auto config = config::load(
-        std::string(test::kSourceDir) + "/" + name,
-        {"model.n_layer=3", "train.lr_layer_decay=0.5", "train.threads=1"});
-    auto model = models::build_model(config, 3000);
-    const auto plan = plan_parameters(config, *model);
-    EXPECT_EQ(plan.layer_rates, (std::vector<std::string>{"layers.0 x0.25", "layers.1 x0.5"}));
-    std::set<int64_t> layers;
-    for (const auto& item : model->named_parameters()) {
-      layers.insert(layer_of(item.key()));
-    }
-    EXPECT_EQ(layers, (std::set<int64_t>{-1, 0, 1, 2}));
-  }
-}
-
 // A model whose stack is named otherwise would take the decay silently: it is refused.
 TEST(ParameterPlan, LayerDecayWithoutALayerStackIsRefused) {
   const auto config = classifier({"train.lr_layer_decay=0.5"});

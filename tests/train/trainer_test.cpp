@@ -1,6 +1,6 @@
-// The shared trainer, training step and evaluator, tested with a model of the test's own (not a
-// Transformer-XL): the weighted objective, exact normalisation across batch chunks, per-term
-// logging, the non-finite-loss guard, exact resume for every batch source, exact evaluation sums.
+// The shared trainer and training step, tested with a model of the test's own (not a
+// Transformer-XL; train/fake_model.h): the weighted objective, exact normalisation across batch
+// chunks, per-term logging, the non-finite-loss guard, exact resume for every batch source.
 #include "xl/train/trainer.h"
 
 #include <gmock/gmock.h>
@@ -9,16 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "train/fake_model.h"
 #include "xl/config/config.h"
-#include "xl/eval/evaluator.h"
-#include "xl/eval/report.h"
 #include "xl/models/factory.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/run_dir.h"
-#include "xl/runtime/autocast.h"
-#include "xl/sources/corpus.h"
-#include "xl/sources/ordered_segments.h"
-#include "xl/sources/windows.h"
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 
@@ -26,96 +21,10 @@ namespace xl::train {
 namespace {
 
 using models::TermKind;
+using test::DigitsCorpus;
+using test::fake_model;
+using test::FakeModel;
 using ::testing::HasSubstr;
-
-// Embedding -> linear head over the vocabulary, plus a classification head. Terms: "lm" (token
-// NLL of the counted targets), "even" (token NLL of the even target rows, weight `even_weight`),
-// "correct" (accuracy count, weight 0). The memory is the mean of the last batch's embeddings.
-// Forward calls numbered in `nan_at` (counted in training mode) return a NaN "lm".
-class FakeModel : public models::LanguageModelImpl {
- public:
-  FakeModel(int64_t vocab, double even_weight, std::set<int> nan_at = {})
-      : even_weight_(even_weight), nan_at_(std::move(nan_at)) {
-    emb = register_module("emb", torch::nn::Embedding(vocab, 8));
-    head = register_module("head", torch::nn::Linear(8, vocab));
-    cls = register_module("cls", torch::nn::Linear(8, 3));
-  }
-  void reset_parameters() override {
-    for (auto& p : parameters()) {
-      torch::NoGradGuard no_grad;
-      p.normal_(0.0, 0.3);
-    }
-  }
-  models::ModelOutput forward(
-      const sources::Batch& batch,
-      const nn::Memory& mems,
-      const models::ForwardArgs& /*args*/) override {
-    auto h = emb(batch.tokens); // [L, B, 8]
-    if (!mems.empty()) {
-      h = h + mems[0];
-    }
-    const int64_t t = batch.targets.size(0);
-    const auto logp = torch::log_softmax(head(h.narrow(0, h.size(0) - t, t)), -1);
-    auto token = logp.gather(2, batch.targets.unsqueeze(2)).squeeze(2); // [T, B]
-    auto counted = batch.target_mask.defined() ? batch.target_mask
-                                               : torch::ones_like(batch.targets, torch::kBool);
-    const auto even = counted.slice(0, 0, t, 2);
-    models::ModelOutput out;
-    out.terms.push_back(
-        {"lm", -token.masked_select(counted).sum(), batch.n_targets, 1.0, TermKind::kTokenNll});
-    out.terms.push_back(
-        {"even",
-         -token.slice(0, 0, t, 2).masked_select(even).sum(),
-         even.sum().item<int64_t>(),
-         even_weight_,
-         TermKind::kTokenNll});
-    out.terms.push_back(
-        {"correct",
-         (logp.argmax(-1) == batch.targets).masked_select(counted).sum().to(torch::kFloat),
-         batch.n_targets,
-         0.0,
-         TermKind::kAccuracy});
-    out.logits = cls(h.mean(0));
-    out.mems = {h.mean(0, true).detach()};
-    if (is_training() && nan_at_.count(++calls_) > 0) {
-      out.terms[0].sum = out.terms[0].sum * std::numeric_limits<float>::quiet_NaN();
-    }
-    return out;
-  }
-
-  torch::nn::Embedding emb{nullptr};
-  torch::nn::Linear head{nullptr};
-  torch::nn::Linear cls{nullptr};
-
- private:
-  double even_weight_;
-  std::set<int> nan_at_;
-  int calls_ = 0;
-};
-
-// A corpus of the digits 0..9 repeated, in a fresh folder, with the tiny config over it.
-struct DigitsCorpus {
-  test::TempDir dir;
-  config::Config config;
-  DigitsCorpus() {
-    test::prepare_digits_corpus(dir.path());
-    config = config::load(
-        std::string(test::kSourceDir) + "/configs/txl/tiny.yaml",
-        {"data.dir=" + (dir / "data").string(),
-         "run.dir=" + (dir / "run").string(),
-         "model.transformer_xl.cutoffs=[]",
-         "model.transformer_xl.div_val=1",
-         "model.dropout=0.0",
-         "model.dropatt=0.0"});
-  }
-};
-
-std::shared_ptr<FakeModel> fake_model(int64_t vocab, double even_weight, uint64_t seed = 1) {
-  torch::manual_seed(seed);
-  auto model = std::make_shared<FakeModel>(vocab, even_weight);
-  model->reset_parameters();
-  return model;
-}
 
 torch::Tensor flat_parameters(const torch::nn::Module& model) {
   std::vector<torch::Tensor> flat;
@@ -356,116 +265,6 @@ TEST(Trainer, SkipsNonFiniteStepsAndStopsAfterTooMany) {
   // The checkpoint of step 10 (the last good one) is intact.
   torch::serialize::InputArchive archive;
   EXPECT_EQ(run::load_checkpoint(corpus.dir / "run/checkpoints/last.pt", archive).step, 10);
-}
-
-TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
-  const formats::TokenTensor tokens(torch::randint(11, {300}, torch::kLong), "random");
-  auto model = fake_model(11, 0.5);
-  std::vector<eval::EvalResult> results;
-  for (const int64_t batch_size : {3, 7}) {
-    sources::SlidingWindows source(tokens, 10, 2, batch_size);
-    results.push_back(eval::evaluate(*model, source, {}));
-  }
-  ASSERT_EQ(results[0].terms.size(), 3u);
-  EXPECT_EQ(results[0].tokens(), 290);
-  EXPECT_EQ(results[0].qualifier, "@stride=2");
-  for (size_t t = 0; t < 3; ++t) {
-    EXPECT_NEAR(results[0].terms[t].sum, results[1].terms[t].sum, 1e-3);
-    EXPECT_EQ(results[0].terms[t].count, results[1].terms[t].count);
-  }
-  EXPECT_TRUE(model->is_training()); // the evaluator restored the mode
-}
-
-// A Transformer-XL built for the digits corpus, and the corpus's prepared validation split.
-struct DigitsModel {
-  DigitsCorpus corpus;
-  sources::Corpus prepared{corpus.config.data};
-  models::LanguageModel model = [this] {
-    torch::manual_seed(2);
-    return models::build_model(corpus.config, prepared.vocab().size());
-  }();
-  const formats::TokenFile& tokens = prepared.split("valid");
-};
-
-TEST(Evaluator, MemoryEvaluationEqualsOneLongPassWhenTheMemoryHoldsEverything) {
-  DigitsModel digits;
-  auto& model = digits.model;
-  const auto& tokens = digits.tokens;
-  sources::OrderedSegments source(tokens, 2, 7);
-  eval::EvalOptions options;
-  options.span.mem_len = 1000;
-  options.max_batches = 4; // 28 targets per stream
-  const auto segmented = eval::evaluate(*model, source, options);
-  EXPECT_EQ(segmented.tokens(), 2 * 28);
-  // The same 28 targets per stream in one segment.
-  sources::OrderedSegments whole_source(tokens, 2, 28);
-  const auto whole = eval::evaluate(*model, whole_source, [] {
-    eval::EvalOptions o;
-    o.max_batches = 1;
-    return o;
-  }());
-  EXPECT_NEAR(segmented.terms[0].sum, whole.terms[0].sum, 1e-3);
-  EXPECT_NEAR(segmented.loss(), whole.loss(), 1e-5);
-}
-
-// The evaluator keeps the memory's projections between segments of a stream: the same totals
-// as recomputing them.
-TEST(Evaluator, CachedProjectionsGiveTheTotalsOfRecomputedOnes) {
-  DigitsModel digits;
-  std::vector<eval::EvalResult> results;
-  for (const bool cache : {true, false}) {
-    sources::OrderedSegments source(digits.tokens, 3, 7);
-    eval::EvalOptions options;
-    options.span.mem_len = 10;
-    options.max_batches = 6;
-    options.cache_projections = cache;
-    results.push_back(eval::evaluate(*digits.model, source, options));
-  }
-  EXPECT_EQ(results[0].tokens(), results[1].tokens());
-  EXPECT_NEAR(results[0].terms[0].sum, results[1].terms[0].sum, 1e-5 * results[1].terms[0].sum);
-}
-
-// Under bf16 an evaluation casts the weights once and keeps them for its life only: the next
-// evaluation, after the weights changed (a training step between two validations), scores
-// what a model built with those weights scores.
-TEST(Evaluator, Bf16EvaluationsEachReadTheWeightsAsTheyAreWhenTheyStart) {
-  DigitsModel digits;
-  DigitsModel fresh;
-  const auto change = [](models::LanguageModelImpl& model) {
-    const torch::NoGradGuard no_grad;
-    for (auto& p : model.parameters()) {
-      p.mul_(1.5);
-    }
-  };
-  const auto score = [&](models::LanguageModelImpl& model) {
-    sources::OrderedSegments source(digits.tokens, 3, 7);
-    eval::EvalOptions options;
-    options.span.mem_len = 10;
-    options.max_batches = 4;
-    options.bf16 = true;
-    return eval::evaluate(model, source, options).terms[0].sum;
-  };
-  const double before = score(*digits.model);
-  change(*digits.model);
-  change(*fresh.model);
-  const double after = score(*digits.model);
-  EXPECT_NE(after, before);
-  EXPECT_EQ(after, score(*fresh.model));
-  EXPECT_FALSE(runtime::KeptWeightCasts::active());
-}
-
-TEST(EvalReport, MetricFollowsTheTermKindAndTheDataUnit) {
-  models::TermTotal nll{"lm", TermKind::kTokenNll, 1.0, std::log(20.0) * 4, 4};
-  EXPECT_EQ(eval::metric(nll, formats::VocabKind::kWord)->name, "ppl");
-  EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kWord)->value, 20.0, 1e-9);
-  nll.sum = std::log(2.0) * 1.5 * 4;
-  EXPECT_EQ(eval::metric(nll, formats::VocabKind::kByte, "@stride=8")->name, "bpc@stride=8");
-  EXPECT_NEAR(eval::metric(nll, formats::VocabKind::kByte)->value, 1.5, 1e-12);
-  const models::TermTotal correct{"cls_correct", TermKind::kAccuracy, 0.0, 3, 4};
-  EXPECT_EQ(eval::metric(correct, formats::VocabKind::kWord)->name, "acc");
-  EXPECT_DOUBLE_EQ(eval::metric(correct, formats::VocabKind::kWord)->value, 0.75);
-  const models::TermTotal cls{"cls", TermKind::kNll, 1.0, 2, 4};
-  EXPECT_FALSE(eval::metric(cls, formats::VocabKind::kWord).has_value());
 }
 
 } // namespace

@@ -94,22 +94,28 @@ const std::string& split_file(const config::DataConfig& data, const std::string&
 /// A UserError unless data.dir is a folder, saying how relative paths are read.
 void check_data_dir(const config::Config& config);
 
-/// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split;
-/// `bytes_only` names the family when it reads bytes only (a word vocabulary is then a
-/// UserError), null when either will do; training and memory-mode segments read `ext_len` tokens
-/// of context past their targets (Transformer-XL's model.transformer_xl.ext_len, else 0).
+/// What a family configures of its word or byte token source.
+struct TokenSourceOptions {
+  /// the family's name where it reads bytes only (a word vocabulary is then a UserError naming
+  /// it); empty where either will do
+  std::string bytes_only;
+  /// tokens of context each training and memory-mode segment reads past its targets
+  /// (Transformer-XL's model.transformer_xl.ext_len)
+  int64_t ext_len = 0;
+};
+
+/// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split.
 std::unique_ptr<Dataset> open_token_dataset(
     const config::Config& config,
-    const char* bytes_only,
-    int64_t ext_len);
+    const TokenSourceOptions& options = {});
 
-/// `size` uniform ids below `n_token` that every split shares, read as `unit`s (benchmarks: no
-/// prepared data needed), with segments as open_token_dataset's.
+/// `size` uniform ids below `n_token` that every split shares (benchmarks: no prepared data
+/// needed), read as bytes where `options` reads bytes only and else as words, with segments as
+/// open_token_dataset's.
 std::unique_ptr<Dataset> random_token_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size,
-    formats::VocabKind unit,
-    int64_t ext_len);
+    const TokenSourceOptions& options = {});
 
 } // namespace xl::sources

@@ -35,15 +35,22 @@ LanguageModel build(const config::Config& config, int64_t n_token) {
           .checkpoint_layers(config.train.activation_checkpointing));
 }
 
+// Bytes only, no context past the windows.
+sources::TokenSourceOptions token_source() {
+  sources::TokenSourceOptions options;
+  options.bytes_only = "character transformer";
+  return options;
+}
+
 std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
-  return sources::open_token_dataset(config, "character transformer", 0);
+  return sources::open_token_dataset(config, token_source());
 }
 
 std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {
-  return sources::random_token_dataset(config, n_token, size, formats::VocabKind::kByte, 0);
+  return sources::random_token_dataset(config, n_token, size, token_source());
 }
 
 // The character transformer: per-layer (or one) position tables, the output head and the

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "xl/models/kit.h"
 #include "xl/nn/fp32_islands.h"
 #include "xl/nn/learned_positions.h"
 #include "xl/nn/masks.h"
-#include "xl/nn/recompute.h"
 #include "xl/nn/vanilla_decoder_layer.h"
 #include "xl/runtime/autocast.h"
 
@@ -42,10 +42,8 @@ void CharTransformerImpl::reset() {
       nn::LearnedPositions(nn::LearnedPositionsOptions(
           o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < o.n_layer(); ++i) {
-    layers->push_back(nn::VanillaDecoderLayer(o.layer()));
-  }
+  layers = register_layer_stack(
+      *this, o.n_layer(), [&](int64_t) { return nn::VanillaDecoderLayer(o.layer()); });
   if (attention.pre_lnorm()) {
     final_norm = register_module(
         "final_norm",
@@ -142,7 +140,7 @@ torch::Tensor CharTransformerImpl::run_layer(
             layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
                 ->forward(x, mask, cached, cache)};
       };
-  return (options.checkpoint_layers() ? nn::recompute(layer, {h}) : layer({h}))[0];
+  return models::run_layer(options.checkpoint_layers(), layer, {h})[0];
 }
 
 void CharTransformerImpl::add_layer_terms(
@@ -196,13 +194,8 @@ ModelOutput CharTransformerImpl::forward(
   std::vector<LossTerm> aux;
   // In generation, a decoding cache holds the keys and values of the `past` positions read
   // before (an evaluation's batches are windows of their own).
-  ProjectionCache* cache = args.next_token ? args.cache : nullptr;
-  int64_t past = 0;
-  if (cache != nullptr) {
-    cache->layers.resize(static_cast<size_t>(n_layer));
-    const auto& held = cache->layers.front().k;
-    past = held.defined() && held.size(0) == tokens.size(1) ? held.size(2) : 0;
-  }
+  const DecodingCache cache(args, n_layer, tokens.size(1));
+  const int64_t past = cache.past;
   TORCH_CHECK(
       past + len <= options.n_ctx(),
       "the char transformer reads at most n_ctx = ",
@@ -215,8 +208,7 @@ ModelOutput CharTransformerImpl::forward(
   const auto mask = nn::causal_mask(len, past, false, 0, tokens.device());
   auto h = drop(word_embedding(tokens)); // [L, B, D]
   for (int64_t l = 0; l < n_layer; ++l) {
-    h = run_layer(
-        l, h, mask, past, cache != nullptr ? &cache->layers[static_cast<size_t>(l)] : nullptr);
+    h = run_layer(l, h, mask, past, cache.layer(l));
     add_layer_terms(batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
   }
   for (auto& term : aux) {

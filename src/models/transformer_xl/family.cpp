@@ -72,21 +72,22 @@ std::string eval_span_note(const config::Config& config) {
       *config.eval.mem_len);
 }
 
+// Words or bytes, with model.transformer_xl.ext_len tokens of context past each segment.
+sources::TokenSourceOptions token_source(const config::Config& config) {
+  sources::TokenSourceOptions options;
+  options.ext_len = config.model.section<TransformerXLConfig>().ext_len;
+  return options;
+}
+
 std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
-  return sources::open_token_dataset(
-      config, nullptr, config.model.section<TransformerXLConfig>().ext_len);
+  return sources::open_token_dataset(config, token_source(config));
 }
 
 std::unique_ptr<sources::Dataset> random_dataset(
     const config::Config& config,
     int64_t n_token,
     int64_t size) {
-  return sources::random_token_dataset(
-      config,
-      n_token,
-      size,
-      formats::VocabKind::kWord,
-      config.model.section<TransformerXLConfig>().ext_len);
+  return sources::random_token_dataset(config, n_token, size, token_source(config));
 }
 
 // Transformer-XL: the layers, u/v biases or learned tables, and the adaptive input and softmax

@@ -1,7 +1,7 @@
 #include "xl/models/transformer_xl/model.h"
 
+#include "xl/models/kit.h"
 #include "xl/nn/masks.h"
-#include "xl/nn/recompute.h"
 #include "xl/nn/rel_decoder_layer.h"
 #include "xl/nn/vanilla_decoder_layer.h"
 
@@ -63,14 +63,11 @@ void TransformerXLImpl::reset() {
     r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
     r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
   }
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < o.n_layer(); ++i) {
-    if (o.relative()) {
-      layers->push_back(nn::RelDecoderLayer(o.layer()));
-    } else {
-      layers->push_back(nn::VanillaDecoderLayer(o.layer()));
-    }
-  }
+  layers = register_layer_stack(*this, o.n_layer(), [&](int64_t) {
+    return o.relative()
+        ? nn::RelDecoderLayer(o.layer()).ptr()
+        : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(o.layer()).ptr());
+  });
   crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
   crit->tie_to(*word_emb);
   reset_parameters();
@@ -165,7 +162,7 @@ torch::Tensor TransformerXLImpl::run_layers(
           mask,
           mlen > 0 ? mem + positions(i, first, mlen) : mem)};
     };
-    core = (options.checkpoint_layers() ? nn::recompute(layer, {core}) : layer({core}))[0];
+    core = run_layer(options.checkpoint_layers(), layer, {core})[0];
   }
   return drop(core);
 }

@@ -1,7 +1,7 @@
 #include "xl/models/xlnet/model.h"
 
+#include "xl/models/kit.h"
 #include "xl/nn/memory.h"
-#include "xl/nn/recompute.h"
 #include "xl/nn/two_stream_layer.h"
 #include "xl/runtime/autocast.h"
 
@@ -45,10 +45,8 @@ void XLNetImpl::reset() {
   pos_emb =
       register_module("pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < o.n_layer(); ++i) {
-    layers->push_back(nn::TwoStreamLayer(o.layer()));
-  }
+  layers = register_layer_stack(
+      *this, o.n_layer(), [&](int64_t) { return nn::TwoStreamLayer(o.layer()); });
   lm_bias = register_parameter("lm_bias", torch::empty({o.n_token()}));
   if (o.n_class() > 0) {
     summary = register_module("summary", torch::nn::Linear(d_model, d_model));
@@ -337,7 +335,7 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
   if (g.defined()) {
     in.push_back(g);
   }
-  const auto out = options.checkpoint_layers() ? nn::recompute(layer, in) : layer(in);
+  const auto out = models::run_layer(options.checkpoint_layers(), layer, in);
   return {out[0], out.size() > 1 ? out[1] : torch::Tensor()};
 }
 

@@ -14,7 +14,7 @@
 namespace xl::models {
 namespace {
 
-config::Config shipped(const std::string& name) {
+config::Config char_config(const std::string& name) {
   return config::load(std::string(test::kSourceDir) + "/configs/char/" + name + ".yaml");
 }
 
@@ -40,7 +40,7 @@ TEST(CharTransformerParameters, T64AndT12AsTheArchitectureAndThePaperSay) {
         {"enwik8_t12", 12, 44.3e6, 41.1e6}}) {
     SCOPED_TRACE(name);
     const auto model =
-        std::dynamic_pointer_cast<CharTransformerImpl>(build_model(shipped(name), 256));
+        std::dynamic_pointer_cast<CharTransformerImpl>(build_model(char_config(name), 256));
     ASSERT_TRUE(model);
     const auto expected = expected_counts(n_layer);
     EXPECT_EQ(count_parameters(*model), expected.training);
@@ -85,7 +85,7 @@ TEST(LayerSchedule, StopsLayerLAtLOverTwoNOfTraining) {
 }
 
 // A tiny model with every loss: 3 layers, t+1 and t+2 heads, over 100 steps.
-CharTransformerOptions tiny(bool multiple_positions = true) {
+CharTransformerOptions char_options(bool multiple_positions = true) {
   CharLosses losses;
   losses.multiple_positions = multiple_positions;
   losses.schedule.n_layer = 3;
@@ -116,7 +116,7 @@ std::map<std::string, LossTerm> by_name(const ModelOutput& out) {
 
 TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
   torch::manual_seed(0);
-  CharTransformerImpl model(tiny());
+  CharTransformerImpl model(char_options());
   const auto batch = window(10, 3, 1);
   ForwardArgs args;
   args.step = 1;
@@ -140,7 +140,7 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
   EXPECT_EQ(by_name(out).at("l2/t+1").count, 30);
 
   // Each loss switched off takes its terms (and heads) with it.
-  auto options = tiny();
+  auto options = char_options();
   auto& losses = options.losses();
   losses.schedule.intermediate = false;
   const auto names_of = [&](CharTransformerImpl& m) {
@@ -158,7 +158,7 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
   EXPECT_FALSE(plain.heads);
 
   // One position: t+1 at the last, t+2 at the one before.
-  CharTransformerImpl last(tiny(false));
+  CharTransformerImpl last(char_options(false));
   args.step = 1;
   const auto one = by_name(last.forward(batch, {}, args));
   EXPECT_EQ(one.at("lm").count, 3);
@@ -178,7 +178,7 @@ TEST(CharTransformer, TermsFollowTheScheduleAndKeepTheirOrder) {
 // Generation's distribution is the last position's, with or without targets to score.
 TEST(CharTransformer, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
   torch::manual_seed(0);
-  CharTransformerImpl model(tiny());
+  CharTransformerImpl model(char_options());
   model.eval();
   const auto batch = window(10, 3, 2);
   ForwardArgs args;
@@ -204,7 +204,7 @@ TEST(CharTransformer, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
 // Changing the bytes after position p changes no prediction at or before p, in any head.
 TEST(CharTransformer, EveryHeadIsCausal) {
   torch::manual_seed(0);
-  CharTransformerImpl model(tiny());
+  CharTransformerImpl model(char_options());
   model.eval();
   const auto a = window(10, 2, 3);
   auto b = a;
@@ -241,7 +241,7 @@ TEST(CharTransformer, EveryHeadIsCausal) {
 // gradient at all.
 TEST(CharTransformer, AuxiliaryTermsSendGradientWhereTheyShould) {
   torch::manual_seed(0);
-  CharTransformerImpl model(tiny());
+  CharTransformerImpl model(char_options());
   const auto batch = window(10, 2, 5);
   const auto grads_of = [&](const std::string& name, int64_t step) {
     model.zero_grad();
@@ -288,7 +288,7 @@ TEST(CharTransformer, AuxiliaryTermsSendGradientWhereTheyShould) {
 }
 
 TEST(CharTransformer, RefusesWindowsLongerThanItsPositions) {
-  CharTransformerImpl model(tiny());
+  CharTransformerImpl model(char_options());
   EXPECT_THROW(model.forward(window(13, 2, 0), {}, {}), c10::Error);
 }
 

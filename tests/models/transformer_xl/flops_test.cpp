@@ -8,7 +8,7 @@ namespace {
 
 // A model small enough to count by hand: one layer, d_model 8, 2 heads of 4, d_inner 16,
 // segments of 4 with a memory of 4, 20 words split at 10, no projections.
-config::Config tiny() {
+config::Config flops_config() {
   config::Config c;
   c.model.type = "transformer_xl";
   c.model.n_layer = 1;
@@ -23,7 +23,7 @@ config::Config tiny() {
 }
 
 TEST(Flops, TransformerXLTrainingStepCountedByHand) {
-  auto c = tiny();
+  auto c = flops_config();
   const auto share = uniform_bin_share(c, 20);
   ASSERT_EQ(share, (std::vector<double>{0.5, 0.5}));
   // Per token: q, k, v 2*8*8*(4 + 2*8)/4 = 640; scores and weighted sum 2*2*8*8 = 256; output
@@ -40,7 +40,7 @@ TEST(Flops, TransformerXLTrainingStepCountedByHand) {
 }
 
 TEST(Flops, TransformerXLEvaluationSegmentCountedByHand) {
-  const auto c = tiny();
+  const auto c = flops_config();
   const auto share = uniform_bin_share(c, 20);
   // Projections kept: q, k, v of the 4 new tokens 2*8*8*3 = 384; scores and weighted sum
   // 2*2*8*8 = 256; output 128; feed-forward 512; BD 2*8*8 = 128; the softmax 256.

@@ -13,22 +13,22 @@ namespace {
 
 constexpr int64_t kWt103Vocab = 267735;
 
-config::Config shipped(const std::string& name) {
+config::Config txl_config(const std::string& name) {
   return config::load(std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
 }
 
 // kimiyoung/transformer-xl train.py prints these for its wt103 scripts.
 TEST(TransformerXLParameters, Wt103BaseMatchesPublishedCount) {
-  auto model = build_model(shipped("wt103_base"), kWt103Vocab);
+  auto model = build_model(txl_config("wt103_base"), kWt103Vocab);
   EXPECT_EQ(count_parameters(*model), 151107538);
 }
 
 TEST(TransformerXLParameters, Wt103LargeMatchesPublishedCount) {
-  auto model = build_model(shipped("wt103_large"), kWt103Vocab);
+  auto model = build_model(txl_config("wt103_large"), kWt103Vocab);
   EXPECT_EQ(count_parameters(*model), 285170506);
 }
 
-TransformerXLOptions tiny(bool relative = true, int64_t mem_len = 6) {
+TransformerXLOptions txl_options(bool relative = true, int64_t mem_len = 6) {
   TransformerXLLengths lengths;
   lengths.mem_len = mem_len;
   return TransformerXLOptions(
@@ -48,29 +48,23 @@ sources::Batch lm_batch(const torch::Tensor& tokens, const torch::Tensor& target
   return batch;
 }
 
-ForwardArgs with_log_probs() {
-  ForwardArgs args;
-  args.log_probs = true;
-  return args;
-}
-
 // Al-Rfou et al.'s positions (kimiyoung's attn_type 3): a table per layer, memory 6 and
 // segments of 8 fit its 16 rows.
 TransformerXLOptions tiny_learned() {
-  return tiny(false).learned_positions(true).n_ctx(16);
+  return txl_options(false).learned_positions(true).n_ctx(16);
 }
 
 // Generation's distribution over the whole adaptive vocabulary is the last position's, with or
 // without targets to score, after a memory too.
 TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
-  for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
+  for (const auto& options : {txl_options(true), txl_options(false), tiny_learned()}) {
     torch::manual_seed(4);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
     const auto input = torch::randint(40, {8, 2});
     const auto target = torch::randint(40, {8, 2});
     const auto memory = model->forward(lm_batch(input, target), {}).mems;
-    auto args = with_log_probs();
+    auto args = test::with_log_probs();
     args.next_token = true;
     const auto out = model->forward(lm_batch(input, target), memory, args);
     ASSERT_EQ(out.next_log_probs.sizes(), (std::vector<int64_t>{2, 40}));
@@ -95,11 +89,11 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
 // Generation's cache projects only the new positions; what comes out is what projecting
 // [memory | segment] whole gives, post-LN and pre-LN, shared and per-layer biases, clamped.
 TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
-  auto pre_ln = tiny(true, 5);
+  auto pre_ln = txl_options(true, 5);
   pre_ln.layer().attention().pre_lnorm(true);
-  auto untied = tiny(true, 7).untie_r(true);
+  auto untied = txl_options(true, 7).untie_r(true);
   untied.lengths().clamp_len = 3;
-  for (const auto& options : {tiny(true, 5), pre_ln, untied}) {
+  for (const auto& options : {txl_options(true, 5), pre_ln, untied}) {
     torch::manual_seed(5);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
@@ -133,16 +127,22 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
 // passes one cache per stream): every attention variant scores as with the whole projection,
 // with a memory shorter than the segment (3 < 5), as long (5) and longer (12), and with ext_len.
 TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
-  auto pre_ln = tiny(true, 12);
+  auto pre_ln = txl_options(true, 12);
   pre_ln.layer().attention().pre_lnorm(true);
-  auto untied = tiny(true, 5).untie_r(true);
+  auto untied = txl_options(true, 5).untie_r(true);
   untied.lengths().clamp_len = 3;
-  auto same_length = tiny(true, 12);
+  auto same_length = txl_options(true, 12);
   same_length.lengths().same_length = true;
-  auto extended = tiny(true, 5); // the memory ends 2 rows before the last
+  auto extended = txl_options(true, 5); // the memory ends 2 rows before the last
   extended.lengths().ext_len = 2;
   for (const auto& options :
-       {tiny(true, 3), tiny(true, 5), tiny(true, 12), pre_ln, untied, same_length, extended}) {
+       {txl_options(true, 3),
+        txl_options(true, 5),
+        txl_options(true, 12),
+        pre_ln,
+        untied,
+        same_length,
+        extended}) {
     torch::manual_seed(6);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
@@ -153,13 +153,13 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
       p.normal_(0.0, 0.3);
     }
     ProjectionCache cache;
-    ForwardArgs cached = with_log_probs();
+    ForwardArgs cached = test::with_log_probs();
     cached.cache = &cache;
     nn::Memory plain_mems;
     nn::Memory cached_mems;
     for (int segment = 0; segment < 5; ++segment) {
       const auto batch = lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
-      const auto a = model->forward(batch, plain_mems, with_log_probs());
+      const auto a = model->forward(batch, plain_mems, test::with_log_probs());
       const auto b = model->forward(batch, cached_mems, cached);
       EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
           << "segment " << segment << ", mem_len " << options.lengths().mem_len;
@@ -174,7 +174,7 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
       layer.v.zero_();
     }
     const auto batch = lm_batch(torch::randint(40, {5, 3}), torch::randint(40, {5, 3}));
-    const auto change = (model->forward(batch, plain_mems, with_log_probs()).log_probs -
+    const auto change = (model->forward(batch, plain_mems, test::with_log_probs()).log_probs -
                          model->forward(batch, cached_mems, cached).log_probs)
                             .abs()
                             .max()
@@ -187,18 +187,19 @@ TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
 }
 
 TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
-  for (const auto& options : {tiny(true), tiny(false), tiny_learned()}) {
+  for (const auto& options : {txl_options(true), txl_options(false), tiny_learned()}) {
     torch::manual_seed(3);
     auto model = std::make_shared<TransformerXLImpl>(options);
     model->eval();
     const auto input = torch::randint(40, {8, 2});
     const auto target = torch::randint(40, {8, 2});
     const auto memory = model->forward(lm_batch(input, target), {}).mems;
-    const auto base = model->forward(lm_batch(input, target), memory, with_log_probs()).log_probs;
+    const auto base =
+        model->forward(lm_batch(input, target), memory, test::with_log_probs()).log_probs;
     auto changed = input.clone();
     changed[5][0] = (changed[5][0].item<int64_t>() + 1) % 40;
     const auto after =
-        model->forward(lm_batch(changed, target), memory, with_log_probs()).log_probs;
+        model->forward(lm_batch(changed, target), memory, test::with_log_probs()).log_probs;
     EXPECT_TRUE(torch::equal(base.narrow(0, 0, 5), after.narrow(0, 0, 5)));
     EXPECT_FALSE(torch::equal(base[5], after[5]));
   }
@@ -206,15 +207,15 @@ TEST(TransformerXL, ChangingAFutureTokenChangesNoEarlierLogProb) {
 
 TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
   torch::manual_seed(4);
-  auto model = std::make_shared<TransformerXLImpl>(tiny(true, 12));
+  auto model = std::make_shared<TransformerXLImpl>(txl_options(true, 12));
   model->eval();
   const auto input = torch::randint(40, {10, 3});
   const auto target = torch::randint(40, {10, 3});
-  const auto whole = model->forward(lm_batch(input, target), {}, with_log_probs()).log_probs;
-  const auto first =
-      model->forward(lm_batch(input.narrow(0, 0, 4), target.narrow(0, 0, 4)), {}, with_log_probs());
+  const auto whole = model->forward(lm_batch(input, target), {}, test::with_log_probs()).log_probs;
+  const auto first = model->forward(
+      lm_batch(input.narrow(0, 0, 4), target.narrow(0, 0, 4)), {}, test::with_log_probs());
   const auto second = model->forward(
-      lm_batch(input.narrow(0, 4, 6), target.narrow(0, 4, 6)), first.mems, with_log_probs());
+      lm_batch(input.narrow(0, 4, 6), target.narrow(0, 4, 6)), first.mems, test::with_log_probs());
   EXPECT_TRUE(torch::allclose(first.log_probs, whole.narrow(0, 0, 4), 1e-5, 1e-5));
   EXPECT_TRUE(torch::allclose(second.log_probs, whole.narrow(0, 4, 6), 1e-5, 1e-5));
   ASSERT_EQ(second.mems.size(), 2u);
@@ -223,11 +224,11 @@ TEST(TransformerXL, SegmentWithMemoryEqualsOneLongPass) {
 
 TEST(TransformerXL, LossIsOneTermSummingTheTokenLogProbs) {
   torch::manual_seed(5);
-  auto model = std::make_shared<TransformerXLImpl>(tiny());
+  auto model = std::make_shared<TransformerXLImpl>(txl_options());
   model->eval();
   const auto input = torch::randint(40, {5, 2});
   const auto target = torch::randint(40, {3, 2});
-  const auto out = model->forward(lm_batch(input, target), {}, with_log_probs());
+  const auto out = model->forward(lm_batch(input, target), {}, test::with_log_probs());
   ASSERT_EQ(out.terms.size(), 1u);
   EXPECT_EQ(out.terms[0].name, "lm");
   EXPECT_EQ(out.terms[0].kind, TermKind::kTokenNll);
@@ -238,12 +239,12 @@ TEST(TransformerXL, LossIsOneTermSummingTheTokenLogProbs) {
 
 TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
   torch::manual_seed(6);
-  auto model = std::make_shared<TransformerXLImpl>(tiny());
+  auto model = std::make_shared<TransformerXLImpl>(txl_options());
   model->eval();
   auto batch = lm_batch(torch::randint(40, {4, 2}), torch::randint(40, {4, 2}));
   batch.target_mask = torch::tensor({{true, false}, {true, true}, {false, true}, {true, false}});
   batch.n_targets = sources::count_targets(batch);
-  const auto out = model->forward(batch, {}, with_log_probs());
+  const auto out = model->forward(batch, {}, test::with_log_probs());
   EXPECT_EQ(out.terms[0].count, 5);
   EXPECT_NEAR(
       out.terms[0].sum.item<double>(),
@@ -253,7 +254,7 @@ TEST(TransformerXL, MaskedTargetsCountNeitherInTheSumNorInTheCount) {
 
 TEST(TransformerXL, SpanOverridesTheModelsLengthsForOneCall) {
   torch::manual_seed(7);
-  auto model = std::make_shared<TransformerXLImpl>(tiny(true, 6));
+  auto model = std::make_shared<TransformerXLImpl>(txl_options(true, 6));
   model->eval();
   const auto batch = lm_batch(torch::randint(40, {5, 2}), torch::randint(40, {5, 2}));
   ForwardArgs no_memory;
@@ -268,7 +269,7 @@ TEST(TransformerXL, SpanOverridesTheModelsLengthsForOneCall) {
 
 TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
   torch::manual_seed(8);
-  auto options = tiny();
+  auto options = txl_options();
   options.init(nn::InitOptions().normal_std(0.5).proj_std(0.01));
   auto model = std::make_shared<TransformerXLImpl>(options);
   for (const auto& p : model->named_parameters()) {
@@ -304,7 +305,7 @@ TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
 
 TEST(TransformerXL, GradientsReachEveryParameter) {
   torch::manual_seed(9);
-  auto model = std::make_shared<TransformerXLImpl>(tiny());
+  auto model = std::make_shared<TransformerXLImpl>(txl_options());
   // inputs and targets in every bin, so that every table and cluster takes part
   const auto input = torch::tensor({{1, 11}, {21, 39}, {2, 13}, {28, 3}, {4, 6}, {7, 8}});
   const auto target = torch::tensor({{0, 15}, {25, 39}, {5, 12}, {22, 1}, {2, 3}, {4, 5}});
@@ -323,7 +324,8 @@ TEST(TransformerXL, LearnedPositionsReadTheTablesLastRows) {
   auto model = std::make_shared<TransformerXLImpl>(tiny_learned());
   model->eval(); // no dropout: the memory can be compared with the embedding
   EXPECT_EQ(
-      count_parameters(*model), count_parameters(TransformerXLImpl(tiny(false))) + 2 * 16 * 16);
+      count_parameters(*model),
+      count_parameters(TransformerXLImpl(txl_options(false))) + 2 * 16 * 16);
   const auto input = torch::randint(40, {8, 2});
   const auto target = torch::randint(40, {8, 2});
   const auto rows_with_gradient = [&](const nn::Memory& memory) {

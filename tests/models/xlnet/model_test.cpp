@@ -69,12 +69,6 @@ sources::Batch permuted(const torch::Tensor& tokens, const torch::Tensor& rank) 
   return batch;
 }
 
-ForwardArgs with_log_probs() {
-  ForwardArgs args;
-  args.log_probs = true;
-  return args;
-}
-
 // The query stream predicts a token from the context and what precedes it in the factorisation
 // order only: changing the token itself or a later target leaves its log-prob alone, through
 // every layer (the content stream never leaks it either); the context and earlier targets change
@@ -91,7 +85,7 @@ TEST(XLNet, APredictionSeesOnlyWhatPrecedesItInTheOrder) {
       {torch::randperm(qlen).sub(1).clamp_min(0), torch::randperm(qlen).sub(1).clamp_min(0)},
       1); // [L, B]
   const auto batch = permuted(tokens, rank);
-  const auto base = model.forward(batch, {}, with_log_probs()).log_probs;
+  const auto base = model.forward(batch, {}, test::with_log_probs()).log_probs;
   for (int64_t i = 0; i < qlen; ++i) {
     const int64_t rank_i = rank[i][0].item<int64_t>();
     if (rank_i == 0) {
@@ -102,7 +96,7 @@ TEST(XLNet, APredictionSeesOnlyWhatPrecedesItInTheOrder) {
       changed.tokens = tokens.clone();
       changed.tokens[j][0] = (tokens[j][0].item<int64_t>() + 1) % 50;
       // the targets stay the original tokens: only the inputs change
-      const auto out = model.forward(changed, {}, with_log_probs()).log_probs;
+      const auto out = model.forward(changed, {}, test::with_log_probs()).log_probs;
       if (rank[j][0].item<int64_t>() >= rank_i) {
         EXPECT_TRUE(torch::allclose(out[i][0], base[i][0], 0.0, 1e-6))
             << "prediction " << i << " saw position " << j;
@@ -125,13 +119,13 @@ TEST(XLNet, PaddedPredictionsAreNotCounted) {
   const auto tokens = torch::randint(50, {6, 1});
   auto batch = permuted(tokens, torch::arange(6).unsqueeze(1));
   // position 0 is context; a padded prediction and the first target see only it
-  const auto full = model.forward(batch, {}, with_log_probs());
+  const auto full = model.forward(batch, {}, test::with_log_probs());
   batch.target_mapping = batch.target_mapping.clone();
   batch.target_mapping[5].zero_();
   batch.target_mask = torch::ones({6, 1}, torch::kBool);
   batch.target_mask[5] = false;
   batch.n_targets = 5;
-  const auto padded = model.forward(batch, {}, with_log_probs());
+  const auto padded = model.forward(batch, {}, test::with_log_probs());
   EXPECT_EQ(padded.terms[0].count, 5);
   EXPECT_TRUE(torch::allclose(padded.log_probs.narrow(0, 0, 5), full.log_probs.narrow(0, 0, 5)));
   EXPECT_NEAR(
@@ -241,14 +235,14 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
     model.eval();
     torch::NoGradGuard no_grad;
     ProjectionCache cache;
-    ForwardArgs cached = with_log_probs();
+    ForwardArgs cached = test::with_log_probs();
     cached.cache = &cache;
     nn::Memory plain_mems;
     nn::Memory cached_mems;
     sources::Batch batch;
     for (int segment = 0; segment < 4; ++segment) {
       batch = permuted(torch::randint(50, {6, 2}), torch::randperm(6).unsqueeze(1).expand({6, 2}));
-      const auto a = model.forward(batch, plain_mems, with_log_probs());
+      const auto a = model.forward(batch, plain_mems, test::with_log_probs());
       const auto b = model.forward(batch, cached_mems, cached);
       EXPECT_TRUE(torch::allclose(a.log_probs, b.log_probs, 1e-5, 1e-5))
           << "segment " << segment << ", mem_len " << mem_len;
@@ -260,7 +254,7 @@ TEST(XLNet, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
       layer.k.zero_();
       layer.v.zero_();
     }
-    const auto change = (model.forward(batch, plain_mems, with_log_probs()).log_probs -
+    const auto change = (model.forward(batch, plain_mems, test::with_log_probs()).log_probs -
                          model.forward(batch, cached_mems, cached).log_probs)
                             .abs()
                             .max()

@@ -1,0 +1,163 @@
+#include "train/family_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <set>
+#include <vector>
+
+#include "xl/models/factory.h"
+#include "xl/runtime/op_counter.h"
+#include "xl/sources/dataset.h"
+#include "xl/train/optimizer.h"
+#include "xl/train/parameter_groups.h"
+#include "xl/train/step.h"
+
+namespace xl::test {
+
+bool graph_has(const torch::Tensor& t, const std::string& name) {
+  std::deque<torch::autograd::Node*> queue{t.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  while (!queue.empty()) {
+    auto* node = queue.front();
+    queue.pop_front();
+    if (node == nullptr || !seen.insert(node).second) {
+      continue;
+    }
+    if (node->name() == name) {
+      return true;
+    }
+    for (const auto& edge : node->next_edges()) {
+      queue.push_back(edge.function.get());
+    }
+  }
+  return false;
+}
+
+namespace {
+
+struct Steps {
+  std::vector<double> sums; // every term of both steps
+  std::vector<torch::Tensor> grads;
+  torch::Tensor next_draws;
+};
+
+// Two training steps (the memory carried from the first into the second) from the same
+// initial weights and batches.
+Steps two_steps(
+    config::Config c,
+    bool checkpointed,
+    bool bf16,
+    const std::vector<sources::Batch>& batches,
+    bool continues,
+    int64_t n_token) {
+  c.train.activation_checkpointing = checkpointed;
+  torch::manual_seed(5);
+  auto model = models::build_model(c, n_token);
+  model->train();
+  auto optimizer = train::make_optimizer(c.train, model->parameters());
+  std::vector<nn::Memory> mems(1);
+  train::StepOptions options;
+  options.clip = c.train.clip;
+  options.bf16 = bf16;
+  Steps steps;
+  for (size_t s = 0; s < batches.size(); ++s) {
+    const auto result = train::read_step(train::train_step(
+        *model,
+        *optimizer,
+        batches[s],
+        continues,
+        mems,
+        c.train.lr,
+        static_cast<int64_t>(s) + 1,
+        options));
+    EXPECT_TRUE(result.finite);
+    for (const auto& term : result.terms) {
+      steps.sums.push_back(term.sum);
+    }
+  }
+  for (const auto& p : model->parameters()) {
+    EXPECT_EQ(p.scalar_type(), torch::kFloat); // master weights stay float32
+    steps.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros({0}));
+  }
+  steps.next_draws = torch::rand({4});
+  // The flag reaches the layers: the graph holds replay nodes exactly when it is on.
+  const auto out = model->forward(batches[0], {}, {});
+  EXPECT_EQ(graph_has(out.terms.front().sum, kReplay), checkpointed);
+  return steps;
+}
+
+} // namespace
+
+void expect_recompute_gives_the_plain_steps(const config::Config& config) {
+  const int64_t n_token = 3000;
+  torch::manual_seed(2);
+  const auto dataset = models::random_dataset(config, n_token, 4000);
+  auto source = dataset->train_source();
+  const std::vector<sources::Batch> batches{
+      sources::next_cycling(*source), sources::next_cycling(*source)};
+  const bool continues = source->continues_streams();
+  // Under bf16 autocast too (on the CPU here, as on CUDA): the replay runs under the
+  // forward's autocast, so it computes in the same dtypes.
+  for (const bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "float32");
+    const auto plain = two_steps(config, false, bf16, batches, continues, n_token);
+    const auto replayed = two_steps(config, true, bf16, batches, continues, n_token);
+    ASSERT_EQ(plain.sums.size(), replayed.sums.size());
+    for (size_t i = 0; i < plain.sums.size(); ++i) {
+      EXPECT_NEAR(plain.sums[i], replayed.sums[i], 1e-6 * std::abs(plain.sums[i])) << "term " << i;
+    }
+    ASSERT_EQ(plain.grads.size(), replayed.grads.size());
+    for (size_t i = 0; i < plain.grads.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(plain.grads[i], replayed.grads[i], 1e-5, 1e-7))
+          << "parameter " << i;
+    }
+    EXPECT_TRUE(torch::equal(plain.next_draws, replayed.next_draws));
+  }
+}
+
+void expect_steps_read_nothing(const config::Config& config) {
+  torch::manual_seed(3);
+  auto model = models::build_model(config, 3000);
+  model->train();
+  const auto dataset = models::random_dataset(config, 3000, 6000);
+  auto source = dataset->train_source();
+  auto optimizer =
+      train::make_optimizer(config.train, train::plan_parameters(config, *model).groups);
+  std::vector<nn::Memory> mems(static_cast<size_t>(config.train.batch_chunk));
+  const auto options = train::StepOptions::from(config.train, torch::kCPU);
+  std::vector<train::StepResult> results;
+  const auto step = [&](int64_t s) {
+    results.push_back(train::train_step(
+        *model,
+        *optimizer,
+        sources::next_cycling(*source),
+        source->continues_streams(),
+        mems,
+        config.train.lr,
+        s,
+        options));
+  };
+  step(1); // a stream's first step reads whether it kept its memory: it had none to keep
+  runtime::OpCounts counts;
+  {
+    const runtime::OpCounter counter;
+    for (int64_t s = 2; s <= 4; ++s) {
+      step(s);
+    }
+    counts = counter.counts();
+  }
+  EXPECT_EQ(counts.host_reads, 0);
+  EXPECT_GT(counts.ops, 100); // the counter saw the steps
+  const auto reports = train::read_steps(results);
+  ASSERT_EQ(reports.size(), 4u);
+  for (const auto& r : reports) {
+    EXPECT_TRUE(r.finite);
+    EXPECT_TRUE(std::isfinite(r.terms.front().sum));
+    EXPECT_GT(r.terms.front().sum, 0.0);
+    EXPECT_GT(r.grad_norm, 0.0);
+  }
+}
+
+} // namespace xl::test

@@ -1,0 +1,32 @@
+// Checks of one model config that the library half of the family contract
+// (models/family_contract_test.cpp) runs for every family's tiny config, and other tests for
+// their variants: activation checkpointing gives the plain training steps' numbers, and
+// training steps read nothing from the device.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "xl/config/config.h"
+
+namespace xl::test {
+
+/// The name of the backward node nn::recompute gives its outputs.
+inline constexpr const char* kReplay = "xl::nn::CheckpointBackward";
+
+/// Whether the autograd graph behind `t` holds a node called `name`.
+bool graph_has(const torch::Tensor& t, const std::string& name);
+
+/// Two training steps of `config` (dropout on: a replay that drew other dropout masks would
+/// give other gradients), with and without train.activation_checkpointing, in float32 and under
+/// bf16 autocast: the same losses, gradients and random stream after them, and replay nodes
+/// exactly where checkpointing is on.
+void expect_recompute_gives_the_plain_steps(const config::Config& config);
+
+/// Four training steps of `config` on random data in its shapes: steps 2 to 4 read no value from
+/// the device (item, nonzero, a copy to the CPU), and read_steps then reads finite losses and
+/// gradient norms for all four.
+void expect_steps_read_nothing(const config::Config& config);
+
+} // namespace xl::test
