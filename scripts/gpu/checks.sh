@@ -56,6 +56,10 @@ bench() { # one benchmark, its command echoed above its output
     bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 --modes train,eval \
       --set train.bf16=$bf16 --set eval.batch_size=16 --profile 25
   done
+  # The bf16 steps and segments again without CUDA graphs (train.cuda_graphs, on by default on
+  # CUDA): what the graphs of the layer stack save on this card.
+  bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 --modes train,eval \
+    --set train.bf16=true --set eval.batch_size=16 --set train.cuda_graphs=false
   # Hugging Face's and NVIDIA's steps on the same config and card, both precisions interleaved
   # (transformers from .whl; NVIDIA's model from .device/nvidia when prepare.sh copied it)
   peers=()

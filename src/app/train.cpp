@@ -202,6 +202,9 @@ int run_training(
   }
   // 4. Training, and what it did on stdout.
   model->to(device);
+  if (const auto eager = models::use_cuda_graphs(*model, config, device); !eager.empty()) {
+    spdlog::info("{}", eager);
+  }
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   runtime::install_stop_handlers();
   train::Trainer trainer(config, paths, *dataset, model, device, parallel.get());

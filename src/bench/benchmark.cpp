@@ -305,6 +305,9 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   }
   auto model = models::build_model(c, n_token);
   model->to(device);
+  if (const auto eager = models::use_cuda_graphs(*model, c, device); !eager.empty()) {
+    spdlog::info("{}", eager);
+  }
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
       std::max(c.train.batch_size * c.train.tgt_len, c.eval.batch_size * c.train.tgt_len);

@@ -35,8 +35,10 @@ void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
   if (!continues_streams) {
     cache_ = {}; // its rows belong to the memory this batch does not read
   }
-  // Windows read no row again: nothing to keep for them.
-  args.cache = options_.cache_projections && continues_streams ? &cache_ : nullptr;
+  // Windows read no row again: nothing to keep for them. A model running graphs reads no
+  // cache: its replays would leave one behind.
+  args.cache =
+      options_.cache_projections && continues_streams && !model_.uses_graphs() ? &cache_ : nullptr;
   auto out =
       model_.forward(batch.to(options_.device), continues_streams ? mems_ : nn::Memory{}, args);
   totals_.add(out.terms);

@@ -1,11 +1,36 @@
 #include "xl/models/factory.h"
 
+#include <fmt/format.h>
+
 #include "xl/models/registry.h"
 
 namespace xl::models {
 
 LanguageModel build_model(const config::Config& config, int64_t n_token) {
   return model_family(config).build(config, n_token);
+}
+
+std::string use_cuda_graphs(
+    LanguageModelImpl& model,
+    const config::Config& config,
+    const torch::Device& device) {
+  const auto asked = config.train.cuda_graphs;
+  if (!device.is_cuda()) {
+    model.use_graphs(std::nullopt);
+    return asked.value_or(false) ? "train.cuda_graphs is true, but the device is the CPU: the "
+                                   "layers run eagerly"
+                                 : "";
+  }
+  if (!asked.value_or(true)) {
+    model.use_graphs(std::nullopt);
+    return "";
+  }
+  const auto why_not = model.use_graphs(runtime::GraphReplay::kCuda);
+  return why_not.empty() ? ""
+                         : fmt::format(
+                               "train.cuda_graphs: {} runs eagerly, without CUDA graphs: {}",
+                               config.model.type.name,
+                               why_not);
 }
 
 Span eval_span(const config::Config& config, bool validation) {

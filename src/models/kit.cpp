@@ -38,6 +38,22 @@ std::vector<torch::Tensor> run_layer(
   return recompute ? nn::recompute(layer, inputs) : layer(inputs);
 }
 
+std::string graphs_for(
+    std::optional<runtime::GraphReplay> replay,
+    bool recompute,
+    std::unique_ptr<runtime::GraphCache>& graphs) {
+  graphs.reset();
+  if (!replay) {
+    return "";
+  }
+  if (recompute) {
+    return "activation checkpointing recomputes each layer with the random state it sets on the "
+           "host, which a graph cannot replay";
+  }
+  graphs = std::make_unique<runtime::GraphCache>(*replay);
+  return "";
+}
+
 DecodingCache::DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t batch)
     : cache(args.next_token ? args.cache : nullptr) {
   if (cache == nullptr) {

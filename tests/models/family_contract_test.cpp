@@ -2,9 +2,10 @@
 // e2e/family_contract_test.cpp), for every family's tiny config (test::tiny_configs(): the
 // built-in families' configs/<folder>/tiny*.yaml and the test families'
 // tests/families/<family>/tiny.yaml): bf16 autocast agrees with float32, activation
-// checkpointing gives the plain steps, train.lr_layer_decay reaches every layer, a training step
-// reads nothing from the device, the memory estimate counts the parameters exactly, and a family
-// without memory is evaluated on windows only, with the same message for all.
+// checkpointing gives the plain steps, graphs of the layer stack (emulated) give the eager steps,
+// train.lr_layer_decay reaches every layer, a training step reads nothing from the device, the
+// memory estimate counts the parameters exactly, and a family without memory is evaluated on
+// windows only, with the same message for all.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,6 +103,15 @@ TEST_P(LibraryContract, ActivationCheckpointingGivesThePlainSteps) {
 // The layer stack is named `layers` (models::kLayerStack), so the decay reaches each layer: at
 // 0.5 over 3 layers, layers.0 and layers.1 get their own rates and every parameter of a layer
 // is in it.
+// CUDA graphs' wiring, emulated on the CPU: the same training steps and evaluation as eager
+// calls (the captures themselves are tests/gpu's). A family without graphs says why.
+TEST_P(LibraryContract, GraphedStepsGiveTheEagerNumbers) {
+  const auto why_not = test::expect_graphs_give_the_eager_numbers(load());
+  if (!why_not.empty()) {
+    GTEST_SKIP() << "runs no graphs: " << why_not;
+  }
+}
+
 TEST_P(LibraryContract, LayerDecayReachesEveryLayer) {
   const auto config = load({"model.n_layer=3", "train.lr_layer_decay=0.5"});
   auto model = build_model(config, 3000);

@@ -35,6 +35,40 @@ TEST(Registry, EveryModelTypeHasOneFamilyOfItsName) {
   }
 }
 
+// train.cuda_graphs through the factory: on the CPU nothing is graphed, and asking for graphs
+// there says so; on a GPU (the CUDA build's run) the default graphs Transformer-XL, and a family
+// or setting that cannot says why in its line.
+TEST(Registry, CudaGraphsFollowTheKeyAndSayWhyNot) {
+  const auto line =
+      [](const std::string& tiny, std::vector<std::string> sets, const torch::Device& device) {
+        sets.emplace_back("train.threads=1");
+        const auto c = config::load(std::string(test::kSourceDir) + "/" + tiny, sets);
+        auto model = build_model(c, 3000);
+        const auto said = use_cuda_graphs(*model, c, device);
+        return std::make_pair(said, model->uses_graphs());
+      };
+  const std::string txl = "configs/txl/tiny.yaml";
+  EXPECT_EQ(line(txl, {}, torch::kCPU), std::make_pair(std::string(), false));
+  EXPECT_EQ(
+      line(txl, {"train.cuda_graphs=false"}, torch::kCPU), std::make_pair(std::string(), false));
+  const auto [asked, graphed] = line(txl, {"train.cuda_graphs=true"}, torch::kCPU);
+  EXPECT_EQ(asked, "train.cuda_graphs is true, but the device is the CPU: the layers run eagerly");
+  EXPECT_FALSE(graphed);
+  if (!torch::cuda::is_available()) {
+    return;
+  }
+  EXPECT_EQ(line(txl, {}, torch::kCUDA), std::make_pair(std::string(), true));
+  EXPECT_EQ(
+      line(txl, {"train.cuda_graphs=false"}, torch::kCUDA), std::make_pair(std::string(), false));
+  const auto [xlnet, xlnet_graphed] = line("configs/xlnet/tiny.yaml", {}, torch::kCUDA);
+  EXPECT_NE(xlnet.find("train.cuda_graphs: xlnet runs eagerly"), std::string::npos) << xlnet;
+  EXPECT_FALSE(xlnet_graphed);
+  const auto [recompute, recompute_graphed] =
+      line(txl, {"train.activation_checkpointing=true"}, torch::kCUDA);
+  EXPECT_NE(recompute.find("activation checkpointing"), std::string::npos) << recompute;
+  EXPECT_FALSE(recompute_graphed);
+}
+
 // A family with a section of its own finds it in a full config's YAML under its name.
 TEST(Registry, SectionsAreInTheDumpedConfig) {
   int sections = 0;

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "xl/eval/evaluator.h"
 #include "xl/models/factory.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/sources/dataset.h"
@@ -37,6 +38,38 @@ bool graph_has(const torch::Tensor& t, const std::string& name) {
 
 namespace {
 
+// One training step of `model` per batch (Adam as `c` says, the memory carried in `mems`): every
+// term's sum of every step, each step finite.
+std::vector<double> train_steps(
+    const config::Config& c,
+    models::LanguageModelImpl& model,
+    const std::vector<sources::Batch>& batches,
+    bool continues,
+    bool bf16,
+    std::vector<nn::Memory>& mems) {
+  auto optimizer = train::make_optimizer(c.train, model.parameters());
+  train::StepOptions options;
+  options.clip = c.train.clip;
+  options.bf16 = bf16;
+  std::vector<double> sums;
+  for (size_t s = 0; s < batches.size(); ++s) {
+    const auto result = train::read_step(train::train_step(
+        model,
+        *optimizer,
+        batches[s],
+        continues,
+        mems,
+        c.train.lr,
+        static_cast<int64_t>(s) + 1,
+        options));
+    EXPECT_TRUE(result.finite);
+    for (const auto& term : result.terms) {
+      sums.push_back(term.sum);
+    }
+  }
+  return sums;
+}
+
 struct Steps {
   std::vector<double> sums; // every term of both steps
   std::vector<torch::Tensor> grads;
@@ -56,27 +89,9 @@ Steps two_steps(
   torch::manual_seed(5);
   auto model = models::build_model(c, n_token);
   model->train();
-  auto optimizer = train::make_optimizer(c.train, model->parameters());
   std::vector<nn::Memory> mems(1);
-  train::StepOptions options;
-  options.clip = c.train.clip;
-  options.bf16 = bf16;
   Steps steps;
-  for (size_t s = 0; s < batches.size(); ++s) {
-    const auto result = train::read_step(train::train_step(
-        *model,
-        *optimizer,
-        batches[s],
-        continues,
-        mems,
-        c.train.lr,
-        static_cast<int64_t>(s) + 1,
-        options));
-    EXPECT_TRUE(result.finite);
-    for (const auto& term : result.terms) {
-      steps.sums.push_back(term.sum);
-    }
-  }
+  steps.sums = train_steps(c, *model, batches, continues, bf16, mems);
   for (const auto& p : model->parameters()) {
     EXPECT_EQ(p.scalar_type(), torch::kFloat); // master weights stay float32
     steps.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros({0}));
@@ -158,6 +173,78 @@ void expect_steps_read_nothing(const config::Config& config) {
     EXPECT_GT(r.terms.front().sum, 0.0);
     EXPECT_GT(r.grad_norm, 0.0);
   }
+}
+
+namespace {
+
+struct GraphRun {
+  std::string why_not; // the family's reason for running no graphs
+  std::vector<double> sums;
+  std::vector<torch::Tensor> weights;
+  double eval_loss = 0.0;
+  bool graphed = false; // a steady forward ran through the graph's node
+};
+
+GraphRun graph_run(
+    const config::Config& c,
+    bool graphs,
+    const std::vector<sources::Batch>& batches,
+    bool continues,
+    int64_t n_token) {
+  torch::manual_seed(5);
+  auto model = models::build_model(c, n_token);
+  model->train();
+  GraphRun run;
+  if (graphs) {
+    run.why_not = model->use_graphs(runtime::GraphReplay::kEmulated);
+    EXPECT_EQ(model->uses_graphs(), run.why_not.empty());
+  }
+  std::vector<nn::Memory> mems(1);
+  run.sums = train_steps(c, *model, batches, continues, false, mems);
+  for (const auto& p : model->parameters()) {
+    run.weights.push_back(p.detach().clone());
+  }
+  // One more forward with the memory the steps left (full by now: steady shapes).
+  const auto out = model->forward(batches.back(), continues ? mems[0] : nn::Memory{}, {});
+  run.graphed = graph_has(out.terms.front().sum, kGraphed);
+  eval::EvalOptions eval_options;
+  eval_options.span = models::eval_span(c, false);
+  eval::Evaluator evaluator(*model, eval_options);
+  for (const auto& batch : batches) {
+    evaluator.consume(batch, continues);
+  }
+  run.eval_loss = evaluator.result().loss();
+  return run;
+}
+
+} // namespace
+
+std::string expect_graphs_give_the_eager_numbers(const config::Config& config) {
+  const int64_t n_token = 3000;
+  torch::manual_seed(2);
+  const auto dataset = models::random_dataset(config, n_token, 8000);
+  auto source = dataset->train_source();
+  std::vector<sources::Batch> batches;
+  for (int i = 0; i < 4; ++i) {
+    batches.push_back(sources::next_cycling(*source));
+  }
+  const bool continues = source->continues_streams();
+  const auto eager = graph_run(config, false, batches, continues, n_token);
+  const auto graphed = graph_run(config, true, batches, continues, n_token);
+  if (!graphed.why_not.empty()) {
+    EXPECT_FALSE(graphed.graphed);
+    return graphed.why_not;
+  }
+  EXPECT_TRUE(graphed.graphed);
+  EXPECT_FALSE(eager.graphed);
+  // The same operators on the same values: the same bits.
+  EXPECT_EQ(eager.sums, graphed.sums);
+  EXPECT_EQ(eager.weights.size(), graphed.weights.size());
+  for (size_t i = 0; i < eager.weights.size() && i < graphed.weights.size(); ++i) {
+    EXPECT_TRUE(torch::equal(eager.weights[i], graphed.weights[i])) << "parameter " << i;
+  }
+  EXPECT_NEAR(eager.eval_loss, graphed.eval_loss, 1e-5 * std::abs(eager.eval_loss));
+  return "";
 }
 
 } // namespace xl::test

@@ -29,4 +29,14 @@ void expect_recompute_gives_the_plain_steps(const config::Config& config);
 /// gradient norms for all four.
 void expect_steps_read_nothing(const config::Config& config);
 
+/// The name of the backward node of a graphed block (runtime/cuda_graph.h).
+inline constexpr const char* kGraphed = "GraphedBackward";
+
+/// Four training steps and an evaluation of `config`, with the model's graphs emulated on the CPU
+/// (runtime::GraphReplay::kEmulated: the buffers, gradients and order of calls of CUDA graphs)
+/// and without: the same losses and weights, the same evaluation within float rounding (the
+/// graphed evaluation keeps no projections), and the graphed forward runs through the graph's
+/// node. Returns the family's reason where it runs no graphs ("" where it does).
+std::string expect_graphs_give_the_eager_numbers(const config::Config& config);
+
 } // namespace xl::test

@@ -15,6 +15,14 @@ namespace xl::models {
 /// The model family `model.type` names, freshly initialised from the torch random state.
 LanguageModel build_model(const config::Config& config, int64_t n_token);
 
+/// train.cuda_graphs for `model` on `device` (null: on for CUDA): CUDA graphs of the model's
+/// steady part where asked and possible. Returns a line for the log where they were asked for
+/// (or are on by default) and the model runs eagerly, saying why; "" otherwise.
+std::string use_cuda_graphs(
+    LanguageModelImpl& model,
+    const config::Config& config,
+    const torch::Device& device);
+
 /// The attention lengths of an evaluation. `validation` (during training) keeps the training
 /// attention span; otherwise the eval section decides, its nulls resolved from the model's (each
 /// family says how: models/<family>/family.h).

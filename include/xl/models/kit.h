@@ -7,6 +7,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "xl/config/schema.h"
@@ -48,6 +51,14 @@ std::vector<torch::Tensor> run_layer(
     bool recompute,
     const nn::Block& layer,
     const std::vector<torch::Tensor>& inputs);
+
+/// A model's graphs (LanguageModelImpl::use_graphs): `graphs` for `replay`, or null with the
+/// reason returned ("" for nullopt). Activation checkpointing (`recompute`) recomputes each
+/// layer with the random state it sets on the host, which a graph cannot replay.
+std::string graphs_for(
+    std::optional<runtime::GraphReplay> replay,
+    bool recompute,
+    std::unique_ptr<runtime::GraphCache>& graphs);
 
 /// Generation's decoding cache (LanguageModelImpl::continues_cache) for a forward of `args`:
 /// args.cache when args asks for the next token (null otherwise), sized to `n_layer` layers,

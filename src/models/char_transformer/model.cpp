@@ -118,29 +118,73 @@ LossTerm CharTransformerImpl::head_term(
   return {name, -log_probs.sum(), log_probs.numel(), weight};
 }
 
+std::string CharTransformerImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
+  return graphs_for(replay, options.checkpoint_layers(), graphs_);
+}
+
+torch::Tensor CharTransformerImpl::layer_forward(
+    int64_t l,
+    const torch::Tensor& h,
+    const torch::Tensor& mask,
+    int64_t past,
+    const torch::Tensor& cached,
+    nn::AttentionCache* cache) {
+  auto x = h;
+  if (options.per_layer_positions() || l == 0) {
+    x = x + positions(options.per_layer_positions() ? l : 0, past, h.size(0));
+  }
+  return layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+      ->forward(x, mask, cached, cache);
+}
+
 torch::Tensor CharTransformerImpl::run_layer(
     int64_t l,
     const torch::Tensor& h,
     const torch::Tensor& mask,
     int64_t past,
     nn::AttentionCache* cache) {
-  const int64_t len = h.size(0); // positions past..past+len-1 must fit the tables
   // The cached positions' keys and values stand for them; attention reads only the number of
   // their rows from this stand-in (a view, no copy).
   const auto cached =
       past > 0 ? h.narrow(0, 0, 1).expand({past, h.size(1), h.size(2)}) : torch::Tensor();
   // Captures by value: a replay runs after forward has returned.
-  const auto layer =
-      [this, l, len, mask, past, cached, cache](const std::vector<torch::Tensor>& in) {
-        auto x = in[0];
-        if (options.per_layer_positions() || l == 0) {
-          x = x + positions(options.per_layer_positions() ? l : 0, past, len);
-        }
-        return std::vector<torch::Tensor>{
-            layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-                ->forward(x, mask, cached, cache)};
-      };
+  const auto layer = [this, l, mask, past, cached, cache](const std::vector<torch::Tensor>& in) {
+    return std::vector<torch::Tensor>{layer_forward(l, in[0], mask, past, cached, cache)};
+  };
   return models::run_layer(options.checkpoint_layers(), layer, {h})[0];
+}
+
+std::vector<torch::Tensor> CharTransformerImpl::run_layers(
+    const torch::Tensor& h,
+    const torch::Tensor& mask,
+    const DecodingCache& cache) {
+  const int64_t n_layer = options.n_layer();
+  if (graphs_ && cache.cache == nullptr) { // a window read whole: the same shapes every call
+    // Reads its inputs and the weights alone: a replay runs it on other values.
+    const auto stack = [this, n_layer](const std::vector<torch::Tensor>& x) {
+      std::vector<torch::Tensor> outs;
+      auto y = x[0];
+      for (int64_t l = 0; l < n_layer; ++l) {
+        y = layer_forward(l, y, x[1], 0, torch::Tensor(), nullptr);
+        outs.push_back(y);
+      }
+      return outs;
+    };
+    std::vector<torch::Tensor> params;
+    if (torch::GradMode::is_enabled()) {
+      params = layers->parameters();
+      const auto more = positions->parameters();
+      params.insert(params.end(), more.begin(), more.end());
+    }
+    return graphs_->run(is_training() ? "train" : "eval", stack, params, {h, mask});
+  }
+  std::vector<torch::Tensor> outs;
+  auto y = h;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    y = run_layer(l, y, mask, cache.past, cache.layer(l));
+    outs.push_back(y);
+  }
+  return outs;
 }
 
 void CharTransformerImpl::add_layer_terms(
@@ -206,11 +250,12 @@ ModelOutput CharTransformerImpl::forward(
       past,
       " cached");
   const auto mask = nn::causal_mask(len, past, false, 0, tokens.device());
-  auto h = drop(word_embedding(tokens)); // [L, B, D]
+  const auto outs = run_layers(drop(word_embedding(tokens)), mask, cache); // [L, B, D] each
   for (int64_t l = 0; l < n_layer; ++l) {
-    h = run_layer(l, h, mask, past, cache.layer(l));
-    add_layer_terms(batch, args, l, h, weights[static_cast<size_t>(l)], output, aux);
+    add_layer_terms(
+        batch, args, l, outs[static_cast<size_t>(l)], weights[static_cast<size_t>(l)], output, aux);
   }
+  const auto& h = outs.back();
   for (auto& term : aux) {
     output.terms.push_back(std::move(term));
   }

@@ -124,14 +124,90 @@ std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
   return {drop(embedded + pos_emb(steps).unsqueeze(1)), torch::Tensor()};
 }
 
+std::string TransformerXLImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
+  return graphs_for(replay, options.checkpoint_layers(), graphs_);
+}
+
+torch::Tensor TransformerXLImpl::layer_forward(
+    int64_t i,
+    const torch::Tensor& h,
+    const torch::Tensor& r,
+    const torch::Tensor& mask,
+    const torch::Tensor& mem,
+    nn::AttentionCache* cache) {
+  const auto index = static_cast<size_t>(i);
+  if (options.relative()) {
+    return layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
+        h, {r, u(i), v(i)}, mask, mem, cache);
+  }
+  if (!options.learned_positions()) {
+    return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(h, mask, mem, cache);
+  }
+  // The last rows of the table for [memory | segment]: the segment always reads the same rows.
+  // The memory keeps no positions; they are added where it is read.
+  const int64_t mlen = mem.defined() ? mem.size(0) : 0;
+  const int64_t qlen = h.size(0);
+  const int64_t first = options.n_ctx() - mlen - qlen;
+  return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
+      h + positions(i, first + mlen, qlen), mask, mlen > 0 ? mem + positions(i, first, mlen) : mem);
+}
+
+torch::Tensor TransformerXLImpl::graphed_layers(
+    const torch::Tensor& core,
+    const torch::Tensor& r,
+    const torch::Tensor& mask,
+    const nn::Memory& mems,
+    std::vector<torch::Tensor>& hiddens) {
+  const bool has_r = r.defined();
+  const bool has_mem = !mems.empty();
+  std::vector<torch::Tensor> in{core, mask};
+  if (has_r) {
+    in.push_back(r);
+  }
+  in.insert(in.end(), mems.begin(), mems.end());
+  // Reads its inputs and the weights alone: a replay runs it on other values.
+  const auto stack = [this, has_r, has_mem](const std::vector<torch::Tensor>& x) {
+    const size_t first_mem = has_r ? 3 : 2;
+    std::vector<torch::Tensor> outs;
+    auto h = x[0];
+    for (int64_t i = 0; i < options.n_layer(); ++i) {
+      const auto mem = has_mem ? x[first_mem + static_cast<size_t>(i)] : torch::Tensor();
+      h = layer_forward(i, h, has_r ? x[2] : torch::Tensor(), x[1], mem, nullptr);
+      outs.push_back(h);
+    }
+    return outs;
+  };
+  std::vector<torch::Tensor> params;
+  if (torch::GradMode::is_enabled()) {
+    params = layers->parameters();
+    for (const auto& p : {r_w_bias, r_r_bias}) {
+      if (p.defined()) {
+        params.push_back(p);
+      }
+    }
+    if (positions) {
+      const auto more = positions->parameters();
+      params.insert(params.end(), more.begin(), more.end());
+    }
+  }
+  auto outs = graphs_->run(is_training() ? "train" : "eval", stack, params, in);
+  hiddens.push_back(core);
+  hiddens.insert(hiddens.end(), outs.begin(), outs.end() - 1);
+  return outs.back();
+}
+
 torch::Tensor TransformerXLImpl::run_layers(
     torch::Tensor core,
     const torch::Tensor& r,
     const torch::Tensor& mask,
     const nn::Memory& mems,
     std::vector<torch::Tensor>& hiddens,
-    ProjectionCache* cache) {
+    ProjectionCache* cache,
+    bool graphed) {
   hiddens.reserve(static_cast<size_t>(options.n_layer()));
+  if (graphed) {
+    return drop(graphed_layers(core, r, mask, mems, hiddens));
+  }
   if (cache != nullptr) {
     cache->layers.resize(static_cast<size_t>(options.n_layer()));
   }
@@ -142,25 +218,8 @@ torch::Tensor TransformerXLImpl::run_layers(
     // Captures by value: a replay runs after forward has returned.
     const auto mem = mems.empty() ? torch::Tensor() : mems[index];
     auto* layer_cache = cache != nullptr ? &cache->layers[index] : nullptr;
-    const auto layer = [this, i, index, r, mask, mem, layer_cache](
-                           const std::vector<torch::Tensor>& in) {
-      if (options.relative()) {
-        return std::vector<torch::Tensor>{layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-            in[0], {r, u(i), v(i)}, mask, mem, layer_cache)};
-      }
-      if (!options.learned_positions()) {
-        return std::vector<torch::Tensor>{layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
-            in[0], mask, mem, layer_cache)};
-      }
-      // The last rows of the table for [memory | segment]: the segment always reads the
-      // same rows. The memory keeps no positions; they are added where it is read.
-      const int64_t mlen = mem.defined() ? mem.size(0) : 0;
-      const int64_t qlen = in[0].size(0);
-      const int64_t first = options.n_ctx() - mlen - qlen;
-      return std::vector<torch::Tensor>{layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
-          in[0] + positions(i, first + mlen, qlen),
-          mask,
-          mlen > 0 ? mem + positions(i, first, mlen) : mem)};
+    const auto layer = [this, i, r, mask, mem, layer_cache](const std::vector<torch::Tensor>& in) {
+      return std::vector<torch::Tensor>{layer_forward(i, in[0], r, mask, mem, layer_cache)};
     };
     core = run_layer(options.checkpoint_layers(), layer, {core})[0];
   }
@@ -195,10 +254,18 @@ ModelOutput TransformerXLImpl::forward(
       nn::causal_mask(qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(batch, mlen, lengths);
   std::vector<torch::Tensor> hiddens;
-  core = run_layers(core, r, mask, mems, hiddens, args.cache);
+  // A full memory (or none kept): the calls to come have these shapes.
+  const bool steady = mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len;
+  const bool graphed = graphs_ && args.cache == nullptr && steady;
+  core = run_layers(core, r, mask, mems, hiddens, args.cache, graphed);
 
   ModelOutput out;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
+  if (graphed) { // the graph's next replay (another chunk's, first) overwrites its outputs
+    for (auto& m : out.mems) {
+      m = m.clone();
+    }
+  }
   if (args.cache != nullptr) { // the next memory ends ext_len rows before the last
     for (auto& layer : args.cache->layers) {
       layer.tail = lengths.ext_len;

@@ -17,10 +17,14 @@
 
 #include <torch/torch.h>
 
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "xl/models/char_transformer/aux_schedule.h"
 #include "xl/models/char_transformer/heads.h"
+#include "xl/models/kit.h"
 #include "xl/models/language_model.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
@@ -72,6 +76,13 @@ class CharTransformerImpl : public LanguageModelImpl {
     return true;
   }
 
+  /// The layer stack of every window read whole (training, evaluation) through graphs; never
+  /// with activation checkpointing. Generation with a decoding cache runs eagerly.
+  std::string use_graphs(std::optional<runtime::GraphReplay> replay) override;
+  bool uses_graphs() const override {
+    return graphs_ != nullptr;
+  }
+
   /// Parameters inference uses: all but the training heads.
   int64_t inference_parameters() const;
 
@@ -99,6 +110,19 @@ class CharTransformerImpl : public LanguageModelImpl {
       const torch::Tensor& mask,
       int64_t past,
       nn::AttentionCache* cache);
+  /// run_layer's layer without recompute; `cached`: the stand-in of the `past` positions.
+  torch::Tensor layer_forward(
+      int64_t l,
+      const torch::Tensor& h,
+      const torch::Tensor& mask,
+      int64_t past,
+      const torch::Tensor& cached,
+      nn::AttentionCache* cache);
+  /// Every layer's output [L, B, D] from the embedded window `h`: through graphs_ when it may.
+  std::vector<torch::Tensor> run_layers(
+      const torch::Tensor& h,
+      const torch::Tensor& mask,
+      const DecodingCache& cache);
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(
@@ -120,6 +144,8 @@ class CharTransformerImpl : public LanguageModelImpl {
       int64_t scored,
       double weight,
       torch::Tensor* keep);
+
+  std::unique_ptr<runtime::GraphCache> graphs_;
 };
 
 } // namespace xl::models
