@@ -41,7 +41,10 @@ struct GraphedBlock::State {
 
   ~State() {
     if (replay == GraphReplay::kCuda && forward) {
-      torch::cuda::synchronize(); // no replay may still read the buffers freed here
+      try {
+        torch::cuda::synchronize(); // no replay may still read the buffers freed here
+      } catch (const c10::Error&) { // the device is gone (the process ends): nothing to wait for
+      }
     }
   }
 
