@@ -2,7 +2,8 @@
 // e2e/family_contract_test.cpp), for every family's tiny config (test::tiny_configs(): the
 // built-in families' configs/<folder>/tiny*.yaml and the test families'
 // tests/families/<family>/tiny.yaml): bf16 autocast agrees with float32, activation
-// checkpointing gives the plain steps, graphs of the layer stack (emulated) give the eager steps,
+// checkpointing gives the plain steps, graphs of the layer stack (emulated) give the eager steps
+// and resume exactly,
 // train.lr_layer_decay reaches every layer, a training step reads nothing from the device, the
 // memory estimate counts the parameters exactly, and a family without memory is evaluated on
 // windows only, with the same message for all.
@@ -107,6 +108,14 @@ TEST_P(LibraryContract, ActivationCheckpointingGivesThePlainSteps) {
 // calls (the captures themselves are tests/gpu's). A family without graphs says why.
 TEST_P(LibraryContract, GraphedStepsGiveTheEagerNumbers) {
   const auto why_not = test::expect_graphs_give_the_eager_numbers(load());
+  if (!why_not.empty()) {
+    GTEST_SKIP() << "runs no graphs: " << why_not;
+  }
+}
+
+// A run through the trainer with the graphs emulated resumes exactly from its checkpoint.
+TEST_P(LibraryContract, GraphedRunsResumeExactly) {
+  const auto why_not = test::expect_graphed_runs_resume_exactly(load());
   if (!why_not.empty()) {
     GTEST_SKIP() << "runs no graphs: " << why_not;
   }

@@ -7,13 +7,16 @@
 #include <set>
 #include <vector>
 
+#include "test_util.h"
 #include "xl/eval/evaluator.h"
 #include "xl/models/factory.h"
+#include "xl/run/run_dir.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
+#include "xl/train/trainer.h"
 
 namespace xl::test {
 
@@ -245,6 +248,37 @@ std::string expect_graphs_give_the_eager_numbers(const config::Config& config) {
   }
   EXPECT_NEAR(eager.eval_loss, graphed.eval_loss, 1e-5 * std::abs(eager.eval_loss));
   return "";
+}
+
+std::string expect_graphed_runs_resume_exactly(const config::Config& config) {
+  const TempDir dir;
+  const int64_t n_token = 3000;
+  std::string why_not;
+  // Eight steps, a checkpoint (and a validation) every four.
+  const auto train = [&](const fs::path& run, bool resume, std::optional<int64_t> stop) {
+    auto c = config;
+    c.run.dir = run.string();
+    c.train.max_step = 8;
+    c.train.eval_interval = 4;
+    c.train.log_interval = 1;
+    c.train.max_eval_steps = 2;
+    torch::manual_seed(11);
+    const auto dataset = models::random_dataset(c, n_token, 20000);
+    auto model = models::build_model(c, n_token);
+    why_not = model->use_graphs(runtime::GraphReplay::kEmulated);
+    train::Trainer trainer(c, run::prepare_directory(c, resume), *dataset, model, torch::kCPU);
+    trainer.run(resume, stop);
+  };
+  train(dir.path() / "whole", false, std::nullopt);
+  train(dir.path() / "split", false, 4);
+  train(dir.path() / "split", true, std::nullopt);
+  const auto whole = train_losses(dir.path() / "whole");
+  const auto split = train_losses(dir.path() / "split");
+  EXPECT_EQ(whole.size(), 8u);
+  for (int64_t step = 5; step <= 8; ++step) {
+    EXPECT_EQ(whole.at(step), split.at(step)) << "step " << step;
+  }
+  return why_not;
 }
 
 } // namespace xl::test

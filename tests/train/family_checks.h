@@ -39,4 +39,9 @@ inline constexpr const char* kGraphed = "GraphedBackward";
 /// node. Returns the family's reason where it runs no graphs ("" where it does).
 std::string expect_graphs_give_the_eager_numbers(const config::Config& config);
 
+/// A run of `config` with its model's graphs emulated, stopped at a checkpoint and resumed,
+/// trains the steps after it as the uninterrupted run does: the same losses, to the bit. Returns
+/// the family's reason where it runs no graphs ("" where it does).
+std::string expect_graphed_runs_resume_exactly(const config::Config& config);
+
 } // namespace xl::test

@@ -221,7 +221,7 @@ struct TrainConfig {
     v("freeze", s.freeze, "parameters not to train, by name pattern (* any characters, ? one): a linear probe freezes everything but the classification head (configs/xlnet/ko_probe_cpu.yaml); the log lists what is frozen");
     v("bf16", s.bf16, "bfloat16 autocast (CUDA or the CPU)");
     v("tf32", s.tf32, "CUDA: float32 matrix products and convolutions on TF32 tensor cores (Ampere and newer; 10-bit mantissa products, float32 sums), as NVIDIA's Transformer-XL recipe runs; false: full float32. No effect on the CPU or under bf16's products");
-    v("cuda_graphs", s.cuda_graphs, "CUDA: run the layer stack as a CUDA graph, captured once and replayed every step and evaluated segment whose shapes it has seen (a full memory, or none kept), one launch for thousands of kernels; the same numbers. null: on for CUDA. A family or setting that cannot (activation checkpointing) runs eagerly and says why in one log line; no effect on the CPU");
+    v("cuda_graphs", s.cuda_graphs, "CUDA: run the layer stack as a CUDA graph, captured once and replayed every step and evaluated segment whose shapes it has seen (a full memory, or none kept), one launch for thousands of kernels; the same numbers. null: on for CUDA. A model or setting that cannot (an XLNet classifier, activation checkpointing) runs eagerly and says why in one log line; no effect on the CPU");
     v("activation_checkpointing", s.activation_checkpointing, "keep no layer activations for the backward pass and recompute them there: less memory for about one more forward pass per step, same gradients");
     v("log_interval", s.log_interval, "steps between progress lines", at_least(1));
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));

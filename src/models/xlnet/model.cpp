@@ -307,6 +307,15 @@ void XLNetImpl::classification_terms(
        TermKind::kAccuracy});
 }
 
+std::string XLNetImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
+  if (replay && summary) {
+    graphs_.reset();
+    return "a classifier's batches are cut to their longest review, so their shapes change from "
+           "batch to batch";
+  }
+  return graphs_for(replay, options.checkpoint_layers(), graphs_);
+}
+
 std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
     int64_t i,
     const torch::Tensor& h,
@@ -339,6 +348,99 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layer(
   return {out[0], out.size() > 1 ? out[1] : torch::Tensor()};
 }
 
+namespace {
+
+// The tensors of `terms` every layer reads, in a fixed order (undefined ones included).
+std::vector<torch::Tensor*> term_slots(nn::TwoStreamTerms& t) {
+  return {
+      &t.r,
+      &t.direction,
+      &t.content.positions,
+      &t.content.mask,
+      &t.content.other_segment,
+      &t.query.positions,
+      &t.query.mask,
+      &t.query.other_segment,
+      &t.query_valid};
+}
+
+} // namespace
+
+std::pair<torch::Tensor, torch::Tensor> XLNetImpl::run_layers(
+    torch::Tensor h,
+    torch::Tensor g,
+    const nn::TwoStreamTerms& terms,
+    const nn::Memory& mems,
+    ProjectionCache* cache,
+    std::vector<torch::Tensor>& hiddens) {
+  if (cache != nullptr) {
+    cache->layers.resize(static_cast<size_t>(options.n_layer()));
+  }
+  for (int64_t i = 0; i < options.n_layer(); ++i) {
+    const auto index = static_cast<size_t>(i);
+    hiddens.push_back(h);
+    std::tie(h, g) = run_layer(
+        i,
+        h,
+        g,
+        terms,
+        mems.empty() ? torch::Tensor() : mems[index],
+        cache != nullptr ? &cache->layers[index] : nullptr);
+  }
+  return {h, g};
+}
+
+std::pair<torch::Tensor, torch::Tensor> XLNetImpl::graphed_layers(
+    const torch::Tensor& h,
+    const torch::Tensor& g,
+    nn::TwoStreamTerms terms,
+    const nn::Memory& mems,
+    std::vector<torch::Tensor>& hiddens) {
+  std::vector<torch::Tensor> in{h, g};
+  std::vector<bool> present;
+  std::string key = is_training() ? "train:" : "eval:";
+  for (auto* slot : term_slots(terms)) {
+    present.push_back(slot->defined());
+    key += slot->defined() ? '1' : '0';
+    if (slot->defined()) {
+      in.push_back(*slot);
+    }
+  }
+  const size_t first_mem = in.size();
+  in.insert(in.end(), mems.begin(), mems.end());
+  // Reads its inputs and the weights alone: a replay runs it on other values.
+  const auto stack =
+      [this, present, first_mem, has_mem = !mems.empty()](const std::vector<torch::Tensor>& x) {
+        nn::TwoStreamTerms t;
+        auto slots = term_slots(t);
+        size_t k = 2;
+        for (size_t s = 0; s < slots.size(); ++s) {
+          if (present[s]) {
+            *slots[s] = x[k++];
+          }
+        }
+        std::vector<torch::Tensor> outs;
+        auto hh = x[0];
+        auto gg = x[1];
+        for (int64_t i = 0; i < options.n_layer(); ++i) {
+          const auto mem = has_mem ? x[first_mem + static_cast<size_t>(i)] : torch::Tensor();
+          std::tie(hh, gg) = run_layer(i, hh, gg, t, mem, nullptr); // graphs: no recompute
+          outs.push_back(hh);
+        }
+        outs.push_back(gg);
+        return outs;
+      };
+  std::vector<torch::Tensor> params;
+  if (torch::GradMode::is_enabled()) {
+    params = layers->parameters();
+    params.insert(params.end(), {r_w_bias, r_r_bias, r_s_bias});
+  }
+  const auto outs = graphs_->run(key, stack, params, in);
+  hiddens.push_back(h);
+  hiddens.insert(hiddens.end(), outs.begin(), outs.end() - 2);
+  return {outs[outs.size() - 2], outs.back()};
+}
+
 ModelOutput XLNetImpl::forward(
     const sources::Batch& batch,
     const nn::Memory& mems,
@@ -360,27 +462,22 @@ ModelOutput XLNetImpl::forward(
     g = drop(mask_emb.expand({batch.target_mapping.size(0), bsz, mask_emb.size(2)})); // [P, B, D]
   }
   std::vector<torch::Tensor> hiddens;
-  hiddens.reserve(static_cast<size_t>(options.n_layer()));
-  if (args.cache != nullptr) {
-    args.cache->layers.resize(static_cast<size_t>(options.n_layer()));
-  }
-  for (int64_t i = 0; i < options.n_layer(); ++i) {
-    const auto index = static_cast<size_t>(i);
-    hiddens.push_back(h);
-    std::tie(h, g) = run_layer(
-        i,
-        h,
-        g,
-        terms,
-        mems.empty() ? torch::Tensor() : mems[index],
-        args.cache != nullptr ? &args.cache->layers[index] : nullptr);
-  }
+  // The permutation LM with a full memory (or none kept): the calls to come have these shapes.
+  const bool graphed = graphs_ && two_stream && args.cache == nullptr &&
+      (mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len);
+  std::tie(h, g) = graphed ? graphed_layers(h, g, terms, mems, hiddens)
+                           : run_layers(h, g, terms, mems, args.cache, hiddens);
 
   ModelOutput out;
   // reuse_len: only the first positions go into the memory; the rest are read again next time.
   const int64_t not_reused =
       lengths.reuse_len > 0 ? std::max<int64_t>(0, qlen - lengths.reuse_len) : 0;
   out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, not_reused);
+  if (graphed) { // the graph's next replay (another chunk's, first) overwrites its outputs
+    for (auto& m : out.mems) {
+      m = m.clone();
+    }
+  }
   if (args.cache != nullptr) { // the next memory ends where the reused rows do
     for (auto& layer : args.cache->layers) {
       layer.tail = not_reused;

@@ -18,11 +18,18 @@
 
 #include <torch/torch.h>
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "xl/models/language_model.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
 #include "xl/nn/positional.h"
 #include "xl/nn/two_stream_attention.h"
+#include "xl/runtime/cuda_graph.h"
 
 namespace xl::models {
 
@@ -76,6 +83,14 @@ class XLNetImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
+  /// The layer stack of the permutation LM (both streams), once its memory is full or when it
+  /// keeps none, through graphs; never with activation checkpointing, nor for a classifier,
+  /// whose batches are cut to their longest review.
+  std::string use_graphs(std::optional<runtime::GraphReplay> replay) override;
+  bool uses_graphs() const override {
+    return graphs_ != nullptr;
+  }
+
   XLNetOptions options;
   torch::nn::Embedding word_embedding{nullptr};
   /// [1, 1, D]: the query stream's input
@@ -113,6 +128,22 @@ class XLNetImpl : public LanguageModelImpl {
       const nn::TwoStreamTerms& terms,
       const torch::Tensor& mem,
       nn::AttentionCache* cache);
+  /// Both streams through every layer: the last outputs; `hiddens` receives each layer's content
+  /// input. `cache`: the projections kept from the previous call (null: none).
+  std::pair<torch::Tensor, torch::Tensor> run_layers(
+      torch::Tensor h,
+      torch::Tensor g,
+      const nn::TwoStreamTerms& terms,
+      const nn::Memory& mems,
+      ProjectionCache* cache,
+      std::vector<torch::Tensor>& hiddens);
+  /// run_layers through graphs_ (the permutation LM), without a cache.
+  std::pair<torch::Tensor, torch::Tensor> graphed_layers(
+      const torch::Tensor& h,
+      const torch::Tensor& g,
+      nn::TwoStreamTerms terms,
+      const nn::Memory& mems,
+      std::vector<torch::Tensor>& hiddens);
   /// Loss terms of the permutation LM: the query stream's output `g` [P, B, D].
   void lm_terms(
       const sources::Batch& batch,
@@ -121,6 +152,8 @@ class XLNetImpl : public LanguageModelImpl {
       ModelOutput& out);
   /// Loss terms and logits of the classification head on the content stream `h` [L, B, D].
   void classification_terms(const sources::Batch& batch, const torch::Tensor& h, ModelOutput& out);
+
+  std::unique_ptr<runtime::GraphCache> graphs_;
 };
 
 } // namespace xl::models
