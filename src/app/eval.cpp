@@ -99,8 +99,8 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   const torch::Device device = runtime::pick_device(config.train);
   const auto [model, checkpoint, step] = load_trained_model(
       config, paths, request.checkpoint, *dataset, device, request.enforce_memory);
-  if (const auto eager = models::use_cuda_graphs(*model, config, device); !eager.empty()) {
-    spdlog::info("{}", eager);
+  if (const auto graphs = models::use_cuda_graphs(*model, config, device); !graphs.empty()) {
+    spdlog::info("{}", graphs);
   }
   const std::string split = request.file.value_or(config.eval.split);
   auto setup = eval::eval_setup(

@@ -202,8 +202,8 @@ int run_training(
   }
   // 4. Training, and what it did on stdout.
   model->to(device);
-  if (const auto eager = models::use_cuda_graphs(*model, config, device); !eager.empty()) {
-    spdlog::info("{}", eager);
+  if (const auto graphs = models::use_cuda_graphs(*model, config, device); !graphs.empty()) {
+    spdlog::info("{}", graphs);
   }
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   runtime::install_stop_handlers();

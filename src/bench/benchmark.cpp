@@ -305,8 +305,8 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   }
   auto model = models::build_model(c, n_token);
   model->to(device);
-  if (const auto eager = models::use_cuda_graphs(*model, c, device); !eager.empty()) {
-    spdlog::info("{}", eager);
+  if (const auto graphs = models::use_cuda_graphs(*model, c, device); !graphs.empty()) {
+    spdlog::info("{}", graphs);
   }
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
@@ -314,12 +314,13 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   Bench b{c, options, model, device, n_token, needed};
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
-      "{} parameters, vocabulary {}, {} threads, device {}{}",
+      "{} parameters, vocabulary {}, {} threads, device {}{}{}",
       models::count_parameters(*model),
       n_token,
       torch::get_num_threads(),
       device.str(),
-      c.train.bf16 ? ", bf16 autocast" : "");
+      c.train.bf16 ? ", bf16 autocast" : "",
+      model->uses_graphs() ? ", CUDA graphs" : "");
   spdlog::info("{}", header);
   if (wants(options, "train")) {
     results.push_back(bench_train(b));

@@ -26,11 +26,13 @@ std::string use_cuda_graphs(
     return "";
   }
   const auto why_not = model.use_graphs(runtime::GraphReplay::kCuda);
-  return why_not.empty() ? ""
-                         : fmt::format(
-                               "train.cuda_graphs: {} runs eagerly, without CUDA graphs: {}",
-                               config.model.type.name,
-                               why_not);
+  return why_not.empty()
+      ? "train.cuda_graphs: the layer stack runs as a CUDA graph from its first call whose shapes "
+        "repeat (a full memory, or none kept)"
+      : fmt::format(
+            "train.cuda_graphs: {} runs eagerly, without CUDA graphs: {}",
+            config.model.type.name,
+            why_not);
 }
 
 Span eval_span(const config::Config& config, bool validation) {

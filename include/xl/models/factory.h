@@ -16,8 +16,9 @@ namespace xl::models {
 LanguageModel build_model(const config::Config& config, int64_t n_token);
 
 /// train.cuda_graphs for `model` on `device` (null: on for CUDA): CUDA graphs of the model's
-/// steady part where asked and possible. Returns a line for the log where they were asked for
-/// (or are on by default) and the model runs eagerly, saying why; "" otherwise.
+/// steady part where asked and possible. Returns a line for the log: on CUDA, whether the model
+/// runs graphs and, where it cannot, why; on the CPU, only where they were asked for; "" where
+/// they are off.
 std::string use_cuda_graphs(
     LanguageModelImpl& model,
     const config::Config& config,
