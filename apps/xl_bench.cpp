@@ -1,7 +1,7 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
 //            [--set train.bf16=true] [--modes train,eval,eval_recompute,vanilla]
-//            [--top-ops N] [--profile N] [--json out.json [--force]]
+//            [--top-ops N] [--profile N] [--emulate-graphs] [--json out.json [--force]]
 // Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
 #include <filesystem>
 #include <iostream>
@@ -13,6 +13,51 @@
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 
+namespace {
+
+// What to measure and how: every option but the config's and the outputs'.
+void add_bench_options(CLI::App& app, xl::bench::BenchOptions& options) {
+  app.add_option(
+         "--n-token",
+         options.n_token,
+         "vocabulary size (0, the default: that of the config's prepared data)")
+      ->check(xl::app::count_from(0));
+  app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::app::count_from(0));
+  app.add_option("--steps", options.steps, "timed iterations")->check(xl::app::positive_count());
+  app.add_option(
+         "--modes",
+         options.modes,
+         "comma-separated: train, eval, eval_recompute (the memory evaluation "
+         "recomputing its memory's projections every segment), vanilla")
+      ->check([](const std::string& modes) {
+        std::stringstream list(modes);
+        for (std::string mode; std::getline(list, mode, ',');) {
+          if (mode != "train" && mode != "eval" && mode != "eval_recompute" && mode != "vanilla") {
+            return "unknown mode '" + mode + "': choose from train, eval, eval_recompute, vanilla";
+          }
+        }
+        return std::string();
+      });
+  app.add_option(
+         "--top-ops",
+         options.top_ops,
+         "also list the N operators and autograd nodes called most in the counted iteration")
+      ->check(xl::app::count_from(0));
+  app.add_option(
+         "--profile",
+         options.profile,
+         "also profile one more iteration per mode and list the N kernels (GPU) or operators "
+         "(CPU, inclusive times) that took the longest")
+      ->check(xl::app::count_from(0));
+  app.add_flag(
+      "--emulate-graphs",
+      options.emulate_graphs,
+      "CPU: run the model's graphed blocks emulated (each call runs them on the graph's "
+      "buffers) and also count the operator calls the host would make with CUDA graphs");
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-bench: tokens/s and peak memory of training and evaluation"};
@@ -21,40 +66,7 @@ int main(int argc, char** argv) {
     std::string json_path;
     xl::app::add_config_flags(app, flags);
     bool force = false;
-    app.add_option(
-           "--n-token",
-           options.n_token,
-           "vocabulary size (0, the default: that of the config's prepared data)")
-        ->check(xl::app::count_from(0));
-    app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::app::count_from(0));
-    app.add_option("--steps", options.steps, "timed iterations")->check(xl::app::positive_count());
-    app.add_option(
-           "--modes",
-           options.modes,
-           "comma-separated: train, eval, eval_recompute (the memory evaluation "
-           "recomputing its memory's projections every segment), vanilla")
-        ->check([](const std::string& modes) {
-          std::stringstream list(modes);
-          for (std::string mode; std::getline(list, mode, ',');) {
-            if (mode != "train" && mode != "eval" && mode != "eval_recompute" &&
-                mode != "vanilla") {
-              return "unknown mode '" + mode +
-                  "': choose from train, eval, eval_recompute, vanilla";
-            }
-          }
-          return std::string();
-        });
-    app.add_option(
-           "--top-ops",
-           options.top_ops,
-           "also list the N operators and autograd nodes called most in the counted iteration")
-        ->check(xl::app::count_from(0));
-    app.add_option(
-           "--profile",
-           options.profile,
-           "also profile one more iteration per mode and list the N kernels (GPU) or operators "
-           "(CPU, inclusive times) that took the longest")
-        ->check(xl::app::count_from(0));
+    add_bench_options(app, options);
     app.add_option("--json", json_path, "also write the results to this file");
     app.add_flag("--force", force, "replace the file --json names if it exists");
     xl::config::Config config;

@@ -103,6 +103,18 @@ void add_op_counts(
       counts.backward_nodes,
       counts.host_reads,
       counts.blocking_uploads);
+  if (counts.replays > 0) {
+    record["graphed_ops_per_iteration"] = counts.graphed;
+    record["graph_replays_per_iteration"] = counts.replays;
+    record["host_calls_per_iteration"] = counts.host_calls();
+    spdlog::info(
+        "{:8s} per iteration: {} graph replays{}: {} operator calls by the host",
+        mode,
+        counts.replays,
+        counts.graphed > 0 ? fmt::format(" standing for {} emulated operator calls", counts.graphed)
+                           : "",
+        counts.host_calls());
+  }
 }
 
 // One more iteration under the profiler: the device's busy time against the wall time, and the
@@ -292,6 +304,27 @@ nlohmann::json bench_eval(Bench& b, const config::Config& c, const char* name, b
   return record;
 }
 
+// train.cuda_graphs as the apps apply it, or (`emulate`, the CPU) the graphs emulated.
+void use_graphs(
+    models::LanguageModelImpl& model,
+    const config::Config& c,
+    const torch::Device& device,
+    bool emulate) {
+  if (const auto graphs = models::use_cuda_graphs(model, c, device); !graphs.empty()) {
+    spdlog::info("{}", graphs);
+  }
+  if (!emulate) {
+    return;
+  }
+  if (device.is_cuda()) {
+    throw UserError(
+        "--emulate-graphs is for the CPU: on CUDA, train.cuda_graphs runs the graphs themselves");
+  }
+  if (const auto why_not = model.use_graphs(runtime::GraphReplay::kEmulated); !why_not.empty()) {
+    spdlog::info("--emulate-graphs: {} runs eagerly: {}", c.model.type.name, why_not);
+  }
+}
+
 } // namespace
 
 nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& options) {
@@ -305,9 +338,7 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   }
   auto model = models::build_model(c, n_token);
   model->to(device);
-  if (const auto graphs = models::use_cuda_graphs(*model, c, device); !graphs.empty()) {
-    spdlog::info("{}", graphs);
-  }
+  use_graphs(*model, c, device, options.emulate_graphs);
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
       std::max(c.train.batch_size * c.train.tgt_len, c.eval.batch_size * c.train.tgt_len);
@@ -320,7 +351,9 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
       torch::get_num_threads(),
       device.str(),
       c.train.bf16 ? ", bf16 autocast" : "",
-      model->uses_graphs() ? ", CUDA graphs" : "");
+      !model->uses_graphs()  ? ""
+          : device.is_cuda() ? ", CUDA graphs"
+                             : ", graphs emulated");
   spdlog::info("{}", header);
   if (wants(options, "train")) {
     results.push_back(bench_train(b));

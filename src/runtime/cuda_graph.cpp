@@ -16,6 +16,8 @@
 #include <mutex>
 #include <utility>
 
+#include "xl/runtime/op_counter.h"
+
 namespace xl::runtime {
 
 using torch::autograd::variable_list;
@@ -121,7 +123,9 @@ class GraphedBackward : public torch::autograd::Node {
         generation == s.generation,
         "a graphed block ran its forward again before the backward of an earlier one: its saved "
         "activations are gone (run each forward's backward before the next forward)");
+    count_graph_replay();
     if (s.replay == GraphReplay::kEmulated) {
+      const GraphedRegion region;
       auto result = s.differentiate(outs, grads);
       outs.clear();
       return result;
@@ -315,11 +319,15 @@ std::vector<at::Tensor> GraphedBlock::operator()(const std::vector<at::Tensor>& 
   s.copy_inputs(inputs);
   ++s.generation;
   variable_list outs;
+  count_graph_replay();
   if (s.replay == GraphReplay::kCuda) {
     s.forward->replay();
     outs = s.out;
   } else {
-    outs = s.fn(s.in);
+    {
+      const GraphedRegion region;
+      outs = s.fn(s.in);
+    }
     s.grad_outputs.clear();
     for (size_t k = 0; k < outs.size(); ++k) {
       if (s.with_grad && outs[k].requires_grad()) {

@@ -11,7 +11,9 @@ OpCounts OpCounts::operator-(const OpCounts& other) const {
       ops - other.ops,
       backward_nodes - other.backward_nodes,
       host_reads - other.host_reads,
-      blocking_uploads - other.blocking_uploads};
+      blocking_uploads - other.blocking_uploads,
+      graphed - other.graphed,
+      replays - other.replays};
 }
 
 namespace {
@@ -21,7 +23,11 @@ struct Totals {
   std::atomic<int64_t> backward_nodes{0};
   std::atomic<int64_t> host_reads{0};
   std::atomic<int64_t> blocking_uploads{0};
+  std::atomic<int64_t> graphed{0};
+  std::atomic<int64_t> replays{0};
 };
+
+thread_local int graphed_depth = 0;
 
 Totals& totals() {
   static Totals t;
@@ -89,6 +95,9 @@ std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
     return nullptr;
   }
   ++totals().ops;
+  if (graphed_depth > 0) {
+    ++totals().graphed;
+  }
   if (fused_kernel(fn)) {
     ++fused_kernels;
   } else if (fused_kernels > 0) {
@@ -104,10 +113,28 @@ std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
 
 OpCounts snapshot() {
   const Totals& t = totals();
-  return {t.ops.load(), t.backward_nodes.load(), t.host_reads.load(), t.blocking_uploads.load()};
+  return {
+      t.ops.load(),
+      t.backward_nodes.load(),
+      t.host_reads.load(),
+      t.blocking_uploads.load(),
+      t.graphed.load(),
+      t.replays.load()};
 }
 
 } // namespace
+
+GraphedRegion::GraphedRegion() {
+  ++graphed_depth;
+}
+
+GraphedRegion::~GraphedRegion() {
+  --graphed_depth;
+}
+
+void count_graph_replay() {
+  ++totals().replays;
+}
 
 OpCounter::OpCounter(bool count_names) : by_name_(count_names) {
   Registration& r = registration();

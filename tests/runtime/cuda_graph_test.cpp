@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "xl/runtime/op_counter.h"
+
 namespace xl::runtime {
 namespace {
 
@@ -94,6 +96,25 @@ TEST(GraphedBlock, WithoutGradModeItRecordsNoGraph) {
   const auto out = graphed({x, x.narrow(1, 0, 3)});
   EXPECT_FALSE(out[0].requires_grad());
   EXPECT_EQ(out[0].grad_fn(), nullptr);
+}
+
+// The operator calls of an emulated run count as graphed, and each forward and backward as one
+// replay: what the host would call with CUDA graphs is the rest, plus the replays.
+TEST(GraphedBlock, CountsItsEmulatedCallsAsGraphedAndItsReplays) {
+  Block block;
+  const auto x = torch::randn({5, 4}).requires_grad_(true);
+  const auto m = torch::randn({5, 3});
+  GraphedBlock graphed(GraphReplay::kEmulated, block.fn(), {block.w, block.b}, {x, m});
+  OpCounts counts;
+  {
+    const OpCounter counter;
+    graphed({x, m})[0].sum().backward();
+    counts = counter.counts();
+  }
+  EXPECT_EQ(counts.replays, 2);
+  EXPECT_GT(counts.graphed, 4); // addmm, tanh, mul forward; their backward
+  EXPECT_LT(counts.graphed, counts.ops);
+  EXPECT_EQ(counts.host_calls(), counts.ops - counts.graphed + 2);
 }
 
 TEST(GraphCache, CapturesOncePerSignatureAndDropsTheLeastRecentlyUsed) {

@@ -24,6 +24,9 @@ struct BenchOptions {
   /// profile one more iteration and list this many of the kernels (GPU) or operators (CPU)
   /// that took the longest (0: no profile)
   int64_t profile = 0;
+  /// CPU: the model's graphed blocks run emulated (runtime::GraphReplay::kEmulated), and the
+  /// counts add the operator calls a CUDA step would leave to its graphs
+  bool emulate_graphs = false;
 };
 
 /// Runs the benchmarks and returns one record per mode: targets/s (tokens_per_s), input

@@ -25,6 +25,17 @@ struct OpCounts {
   int64_t host_reads = 0;
   /// copies from the CPU to a device that wait for it (not non_blocking)
   int64_t blocking_uploads = 0;
+  /// of `ops`, those a graphed block ran emulated (runtime/cuda_graph.h): on a GPU one replay of
+  /// its graph stands for them
+  int64_t graphed = 0;
+  /// replays of graphed blocks (emulated runs included)
+  int64_t replays = 0;
+
+  /// The operator calls the host makes when the graphed blocks replay CUDA graphs: `ops` less
+  /// `graphed`, plus one a replay.
+  int64_t host_calls() const {
+    return ops - graphed + replays;
+  }
 
   OpCounts operator-(const OpCounts& other) const;
 };
@@ -49,5 +60,18 @@ class OpCounter {
   bool by_name_;
   std::map<std::string, int64_t> names_start_;
 };
+
+/// While one lives on a thread, the operator calls there count as `graphed` too: a graphed
+/// block's emulated run (runtime/cuda_graph.h).
+class GraphedRegion {
+ public:
+  GraphedRegion();
+  ~GraphedRegion();
+  GraphedRegion(const GraphedRegion&) = delete;
+  GraphedRegion& operator=(const GraphedRegion&) = delete;
+};
+
+/// Counts one replay of a graphed block.
+void count_graph_replay();
 
 } // namespace xl::runtime
