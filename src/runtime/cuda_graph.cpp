@@ -394,7 +394,7 @@ GraphCache::GraphCache(GraphReplay replay, size_t max_graphs)
 std::vector<at::Tensor> GraphCache::run(
     const std::string& key,
     const GraphFn& fn,
-    const std::vector<at::Tensor>& params,
+    const GraphParams& params,
     const std::vector<at::Tensor>& inputs) {
   const auto sig = graph_signature(key, inputs);
   for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
@@ -408,7 +408,7 @@ std::vector<at::Tensor> GraphCache::run(
   }
   std::unique_ptr<GraphedBlock> block;
   try {
-    block = std::make_unique<GraphedBlock>(replay_, fn, params, inputs);
+    block = std::make_unique<GraphedBlock>(replay_, fn, params(), inputs);
   } catch (const c10::Error& e) {
     failed_ = true;
     spdlog::warn(

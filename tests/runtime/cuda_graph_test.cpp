@@ -120,9 +120,13 @@ TEST(GraphedBlock, CountsItsEmulatedCallsAsGraphedAndItsReplays) {
 TEST(GraphCache, CapturesOncePerSignatureAndDropsTheLeastRecentlyUsed) {
   Block block;
   GraphCache cache(GraphReplay::kEmulated, 2);
+  int asked = 0; // the parameters are asked for at a capture only
+  const auto params = [&] {
+    ++asked;
+    return std::vector<torch::Tensor>{block.w, block.b};
+  };
   const auto run = [&](int64_t rows, const std::string& key) {
-    return cache.run(
-        key, block.fn(), {block.w, block.b}, {torch::randn({rows, 4}), torch::randn({rows, 3})});
+    return cache.run(key, block.fn(), params, {torch::randn({rows, 4}), torch::randn({rows, 3})});
   };
   run(5, "train");
   run(5, "train");
@@ -135,6 +139,7 @@ TEST(GraphCache, CapturesOncePerSignatureAndDropsTheLeastRecentlyUsed) {
   EXPECT_EQ(cache.captures(), 3);
   run(5, "train");
   EXPECT_EQ(cache.captures(), 4);
+  EXPECT_EQ(asked, 4);
 }
 
 // A capture that fails (here: CUDA graphs of CPU tensors) leaves the block to run eagerly, with
@@ -145,7 +150,13 @@ TEST(GraphCache, AFailedCaptureRunsEagerly) {
   const auto x = torch::randn({5, 4}).requires_grad_(true);
   const auto m = torch::randn({5, 3});
   for (int call = 0; call < 2; ++call) {
-    const auto out = cache.run("train", block.fn(), {block.w, block.b}, {x, m});
+    const auto out = cache.run(
+        "train",
+        block.fn(),
+        [&] {
+          return std::vector<torch::Tensor>{block.w, block.b};
+        },
+        {x, m});
     EXPECT_TRUE(torch::equal(out[1], block.fn()({x, m})[1]));
     out[0].sum().backward();
   }

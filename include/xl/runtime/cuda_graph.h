@@ -41,6 +41,10 @@ enum class GraphReplay {
 /// but its parameters (updated in place), and no value on the host.
 using GraphFn = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
 
+/// The leaves a block reads whose gradients its backward computes (its parameters): asked for
+/// at a capture only, not on every call.
+using GraphParams = std::function<std::vector<at::Tensor>()>;
+
 /// One block captured for its inputs' shapes (those of its first call).
 class GraphedBlock {
  public:
@@ -78,7 +82,7 @@ class GraphCache {
   std::vector<at::Tensor> run(
       const std::string& key,
       const GraphFn& fn,
-      const std::vector<at::Tensor>& params,
+      const GraphParams& params,
       const std::vector<at::Tensor>& inputs);
 
   GraphReplay replay() const {

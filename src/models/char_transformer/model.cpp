@@ -170,12 +170,12 @@ std::vector<torch::Tensor> CharTransformerImpl::run_layers(
       }
       return outs;
     };
-    std::vector<torch::Tensor> params;
-    if (torch::GradMode::is_enabled()) {
-      params = layers->parameters();
+    const auto params = [this] {
+      auto p = layers->parameters();
       const auto more = positions->parameters();
-      params.insert(params.end(), more.begin(), more.end());
-    }
+      p.insert(p.end(), more.begin(), more.end());
+      return p;
+    };
     return graphs_->run(is_training() ? "train" : "eval", stack, params, {h, mask});
   }
   std::vector<torch::Tensor> outs;

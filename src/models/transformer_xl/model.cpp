@@ -177,19 +177,19 @@ torch::Tensor TransformerXLImpl::graphed_layers(
     }
     return outs;
   };
-  std::vector<torch::Tensor> params;
-  if (torch::GradMode::is_enabled()) {
-    params = layers->parameters();
-    for (const auto& p : {r_w_bias, r_r_bias}) {
-      if (p.defined()) {
-        params.push_back(p);
+  const auto params = [this] {
+    auto p = layers->parameters();
+    for (const auto& bias : {r_w_bias, r_r_bias}) {
+      if (bias.defined()) {
+        p.push_back(bias);
       }
     }
     if (positions) {
       const auto more = positions->parameters();
-      params.insert(params.end(), more.begin(), more.end());
+      p.insert(p.end(), more.begin(), more.end());
     }
-  }
+    return p;
+  };
   auto outs = graphs_->run(is_training() ? "train" : "eval", stack, params, in);
   hiddens.push_back(core);
   hiddens.insert(hiddens.end(), outs.begin(), outs.end() - 1);

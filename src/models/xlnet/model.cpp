@@ -430,11 +430,11 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::graphed_layers(
         outs.push_back(gg);
         return outs;
       };
-  std::vector<torch::Tensor> params;
-  if (torch::GradMode::is_enabled()) {
-    params = layers->parameters();
-    params.insert(params.end(), {r_w_bias, r_r_bias, r_s_bias});
-  }
+  const auto params = [this] {
+    auto p = layers->parameters();
+    p.insert(p.end(), {r_w_bias, r_r_bias, r_s_bias});
+    return p;
+  };
   const auto outs = graphs_->run(key, stack, params, in);
   hiddens.push_back(h);
   hiddens.insert(hiddens.end(), outs.begin(), outs.end() - 2);
