@@ -1,6 +1,7 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
 //   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
 //            [--set train.bf16=true] [--modes train,eval,eval_recompute,vanilla]
+//            [--prepared-data]
 //            [--top-ops N] [--profile N] [--emulate-graphs] [--json out.json [--force]]
 // Each mode runs what the apps run: the training step of xl-train, the evaluation loop of xl-eval.
 #include <filesystem>
@@ -22,6 +23,11 @@ void add_bench_options(CLI::App& app, xl::bench::BenchOptions& options) {
          options.n_token,
          "vocabulary size (0, the default: that of the config's prepared data)")
       ->check(xl::app::count_from(0));
+  app.add_flag(
+      "--prepared-data",
+      options.prepared_data,
+      "read the config's prepared data (data.dir: training from its training split, "
+      "evaluation from its test split) instead of random tokens");
   app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::app::count_from(0));
   app.add_option("--steps", options.steps, "timed iterations")->check(xl::app::positive_count());
   app.add_option(

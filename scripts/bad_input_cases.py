@@ -217,7 +217,10 @@ def cases(work):
     add("xl-average", ["--run", r, "--checkpoints", "step_20",
                        work / "x" / "checkpoints" / "best.pt", "--out", "avg"])
     for argv in [["--config", work / "missing.yaml"], ["--config", TXL, "--set", "train.lrr=1"],
-                 ["--config", TXL, "--modes", "train,fast"]]:
+                 ["--config", TXL, "--modes", "train,fast"],
+                 ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--prepared-data",
+                  "--n-token", "5"],
+                 ["--config", TXL, "--set", f"data.dir={work / 'missing'}", "--prepared-data"]]:
         add("xl-bench", argv)
     add("xl-compare", [])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'new' / 'r'}", "--resume"], {}))

@@ -3,7 +3,9 @@
 
 Each round times xl-bench, then hf_train_step.py, then (with --kimiyoung, --nvidia) the same script
 on kimiyoung's and NVIDIA's MemTransformerLM, all on one resolved config: same model, batch, segment, memory,
-optimizer, clipping and threads, random tokens. Rounds alternate so that a slow spell of a shared
+optimizer, clipping and threads, random tokens (with --prepared-data: the same segments of the
+config's prepared training split, what users train on: uniform random tokens fill an adaptive
+softmax's rarest bin, real text its head). Rounds alternate so that a slow spell of a shared
 machine hits every side. Prints one line per measurement and the medians and ratios, and the
 whole record as JSON with --json. --device cuda runs every side on the GPU. --precisions
 float32,bf16 times every side in each precision within every round (bf16: under autocast, Hugging
@@ -45,6 +47,9 @@ def main():
                         help="config override, as xl-train takes it")
     parser.add_argument("--precisions", metavar="LIST",
                         help="float32, bf16 or both, comma-separated (default: train.bf16's)")
+    parser.add_argument("--prepared-data", action="store_true",
+                        help="every side reads the config's prepared training split (data.dir; "
+                             "n_token must be its vocabulary size) instead of random tokens")
     parser.add_argument("--json", metavar="FILE", help="write every measurement here")
     args = parser.parse_args()
 
@@ -57,7 +62,7 @@ def main():
         if p not in ("float32", "bf16"):
             parser.error(f"--precisions: unknown precision '{p}' (float32 or bf16)")
     common = ["--n-token", str(args.n_token), "--steps", str(args.steps),
-              "--warmup", str(args.warmup)]
+              "--warmup", str(args.warmup)] + (["--prepared-data"] if args.prepared_data else [])
     with tempfile.TemporaryDirectory() as tmp:
         sides = {}  # "xl bf16" -> command; every round runs them in this order
         for p in precisions:
@@ -115,7 +120,8 @@ def main():
                       f"(per round {ratios[0]:.2f}-{ratios[-1]:.2f})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"config": args.config, "sets": sets, "ms_per_step": ms,
+            json.dump({"config": args.config, "sets": sets, "prepared_data": args.prepared_data,
+                       "ms_per_step": ms,
                        "peak_memory_mib": peak_mib,
                        "xl_model_and_matmul_gflops_per_s": utilisation,
                        "tokens_per_step": tokens_per_step}, f, indent=1)

@@ -7,7 +7,9 @@ config), batch, segment length, memory, optimizer (Adam), clipping and thread co
 data of the same shapes (XLNet: permutation masks over model.xlnet.num_predict targets per row,
 segment ids, bi_data from the config, the memory carried with reuse_len), on the config's
 train.device (auto: CUDA when there is one), under bf16 autocast when train.bf16 is true, on
-either device, as xl runs it. Prints one JSON line with input tokens/s, ms per step and peak
+either device, as xl runs it. With --prepared-data, the segments come from the config's
+prepared training split (data.dir), read as xl reads it: batch_size contiguous streams, one
+segment of each after another. Prints one JSON line with input tokens/s, ms per step and peak
 memory measured as xl-bench does (the process's peak resident set on the CPU, the CUDA
 allocator's peak on a GPU).
 
@@ -29,6 +31,7 @@ import tempfile
 import time
 import warnings
 
+import numpy as np
 import torch
 import yaml
 
@@ -39,7 +42,47 @@ import xlnet  # noqa: E402
 from transformers import TransfoXLLMHeadModel, XLNetLMHeadModel  # noqa: E402
 
 
-def transfo_xl_step(config, n_token, batch, tgt_len, device):
+class RandomSegments:
+    """Uniform random segments: [batch, tgt_len + 1] ids each call."""
+
+    def __init__(self, n_token, batch, tgt_len, device):
+        self.shape, self.n_token, self.device = (batch, tgt_len + 1), n_token, device
+
+    def __call__(self):
+        return torch.randint(self.n_token, self.shape, device=self.device)
+
+
+class PreparedSegments:
+    """Segments of an xl token file (64-byte header "XLTOKENS", then little-endian ids of the
+    header's width), cut as xl's ordered segments cut it: `batch` contiguous streams, then
+    [batch, tgt_len + 1] ids of each stream in turn (a segment and the next one's first id),
+    from the start again at the end."""
+
+    def __init__(self, path, batch, tgt_len, device):
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if len(header) < 64 or header[:8] != b"XLTOKENS":
+                sys.exit(f"hf_train_step: {path} is not an xl token file (prepare it with xl-prep)")
+            width = int.from_bytes(header[12:16], "little")
+            count = int.from_bytes(header[16:24], "little")
+            dtype = {2: np.uint16, 4: np.uint32}[width]
+            ids = np.frombuffer(f.read(width * count), dtype=dtype).astype(np.int64)
+        per_stream = count // batch
+        if per_stream < tgt_len + 1:
+            sys.exit(f"hf_train_step: {path} holds {count} tokens: too few for {batch} streams "
+                     f"of {tgt_len + 1}")
+        self.streams = torch.from_numpy(ids[:per_stream * batch].reshape(batch, per_stream))
+        self.tgt_len, self.start, self.device = tgt_len, 0, device
+
+    def __call__(self):
+        if self.start + self.tgt_len + 1 > self.streams.shape[1]:
+            self.start = 0
+        segment = self.streams[:, self.start:self.start + self.tgt_len + 1]
+        self.start += self.tgt_len
+        return segment.to(self.device)
+
+
+def transfo_xl_step(config, segments, n_token, batch, tgt_len, device):
     cfg = transfo_xl.hf_config(config["model"], n_token)
     cfg.dropout = config["model"]["dropout"]
     cfg.dropatt = config["model"]["dropatt"]
@@ -48,7 +91,7 @@ def transfo_xl_step(config, n_token, batch, tgt_len, device):
 
     def forward():
         nonlocal mems
-        tokens = torch.randint(n_token, (batch, tgt_len), device=device)
+        tokens = segments()[:, :-1]
         out = model(input_ids=tokens, labels=tokens, mems=mems)
         mems = out.mems
         return out.losses.mean()
@@ -73,7 +116,7 @@ def mem_transformer_args(config, n_token, tgt_len):
 
 
 def kimiyoung_step(code_dir):
-    def build(config, n_token, batch, tgt_len, device):
+    def build(config, segments, n_token, batch, tgt_len, device):
         sys.path[:0] = [code_dir, os.path.join(code_dir, "utils")]
         # Its masks are uint8, which masked_fill no longer takes: read them as booleans.
         torch.Tensor.byte = torch.Tensor.bool
@@ -84,7 +127,7 @@ def kimiyoung_step(code_dir):
 
         def forward():
             nonlocal mems
-            tokens = torch.randint(n_token, (tgt_len + 1, batch), device=device)
+            tokens = segments().t().contiguous()
             out = model(tokens[:-1], tokens[1:], *mems)
             mems = out[1:]
             return out[0].float().mean()
@@ -95,7 +138,7 @@ def kimiyoung_step(code_dir):
 
 
 def nvidia_step(code_dir):
-    def build(config, n_token, batch, tgt_len, device):
+    def build(config, segments, n_token, batch, tgt_len, device):
         # Its utils/ package imports its training scripts' dependencies (dllogger, pynvml):
         # the model needs two of its modules only, copied beside it into a package of their own.
         here = tempfile.mkdtemp()
@@ -112,7 +155,7 @@ def nvidia_step(code_dir):
 
         def forward():
             nonlocal mems
-            tokens = torch.randint(n_token, (tgt_len + 1, batch), device=device)
+            tokens = segments().t().contiguous()
             loss, mems = model(tokens[:-1], tokens[1:], mems)
             return loss.float().mean()
 
@@ -140,7 +183,7 @@ def permutation_batches(n_token, batch, tgt_len, n_predict, count):
     return out
 
 
-def xlnet_step(config, n_token, batch, tgt_len, device):
+def xlnet_step(config, _segments, n_token, batch, tgt_len, device):
     x = config["model"]["xlnet"]
     cfg = xlnet.hf_config(config["model"], n_token, x["bi_data"])
     cfg.dropout = config["model"]["dropout"]
@@ -171,6 +214,9 @@ def main():
     peers.add_argument("--nvidia", metavar="DIR",
                        help="time NVIDIA's MemTransformerLM from this Transformer-XL/pytorch/ "
                             "folder of DeepLearningExamples")
+    parser.add_argument("--prepared-data", action="store_true",
+                        help="segments of the config's prepared training split instead of "
+                             "random tokens (Transformer-XL)")
     args = parser.parse_args()
 
     with open(args.config) as f:
@@ -187,7 +233,15 @@ def main():
         family = kimiyoung_step(args.kimiyoung)
     elif args.nvidia:
         family = nvidia_step(args.nvidia)
-    model, forward = family(config, args.n_token, batch, tgt_len, device)
+    if args.prepared_data:
+        if config["model"]["type"] != "transformer_xl":
+            parser.error("--prepared-data: Transformer-XL configs only")
+        data = config["data"]
+        segments = PreparedSegments(os.path.join(data["dir"], data["train"]), batch, tgt_len,
+                                    device)
+    else:
+        segments = RandomSegments(args.n_token, batch, tgt_len, device)
+    model, forward = family(config, segments, args.n_token, batch, tgt_len, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=train["lr"])
 

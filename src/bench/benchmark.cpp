@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "xl/config/config.h"
 #include "xl/eval/evaluator.h"
@@ -200,15 +202,22 @@ bool wants(const BenchOptions& options, const std::string& mode) {
   return ("," + options.modes + ",").find("," + mode + ",") != std::string::npos;
 }
 
-// Everything a mode needs: the config, the model, and random data to read batches from.
+// Everything a mode needs: the config, the model, and the data to read batches from.
 struct Bench {
   const config::Config& config;
   const BenchOptions& options;
   models::LanguageModel model;
   torch::Device device;
   int64_t n_token;
-  /// random ids in each dataset
+  /// random ids in each random dataset
   int64_t size;
+  /// the config's prepared data (--prepared-data), or null: random data
+  std::shared_ptr<sources::Dataset> prepared;
+
+  // The data a mode of config `c` reads: the prepared data, or new random data.
+  std::shared_ptr<sources::Dataset> dataset(const config::Config& c) const {
+    return prepared ? prepared : std::shared_ptr(models::random_dataset(c, n_token, size));
+  }
 };
 
 // The model FLOPs of `record`'s iterations (per input token; none for a family without a
@@ -244,7 +253,7 @@ nlohmann::json bench_train(Bench& b) {
   const auto& t = b.config.train;
   b.model->train();
   // The dataset owns the tokens its sources read.
-  const auto dataset = models::random_dataset(b.config, b.n_token, b.size);
+  const auto dataset = b.dataset(b.config);
   auto source = dataset->train_source();
   auto optimizer = train::make_optimizer(t, train::plan_parameters(b.config, *b.model).groups);
   std::vector<nn::Memory> mems(static_cast<size_t>(t.batch_chunk));
@@ -274,7 +283,7 @@ nlohmann::json bench_train(Bench& b) {
 // warms up until the memory is full, as in the middle of an evaluation; `cache`: it keeps the
 // memory's projections between segments, as xl-eval does.
 nlohmann::json bench_eval(Bench& b, const config::Config& c, const char* name, bool cache) {
-  const auto dataset = models::random_dataset(c, b.n_token, b.size);
+  const auto dataset = b.dataset(c);
   auto setup = eval::eval_setup(c, dataset->eval_batches("test", false), false, b.device);
   setup.options.cache_projections = cache;
   eval::Evaluator evaluator(*b.model, setup.options);
@@ -325,11 +334,31 @@ void use_graphs(
   }
 }
 
+// The config's prepared data with --prepared-data (null otherwise), and the vocabulary size the
+// model is built for: --n-token, else the prepared data's.
+std::pair<std::shared_ptr<sources::Dataset>, int64_t> bench_data(
+    const config::Config& c,
+    const BenchOptions& options) {
+  if (!options.prepared_data) {
+    return {nullptr, options.n_token > 0 ? options.n_token : models::open_dataset(c)->vocab_size()};
+  }
+  std::shared_ptr<sources::Dataset> prepared = models::open_dataset(c);
+  if (options.n_token > 0 && options.n_token != prepared->vocab_size()) {
+    throw UserError(fmt::format(
+        "--n-token {} with --prepared-data: the prepared data in {} has a vocabulary of {}; "
+        "leave --n-token out",
+        options.n_token,
+        c.data.dir,
+        prepared->vocab_size()));
+  }
+  const int64_t n_token = prepared->vocab_size();
+  return {std::move(prepared), n_token};
+}
+
 } // namespace
 
 nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& options) {
-  const int64_t n_token =
-      options.n_token > 0 ? options.n_token : models::open_dataset(c)->vocab_size();
+  const auto [prepared, n_token] = bench_data(c, options);
   runtime::setup_runtime(c.train);
   const torch::Device device = runtime::pick_device(c.train);
   if (wants(options, "train")) {
@@ -342,7 +371,7 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
       std::max(c.train.batch_size * c.train.tgt_len, c.eval.batch_size * c.train.tgt_len);
-  Bench b{c, options, model, device, n_token, needed};
+  Bench b{c, options, model, device, n_token, needed, prepared};
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
       "{} parameters, vocabulary {}, {} threads, device {}{}{}",

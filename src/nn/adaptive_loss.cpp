@@ -60,7 +60,7 @@ struct BinState {
   torch::Tensor x;      // [M, d_proj] those rows, in the matrix products' dtype
   torch::Tensor h;      // [M, d_i] after the bin's projection (x without one), alike
   torch::Tensor logits; // [M, n] in the products' dtype; the head's has the cluster logits last
-  torch::Tensor lse;    // [M] log-sum-exp of each row
+  torch::Tensor lse;    // [M] log-sum-exp of each row; undefined once `logits` are log-probs
   torch::Tensor cols;   // [M, 1] the column each row's log-probability was read from
 };
 
@@ -77,7 +77,10 @@ torch::Tensor logits_to_grad(BinState& s, const torch::Tensor& g_rows) {
     auto part = grad_logits.narrow(0, r, len);
     auto f = runtime::in_dtype(part, torch::kFloat); // `part` itself when float32
     const auto g_part = g_rows.narrow(0, r, len);
-    f.sub_(s.lse.narrow(0, r, len).unsqueeze(1)).exp_().mul_(-g_part);
+    if (s.lse.defined()) {
+      f.sub_(s.lse.narrow(0, r, len).unsqueeze(1));
+    }
+    f.exp_().mul_(-g_part);
     f.scatter_add_(1, s.cols.narrow(0, r, len), g_part);
     grad_bias = r == 0 ? f.sum(0) : grad_bias.add_(f.sum(0));
     if (!f.is_same(part)) {
@@ -248,10 +251,23 @@ void check_inputs(
       dtype);
 }
 
-// Logits are kept in the products' dtype; the softmax reads them in float32 (as autocast's
-// linear and log_softmax give them).
+// Normalises a bin's rows. Float32 logits on the CPU become their log-probabilities in place,
+// in LibTorch's one fused pass over each row, which stays in the caches (its log-sum-exp makes a
+// pass and a temporary of the bin's size each for the maximum, the difference, its exponential
+// and their sum); the backward pass then needs only their exponential. bf16 logits are kept, and
+// the softmax reads them in float32 (as autocast's linear and log_softmax give them), through
+// each row's log-sum-exp; on a GPU, the log-sum-exp's passes run as they did (unmeasured there).
+void normalise(BinState& s) {
+  if (s.logits.scalar_type() == torch::kFloat && s.logits.is_cpu()) {
+    at::_log_softmax_out(s.logits, s.logits, 1, false);
+  } else {
+    s.lse = row_logsumexp(s.logits);
+  }
+}
+
 torch::Tensor log_prob_at(const BinState& s) {
-  return runtime::in_dtype(s.logits.gather(1, s.cols).squeeze(1), torch::kFloat) - s.lse;
+  const auto at_cols = s.logits.gather(1, s.cols).squeeze(1);
+  return s.lse.defined() ? runtime::in_dtype(at_cols, torch::kFloat) - s.lse : at_cols;
 }
 
 // The head scores the shortlist and one logit per cluster, for every row: log p of the
@@ -271,7 +287,7 @@ torch::Tensor score_head(
     b = torch::cat({b, t.cast(params.cluster_bias)}, 0);
   }
   head.logits = torch::addmm(b, head.h, w.t());
-  head.lse = row_logsumexp(head.logits);
+  normalise(head);
   head.cols = bins.head_cols.unsqueeze(1);
   return log_prob_at(head);
 }
@@ -292,7 +308,7 @@ void score_tail(
   s.x = hidden_lowp.index_select(0, rows);
   s.h = t.project(i, s.x);
   s.logits = torch::addmm(t.bias(i), s.h, t.weight(i).t());
-  s.lse = row_logsumexp(s.logits);
+  normalise(s);
   s.cols = bins.local[i].unsqueeze(1);
   out.index_add_(0, rows, log_prob_at(s));
 }

@@ -151,7 +151,7 @@ torch::Tensor position_scores(const torch::Tensor& q, const torch::Tensor& rk) {
 
 torch::Tensor attend(
     const AttentionOptions& o,
-    torch::nn::Dropout& dropatt,
+    Dropout& dropatt,
     const torch::Tensor& scores,
     const torch::Tensor& mask,
     const torch::Tensor& v) {
@@ -172,7 +172,7 @@ torch::Tensor attend(
 torch::Tensor finish(
     const AttentionOptions& o,
     torch::nn::Linear& o_net,
-    torch::nn::Dropout& drop,
+    Dropout& drop,
     torch::nn::LayerNorm& layer_norm,
     const torch::Tensor& h,
     const torch::Tensor& attn_vec) {

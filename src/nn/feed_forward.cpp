@@ -16,9 +16,9 @@ void FeedForwardImpl::reset() {
       "layer_norm",
       torch::nn::LayerNorm(
           torch::nn::LayerNormOptions({options.d_model()}).eps(options.layer_norm_eps())));
-  drop = register_module("drop", torch::nn::Dropout(options.dropout()));
-  inner_drop = register_module(
-      "inner_drop", torch::nn::Dropout(options.inner_dropout().value_or(options.dropout())));
+  drop = register_module("drop", Dropout(options.dropout()));
+  inner_drop =
+      register_module("inner_drop", Dropout(options.inner_dropout().value_or(options.dropout())));
 }
 
 void FeedForwardImpl::reset_parameters(const InitOptions& init) {

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
+#include "xl/nn/dropout.h"
 #include "xl/runtime/autocast.h"
 
 namespace xl::nn {
@@ -19,8 +20,8 @@ namespace {
 
 using torch::autograd::variable_list;
 
-// x with dropout p as torch::dropout draws it on x's device: a float noise scaled by 1 / (1 - p)
-// on the CPU, native_dropout's mask on CUDA. `factor` is what the backward multiplies by
+// x with dropout p as nn::dropout draws it on x's device: its noise, scaled by 1 / (1 - p), on
+// the CPU, native_dropout's mask on CUDA. `factor` is what the backward multiplies by
 // (undefined: no dropout).
 struct Dropped {
   torch::Tensor out;
@@ -35,7 +36,7 @@ Dropped dropout(const torch::Tensor& x, double p) {
     auto [out, mask] = at::native_dropout(x, p, true);
     return {out, mask};
   }
-  auto noise = at::empty_like(x).bernoulli_(1.0 - p).div_(1.0 - p);
+  auto noise = dropout_noise(x, p);
   return {x * noise, noise};
 }
 

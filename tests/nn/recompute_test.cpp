@@ -4,6 +4,8 @@
 // bf16 autocast. Every family's tiny configs: models/family_contract_test.cpp.
 #include "xl/nn/recompute.h"
 
+#include "xl/nn/dropout.h"
+
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -20,7 +22,7 @@ TEST(ActivationCheckpointing, ABlockGivesThePlainGradientsAndLeavesTheRandomStre
   const auto y0 = torch::randn({5, 6});
   // Two inputs, two outputs, a parameter inside and dropout.
   const nn::Block block = [&](const std::vector<torch::Tensor>& in) {
-    const auto a = torch::dropout(linear(in[0]), 0.5, true);
+    const auto a = nn::dropout(linear(in[0]), 0.5, true);
     return std::vector<torch::Tensor>{a * in[1], a.tanh()};
   };
   const auto run = [&](bool checkpointed) {

@@ -1,7 +1,8 @@
 // Speed and memory of a config's model: training steps, memory-mode evaluation
 // segments and vanilla (sliding-window) evaluation, on random data of the family's
-// shapes (models::random_dataset) so that no prepared data is needed. A mode the config
-// cannot run (XLNet has no vanilla evaluation) is skipped with the reason.
+// shapes (models::random_dataset) so that no prepared data is needed, or on the config's
+// prepared data. A mode the config cannot run (XLNet has no vanilla evaluation) is skipped
+// with the reason.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,8 +15,12 @@ namespace xl::bench {
 
 struct BenchOptions {
   int64_t n_token = 0; // 0: the vocabulary size of the config's prepared data
-  int64_t warmup = 3;  // untimed iterations first
-  int64_t steps = 10;  // timed iterations
+  /// read the config's prepared data (training: its training split; evaluation: its test
+  /// split) instead of random tokens: an adaptive softmax's cost depends on which of its bins
+  /// the targets fall in, and uniform random tokens fill the rarest bin, real text the head
+  bool prepared_data = false;
+  int64_t warmup = 3; // untimed iterations first
+  int64_t steps = 10; // timed iterations
   std::string modes = "train,eval,vanilla";
   /// refuse a training config whose memory estimate exceeds the available memory
   bool enforce_memory = true;

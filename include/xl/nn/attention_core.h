@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
 
 namespace xl::nn {
@@ -131,7 +132,7 @@ inline torch::Tensor biased_query(
 /// autocast; a row that keeps no key attends uniformly, as in the reference implementations.
 torch::Tensor attend(
     const AttentionOptions& o,
-    torch::nn::Dropout& dropatt,
+    Dropout& dropatt,
     const torch::Tensor& scores,
     const torch::Tensor& mask,
     const torch::Tensor& v);
@@ -141,7 +142,7 @@ torch::Tensor attend(
 torch::Tensor finish(
     const AttentionOptions& o,
     torch::nn::Linear& o_net,
-    torch::nn::Dropout& drop,
+    Dropout& drop,
     torch::nn::LayerNorm& layer_norm,
     const torch::Tensor& h,
     const torch::Tensor& attn_vec);
@@ -159,8 +160,8 @@ void register_attention_modules(Impl& m) {
   m.layer_norm = m.register_module(
       "layer_norm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
-  m.drop = m.register_module("drop", torch::nn::Dropout(o.dropout()));
-  m.dropatt = m.register_module("dropatt", torch::nn::Dropout(o.dropatt()));
+  m.drop = m.register_module("drop", Dropout(o.dropout()));
+  m.dropatt = m.register_module("dropatt", Dropout(o.dropatt()));
 }
 
 /// The projection of relative position embeddings onto the heads: D -> H * Dh, no bias.

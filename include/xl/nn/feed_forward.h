@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
 
 namespace xl::nn {
@@ -40,8 +41,8 @@ class FeedForwardImpl : public torch::nn::Cloneable<FeedForwardImpl> {
   torch::nn::Linear fc1{nullptr};
   torch::nn::Linear fc2{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  torch::nn::Dropout drop{nullptr};
-  torch::nn::Dropout inner_drop{nullptr};
+  Dropout drop{nullptr};
+  Dropout inner_drop{nullptr};
 
  private:
   torch::Tensor activate(const torch::Tensor& x) const;

@@ -8,7 +8,7 @@
 // same products, softmax and LayerNorms as one node (507 calls a layer with its weights'
 // gradients and update), on float32 or under bf16 autocast (products in bf16, softmax and
 // LayerNorm in float32, as the composed path under autocast), drawing its dropout masks as
-// torch::dropout does on each device.
+// nn::dropout does on each device.
 //
 // Layout: heads are head-major [H, B, len, Dh], so that the content scores are one batched
 // product over H B and the position scores one over H (the position keys are shared by the

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "xl/nn/attention_core.h"
+#include "xl/nn/dropout.h"
 
 namespace xl::nn {
 
@@ -47,8 +48,8 @@ class RelPartialAttentionImpl : public torch::nn::Cloneable<RelPartialAttentionI
   torch::nn::Linear qkv_net{nullptr};
   torch::nn::Linear o_net{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  torch::nn::Dropout drop{nullptr};
-  torch::nn::Dropout dropatt{nullptr};
+  Dropout drop{nullptr};
+  Dropout dropatt{nullptr};
   torch::nn::Linear r_net{nullptr};
 };
 TORCH_MODULE(RelPartialAttention);

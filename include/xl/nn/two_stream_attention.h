@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "xl/nn/attention_core.h"
+#include "xl/nn/dropout.h"
 
 namespace xl::nn {
 
@@ -74,8 +75,8 @@ class TwoStreamAttentionImpl : public torch::nn::Cloneable<TwoStreamAttentionImp
   torch::nn::Linear qkv_net{nullptr};
   torch::nn::Linear o_net{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  torch::nn::Dropout drop{nullptr};
-  torch::nn::Dropout dropatt{nullptr};
+  Dropout drop{nullptr};
+  Dropout dropatt{nullptr};
   torch::nn::Linear r_net{nullptr};
   /// [2, H, Dh]: the segment embeddings of "same segment" (0) and "other segment" (1)
   torch::Tensor seg_embed;

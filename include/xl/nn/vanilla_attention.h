@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "xl/nn/attention_core.h"
+#include "xl/nn/dropout.h"
 
 namespace xl::nn {
 
@@ -27,8 +28,8 @@ class VanillaAttentionImpl : public torch::nn::Cloneable<VanillaAttentionImpl> {
   torch::nn::Linear qkv_net{nullptr};
   torch::nn::Linear o_net{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  torch::nn::Dropout drop{nullptr};
-  torch::nn::Dropout dropatt{nullptr};
+  Dropout drop{nullptr};
+  Dropout dropatt{nullptr};
 };
 TORCH_MODULE(VanillaAttention);
 

@@ -41,7 +41,7 @@ void CharTransformerImpl::reset() {
       "positions",
       nn::LearnedPositions(nn::LearnedPositionsOptions(
           o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
-  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
+  drop = register_module("drop", nn::Dropout(attention.dropout()));
   layers = register_layer_stack(
       *this, o.n_layer(), [&](int64_t) { return nn::VanillaDecoderLayer(o.layer()); });
   if (attention.pre_lnorm()) {

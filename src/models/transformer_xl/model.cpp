@@ -58,7 +58,7 @@ void TransformerXLImpl::reset() {
         nn::LearnedPositions(
             nn::LearnedPositionsOptions(o.n_layer(), o.n_ctx(), attention.d_model())));
   }
-  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
+  drop = register_module("drop", nn::Dropout(attention.dropout()));
   if (o.relative()) {
     r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
     r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));

@@ -44,7 +44,7 @@ void XLNetImpl::reset() {
   r_s_bias = register_parameter("r_s_bias", bias());
   pos_emb =
       register_module("pos_emb", nn::SinusoidEmbedding(nn::SinusoidEmbeddingOptions(d_model)));
-  drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
+  drop = register_module("drop", nn::Dropout(attention.dropout()));
   layers = register_layer_stack(
       *this, o.n_layer(), [&](int64_t) { return nn::TwoStreamLayer(o.layer()); });
   lm_bias = register_parameter("lm_bias", torch::empty({o.n_token()}));

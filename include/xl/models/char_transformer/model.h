@@ -27,6 +27,7 @@
 #include "xl/models/kit.h"
 #include "xl/models/language_model.h"
 #include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
 #include "xl/nn/learned_positions.h"
 
@@ -90,7 +91,7 @@ class CharTransformerImpl : public LanguageModelImpl {
   torch::nn::Embedding word_embedding{nullptr};
   /// a table per layer, or one at the input
   nn::LearnedPositions positions{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  nn::Dropout drop{nullptr};
   /// nn::VanillaDecoderLayer each
   torch::nn::ModuleList layers{nullptr};
   /// pre-norm only: the LayerNorm every head reads through

@@ -17,6 +17,7 @@
 #include "xl/models/language_model.h"
 #include "xl/nn/adaptive.h"
 #include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
 #include "xl/nn/learned_positions.h"
 #include "xl/nn/positional.h"
@@ -92,7 +93,7 @@ class TransformerXLImpl : public LanguageModelImpl {
   nn::SinusoidEmbedding pos_emb{nullptr};
   /// learned_positions only: a table per layer
   nn::LearnedPositions positions{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  nn::Dropout drop{nullptr};
   /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
   torch::Tensor r_w_bias;
   torch::Tensor r_r_bias;

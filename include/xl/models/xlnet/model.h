@@ -26,6 +26,7 @@
 
 #include "xl/models/language_model.h"
 #include "xl/nn/decoder_layer_options.h"
+#include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
 #include "xl/nn/positional.h"
 #include "xl/nn/two_stream_attention.h"
@@ -100,7 +101,7 @@ class XLNetImpl : public LanguageModelImpl {
   torch::Tensor r_r_bias;
   torch::Tensor r_s_bias;
   nn::SinusoidEmbedding pos_emb{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  nn::Dropout drop{nullptr};
   /// nn::TwoStreamLayer each
   torch::nn::ModuleList layers{nullptr};
   /// [n_token]: the LM head's bias; its weight is the word embedding
