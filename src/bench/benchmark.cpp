@@ -9,7 +9,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <utility>
 
 #include "xl/config/config.h"
 #include "xl/eval/evaluator.h"
@@ -211,12 +210,12 @@ struct Bench {
   int64_t n_token;
   /// random ids in each random dataset
   int64_t size;
-  /// the config's prepared data (--prepared-data), or null: random data
-  std::shared_ptr<sources::Dataset> prepared;
 
-  // The data a mode of config `c` reads: the prepared data, or new random data.
-  std::shared_ptr<sources::Dataset> dataset(const config::Config& c) const {
-    return prepared ? prepared : std::shared_ptr(models::random_dataset(c, n_token, size));
+  // The data a mode of config `c` reads (its batches follow c's evaluation mode): the prepared
+  // data (--prepared-data), or random data.
+  std::unique_ptr<sources::Dataset> dataset(const config::Config& c) const {
+    return options.prepared_data ? models::open_dataset(c)
+                                 : models::random_dataset(c, n_token, size);
   }
 };
 
@@ -334,31 +333,28 @@ void use_graphs(
   }
 }
 
-// The config's prepared data with --prepared-data (null otherwise), and the vocabulary size the
-// model is built for: --n-token, else the prepared data's.
-std::pair<std::shared_ptr<sources::Dataset>, int64_t> bench_data(
-    const config::Config& c,
-    const BenchOptions& options) {
-  if (!options.prepared_data) {
-    return {nullptr, options.n_token > 0 ? options.n_token : models::open_dataset(c)->vocab_size()};
+// The vocabulary size the model is built for: --n-token, else the prepared data's (with
+// --prepared-data, --n-token must be it).
+int64_t bench_vocabulary(const config::Config& c, const BenchOptions& options) {
+  if (options.n_token > 0 && !options.prepared_data) {
+    return options.n_token;
   }
-  std::shared_ptr<sources::Dataset> prepared = models::open_dataset(c);
-  if (options.n_token > 0 && options.n_token != prepared->vocab_size()) {
+  const int64_t prepared = models::open_dataset(c)->vocab_size();
+  if (options.n_token > 0 && options.n_token != prepared) {
     throw UserError(fmt::format(
         "--n-token {} with --prepared-data: the prepared data in {} has a vocabulary of {}; "
         "leave --n-token out",
         options.n_token,
         c.data.dir,
-        prepared->vocab_size()));
+        prepared));
   }
-  const int64_t n_token = prepared->vocab_size();
-  return {std::move(prepared), n_token};
+  return prepared;
 }
 
 } // namespace
 
 nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& options) {
-  const auto [prepared, n_token] = bench_data(c, options);
+  const int64_t n_token = bench_vocabulary(c, options);
   runtime::setup_runtime(c.train);
   const torch::Device device = runtime::pick_device(c.train);
   if (wants(options, "train")) {
@@ -371,7 +367,7 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
   // Enough random tokens for every batch the modes read.
   const int64_t needed = (options.warmup + options.steps + 64) *
       std::max(c.train.batch_size * c.train.tgt_len, c.eval.batch_size * c.train.tgt_len);
-  Bench b{c, options, model, device, n_token, needed, prepared};
+  Bench b{c, options, model, device, n_token, needed};
   nlohmann::json results = nlohmann::json::array();
   const std::string header = fmt::format(
       "{} parameters, vocabulary {}, {} threads, device {}{}{}",

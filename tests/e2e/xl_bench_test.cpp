@@ -43,5 +43,38 @@ TEST(XlBench, ComparesTheMemoryEvaluationsAndProfilesThem) {
   EXPECT_THAT(typo.output, HasSubstr("unknown mode 'trian'"));
 }
 
+// --prepared-data: training reads the prepared training split, each evaluation mode the test
+// split in its own batches (vanilla windows are not memory segments); the vocabulary is the
+// prepared one, and another --n-token is refused.
+TEST(XlBench, ReadsThePreparedDataInEachModesBatches) {
+  TempDir dir;
+  const std::string base = app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
+      " --set data.dir=" + corpus_dir().string() +
+      " --set train.threads=1 --prepared-data --warmup 0 --steps 1";
+  const auto run =
+      run_command(base + " --modes train,eval,vanilla --json prepared.json", dir.path());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const auto results = nlohmann::json::parse(read_text(dir / "prepared.json"))["results"];
+  ASSERT_EQ(results.size(), 3U) << results.dump();
+  std::set<std::string> modes;
+  for (const auto& record : results) {
+    const auto mode = record["mode"].get<std::string>();
+    const auto setting = record["setting"].get<std::string>();
+    modes.insert(mode);
+    if (mode == "train") {
+      EXPECT_THAT(setting, HasSubstr((corpus_dir() / "train.bin").string()));
+      EXPECT_THAT(setting, ::testing::Not(HasSubstr("random")));
+    } else if (mode == "vanilla") {
+      EXPECT_THAT(setting, HasSubstr("vanilla: window"));
+    } else {
+      EXPECT_THAT(setting, ::testing::StartsWith("tgt_len"));
+    }
+  }
+  EXPECT_EQ(modes, (std::set<std::string>{"train", "eval", "vanilla"}));
+  const auto other = run_command(base + " --modes train --n-token 7", dir.path());
+  EXPECT_EQ(other.status, 2);
+  EXPECT_THAT(other.output, HasSubstr("--n-token 7 with --prepared-data"));
+}
+
 } // namespace
 } // namespace xl::test
