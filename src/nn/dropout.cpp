@@ -7,6 +7,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "xl/util/vector_clones.h"
+
 namespace xl::nn {
 
 namespace {
@@ -30,16 +32,8 @@ uint64_t next_seed() {
   return generator.get<at::CPUGeneratorImpl>()->random64();
 }
 
-// Clones of the noise kernel for AVX-512 and AVX2 machines, picked at load time: the rounds run
-// eight or four lanes to an instruction (the default build targets plain x86-64).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define XL_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define XL_VECTOR_CLONES
-#endif
-
-// One block's noise: Philox counters (offset, 0, block) under the key `seed`; word j of lane l
+// One block's noise (cloned: the rounds run eight or four lanes to an instruction where the
+// machine has them): Philox counters (offset, 0, block) under the key `seed`; word j of lane l
 // of group g decides element g * kPerGroup + j * kLanes + l (in a last, partial group, the
 // words in that order up to n). The lanes hold 32-bit words in 64-bit integers, which the
 // compiler multiplies as vectors.

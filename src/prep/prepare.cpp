@@ -83,7 +83,7 @@ PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
   const auto model_path = options.out / "spiece.model";
   if (options.model) {
     const formats::SentencePiece reused(*options.model); // refused under its own name
-    atomic_write(model_path, read_file(reused.path(), "SentencePiece model"));
+    atomic_copy(reused.path(), model_path, "SentencePiece model");
   } else if (options.splits.count("train") == 0) {
     throw UserError(
         "xl-prep needs a training split (--train FILE) to train SentencePiece "

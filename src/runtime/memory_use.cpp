@@ -32,9 +32,10 @@ MemoryUse memory_use(const torch::Device& device) {
   use.resident_mib = resident_bytes() / kMiB;
   const struct mallinfo2 heap = mallinfo2();
   const auto cache = cpu_cache_stats();
-  use.cpu_allocators_mib =
-      static_cast<double>(heap.arena + heap.hblkhd + cache.cached_bytes + cache.in_use_bytes) /
-      kMiB;
+  use.cpu_cache_mib = static_cast<double>(cache.cached_bytes + cache.in_use_bytes) / kMiB;
+  use.heap_mib = static_cast<double>(heap.arena + heap.hblkhd) / kMiB;
+  use.heap_free_mib = static_cast<double>(heap.fordblks) / kMiB;
+  use.cpu_allocators_mib = use.cpu_cache_mib + use.heap_mib;
   if (device.is_cuda()) {
     const auto stats =
         c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
@@ -47,6 +48,9 @@ MemoryUse memory_use(const torch::Device& device) {
 void add_memory_use(nlohmann::json& record, const MemoryUse& use, const torch::Device& device) {
   record["resident_mib"] = use.resident_mib;
   record["cpu_allocators_mib"] = use.cpu_allocators_mib;
+  record["cpu_cache_mib"] = use.cpu_cache_mib;
+  record["heap_mib"] = use.heap_mib;
+  record["heap_free_mib"] = use.heap_free_mib;
   if (device.is_cuda()) {
     record["cuda_allocated_mib"] = use.cuda_allocated_mib;
     record["cuda_reserved_mib"] = use.cuda_reserved_mib;

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "xl/train/lamb.h"
+#include "xl/train/multi_tensor.h"
 
 namespace xl::train {
 
@@ -150,7 +151,8 @@ class TorchOptimizer : public Optimizer {
 
   // LibTorch's Adam step (state created on a parameter's first gradient, weight decay as L2 for
   // Adam and decoupled for AdamW). The step counts live on the device (device_steps_), so that
-  // a skipped step leaves them too; LibTorch's state gets them when saved.
+  // a skipped step leaves them too; LibTorch's state gets them when saved. On the CPU one
+  // kernel steps every parameter of a group (train/multi_tensor.h).
   void fused_adam_step(const torch::Tensor& skip) {
     torch::NoGradGuard no_grad;
     for (auto& group : optimizer_.param_groups()) {
@@ -171,12 +173,15 @@ class TorchOptimizer : public Optimizer {
       if (params.empty()) {
         continue;
       }
+      if (cpu_adam_group(o, params, grads, exp_avgs, exp_avg_sqs, steps, skip)) {
+        continue;
+      }
+      const auto [beta1, beta2] = o.betas();
       if (skip.defined()) {
         torch::_foreach_add_(steps, 1.0 - skip);
       } else {
         torch::_foreach_add_(steps, 1.0);
       }
-      const auto [beta1, beta2] = o.betas();
       const auto fused = [](auto&&... args) {
         if constexpr (std::is_same_v<Torch, torch::optim::Adam>) {
           at::_fused_adam_(args...);
@@ -201,6 +206,43 @@ class TorchOptimizer : public Optimizer {
           std::nullopt,
           skip.defined() ? std::optional<torch::Tensor>(skip) : std::nullopt);
     }
+  }
+
+  // One group's step through the CPU kernel, where every tensor allows it (false otherwise).
+  // On the CPU `skip` and the step counts are read where they lie: nothing waits.
+  static bool cpu_adam_group(
+      const Options& o,
+      const std::vector<torch::Tensor>& params,
+      const std::vector<torch::Tensor>& grads,
+      const std::vector<torch::Tensor>& exp_avgs,
+      const std::vector<torch::Tensor>& exp_avg_sqs,
+      const std::vector<torch::Tensor>& steps,
+      const torch::Tensor& skip) {
+    if (!cpu_multi_tensor_applies({params, grads, exp_avgs, exp_avg_sqs, steps}) ||
+        (skip.defined() && !cpu_multi_tensor_applies({{skip}}))) {
+      return false;
+    }
+    if (skip.defined() && *skip.const_data_ptr<float>() != 0.0F) {
+      return true;
+    }
+    std::vector<double> counts;
+    for (const auto& count : steps) {
+      counts.push_back(*count.data_ptr<float>() += 1.0F);
+    }
+    const auto [beta1, beta2] = o.betas();
+    cpu_adam_step(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        counts,
+        {o.lr(),
+         beta1,
+         beta2,
+         o.eps(),
+         o.weight_decay(),
+         std::is_same_v<Torch, torch::optim::AdamW>});
+    return true;
   }
 
   // p's Adam state, made (step 0, zero moments) on its first gradient.

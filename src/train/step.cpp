@@ -1,7 +1,11 @@
 #include "xl/train/step.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
+#include "xl/train/multi_tensor.h"
 
 namespace xl::train {
 
@@ -178,27 +182,6 @@ torch::Tensor batch_sums(const ChunkPasses& passes, const StepOptions& options) 
   return sums;
 }
 
-// The global norm of the gradients [] before clipping them to `clip` (0: no clipping), without
-// reading it: the clipping factor is applied on the device. Every gradient is dense: a tied
-// table's sparse lookup gradient is added into the softmax's dense one.
-torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) {
-      grads.push_back(p.grad());
-    }
-  }
-  if (grads.empty()) {
-    return params.empty() ? torch::zeros({}) : torch::zeros({}, params.front().options());
-  }
-  const auto norms = torch::_foreach_norm(grads);
-  auto total = norms.size() == 1 ? norms.front() : torch::stack(norms).norm();
-  if (clip > 0) {
-    torch::_foreach_mul_(grads, (total + 1e-6).reciprocal().mul_(clip).clamp_max_(1.0));
-  }
-  return total;
-}
-
 // The memory a chunk carries on: the step's where it was finite, the one before where not.
 // A stream without memory yet has nothing to keep: its first step is read.
 nn::Memory next_memory(nn::Memory fresh, const nn::Memory& kept, const torch::Tensor& finite) {
@@ -216,6 +199,33 @@ nn::Memory next_memory(nn::Memory fresh, const nn::Memory& kept, const torch::Te
 }
 
 } // namespace
+
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+    }
+  }
+  if (grads.empty()) {
+    return params.empty() ? torch::zeros({}) : torch::zeros({}, params.front().options());
+  }
+  if (cpu_multi_tensor_applies({grads})) {
+    const auto total = static_cast<float>(std::sqrt(cpu_sum_of_squares(grads)));
+    // A factor of 1 changes nothing, and a non-finite norm skips the update anyway.
+    const float factor = std::min(1.0F, 1.0F / (total + 1e-6F) * static_cast<float>(clip));
+    if (clip > 0 && std::isfinite(total) && factor < 1.0F) {
+      cpu_scale_(grads, factor);
+    }
+    return torch::scalar_tensor(total, grads.front().options());
+  }
+  const auto norms = torch::_foreach_norm(grads);
+  auto total = norms.size() == 1 ? norms.front() : torch::stack(norms).norm();
+  if (clip > 0) {
+    torch::_foreach_mul_(grads, (total + 1e-6).reciprocal().mul_(clip).clamp_max_(1.0));
+  }
+  return total;
+}
 
 StepResult train_step(
     models::LanguageModelImpl& model,

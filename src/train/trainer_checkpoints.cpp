@@ -66,7 +66,7 @@ void Trainer::save(State& s, bool best) {
   const auto& first = best ? paths_.best_checkpoint() : paths_.last_checkpoint();
   run::save_checkpoint(first, info, fill);
   if (best) {
-    atomic_write(paths_.last_checkpoint(), read_file(first, "checkpoint"));
+    atomic_copy(first, paths_.last_checkpoint(), "checkpoint");
   }
 }
 
@@ -135,7 +135,7 @@ void Trainer::keep_snapshot(int64_t step) const {
   if (keep == 0 || !writes_) {
     return;
   }
-  atomic_write(paths_.snapshot(step), read_file(paths_.last_checkpoint(), "checkpoint"));
+  atomic_copy(paths_.last_checkpoint(), paths_.snapshot(step), "checkpoint");
   // The oldest go; a resumed run's snapshot of a step it repeats replaced the old one above.
   auto all = paths_.snapshots();
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {

@@ -96,29 +96,44 @@ int open_input(const fs::path& path, const std::string& what, std::chrono::milli
   return fd;
 }
 
+void read_file_chunks(
+    const fs::path& path,
+    const std::string& what,
+    const ByteSink& sink,
+    std::chrono::milliseconds pipe_wait) {
+  const int fd = open_input(path, what, pipe_wait);
+  std::array<char, 1 << 16> buffer{};
+  try {
+    for (;;) {
+      const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got < 0) {
+        throw UserError("cannot read " + what + " " + path.string() + ": " + errno_text());
+      }
+      if (got == 0) {
+        break;
+      }
+      sink(buffer.data(), static_cast<size_t>(got));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 std::string read_file(
     const fs::path& path,
     const std::string& what,
     std::chrono::milliseconds pipe_wait) {
-  const int fd = open_input(path, what, pipe_wait);
   std::string out;
-  std::array<char, 1 << 16> buffer{};
-  for (;;) {
-    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got < 0) {
-      const std::string reason = errno_text();
-      ::close(fd);
-      throw UserError("cannot read " + what + " " + path.string() + ": " + reason);
-    }
-    if (got == 0) {
-      break;
-    }
-    out.append(buffer.data(), static_cast<size_t>(got));
-  }
-  ::close(fd);
+  read_file_chunks(
+      path,
+      what,
+      [&](const void* data, size_t size) { out.append(static_cast<const char*>(data), size); },
+      pipe_wait);
   return out;
 }
 
@@ -160,6 +175,10 @@ void atomic_write(const fs::path& path, const std::function<void(const ByteSink&
 
 void atomic_write(const fs::path& path, const std::string& content) {
   atomic_write(path, [&](const ByteSink& sink) { sink(content.data(), content.size()); });
+}
+
+void atomic_copy(const fs::path& from, const fs::path& to, const std::string& what) {
+  atomic_write(to, [&](const ByteSink& sink) { read_file_chunks(from, what, sink); });
 }
 
 void remove_stale_temporaries(const fs::path& path) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "test_util.h"
@@ -28,6 +29,37 @@ TEST(AtomicWrite, CreatesParentFolders) {
   test::TempDir dir;
   atomic_write(dir / "a" / "b" / "f.txt", std::string("x"));
   EXPECT_EQ(read_file(dir / "a" / "b" / "f.txt"), "x");
+}
+
+// A checkpoint copied whole through a string left a hole of its size in a trainer's heap, which
+// grew the heap by that much once the hole had been cut up (the soak test, docs/integrity.md).
+TEST(AtomicCopy, CopiesEveryByteInChunksAndKeepsTheTargetWhenTheSourceIsMissing) {
+  test::TempDir dir;
+  std::string bytes(200 * 1024 + 7, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>((i * 2654435761U) >> 13);
+  }
+  atomic_write(dir / "from.pt", bytes);
+  size_t largest = 0;
+  std::string streamed;
+  read_file_chunks(dir / "from.pt", "checkpoint", [&](const void* data, size_t size) {
+    largest = std::max(largest, size);
+    streamed.append(static_cast<const char*>(data), size);
+  });
+  EXPECT_EQ(streamed, bytes);
+  EXPECT_LE(largest, size_t{64} << 10);
+  atomic_write(dir / "to.pt", std::string("old"));
+  atomic_copy(dir / "from.pt", dir / "to.pt", "checkpoint");
+  EXPECT_EQ(read_file(dir / "to.pt"), bytes);
+  EXPECT_THAT(
+      test::user_error([&] { atomic_copy(dir / "gone.pt", dir / "to.pt", "checkpoint"); }),
+      ::testing::HasSubstr("checkpoint not found: "));
+  EXPECT_EQ(read_file(dir / "to.pt"), bytes);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
+    ++files;
+  }
+  EXPECT_EQ(files, 2u); // no temporary left
 }
 
 TEST(ReadFile, NamesWhatIsMissing) {

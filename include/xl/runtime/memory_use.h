@@ -13,8 +13,13 @@ namespace xl::runtime {
 
 struct MemoryUse {
   double resident_mib = 0;
-  /// glibc's arenas and mmapped blocks, and xl's CPU cache (cached and in use)
+  /// glibc's arenas and mmapped blocks, and xl's CPU cache (cached and in use): their sum
   double cpu_allocators_mib = 0;
+  /// xl's CPU cache alone: the large blocks in use and those kept for reuse
+  double cpu_cache_mib = 0;
+  /// glibc's part (arenas and mmapped blocks), and the free bytes inside its arenas
+  double heap_mib = 0;
+  double heap_free_mib = 0;
   /// the CUDA caching allocator's current bytes in tensors and reserved (0 on the CPU)
   double cuda_allocated_mib = 0;
   double cuda_reserved_mib = 0;

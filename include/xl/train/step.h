@@ -66,6 +66,13 @@ std::vector<StepReport> read_steps(const std::vector<StepResult>& steps);
 /// One step's (tests and the benchmark).
 StepReport read_step(const StepResult& step);
 
+/// The global norm [] of the parameters' gradients (those defined) before clipping them in place
+/// to a norm of at most `clip` (0: only measured), as torch::nn::utils::clip_grad_norm_ does,
+/// without reading the norm on a device: the factor is applied there. On the CPU one kernel
+/// goes over every gradient (train/multi_tensor.h). Every gradient is dense: a tied table's
+/// sparse lookup gradient is added into the softmax's dense one.
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip);
+
 /// One optimizer update at learning rate `lr` on `batch` (on the CPU). With
 /// `options.parallel`, rank r of R trains chunks [r k, (r + 1) k) of the batch split into R k,
 /// so R processes with `chunks` k step as one with R k; the terms are the whole batch's on every

@@ -24,14 +24,21 @@ int open_input(
     const std::string& what,
     std::chrono::milliseconds pipe_wait = std::chrono::seconds(10));
 
+/// Receives chunks of bytes; returns normally or throws.
+using ByteSink = std::function<void(const void* data, size_t size)>;
+
+/// Streams a whole file (or pipe) through open_input into `sink`, 64 KiB at a time.
+void read_file_chunks(
+    const fs::path& path,
+    const std::string& what,
+    const ByteSink& sink,
+    std::chrono::milliseconds pipe_wait = std::chrono::seconds(10));
+
 /// Reads a whole file (or pipe) through open_input.
 std::string read_file(
     const fs::path& path,
     const std::string& what = "file",
     std::chrono::milliseconds pipe_wait = std::chrono::seconds(10));
-
-/// Receives chunks of bytes; returns normally or throws.
-using ByteSink = std::function<void(const void* data, size_t size)>;
 
 /// Writes `path` atomically: the bytes go to a temporary file next to it, which
 /// is flushed to disk (fsync) and then renamed over `path`, and the directory
@@ -42,6 +49,11 @@ void atomic_write(const fs::path& path, const std::function<void(const ByteSink&
 
 /// Convenience overload for content already in memory.
 void atomic_write(const fs::path& path, const std::string& content);
+
+/// Copies the file `from` (`what` names it) to `to` through atomic_write, a chunk at a time: a
+/// copy never holds the whole file in memory (a trainer's heap would keep a checkpoint-sized
+/// hole after each one).
+void atomic_copy(const fs::path& from, const fs::path& to, const std::string& what);
 
 /// Removes temporary files that an interrupted atomic_write left next to
 /// `path`.
