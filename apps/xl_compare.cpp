@@ -20,28 +20,6 @@
 
 namespace {
 
-// The --csv and --plot files, checked before any run is read (two flags may not name one file).
-std::pair<std::optional<std::filesystem::path>, std::optional<std::filesystem::path>> check_outputs(
-    const std::optional<std::string>& csv,
-    const std::optional<std::string>& plot,
-    bool force) {
-  std::optional<std::filesystem::path> csv_file;
-  std::optional<std::filesystem::path> plot_file;
-  if (csv) {
-    csv_file = xl::run::check_output_file("--csv", *csv, force);
-  }
-  if (plot) {
-    plot_file = xl::run::check_output_file("--plot", *plot, force);
-    const auto same = [](const std::filesystem::path& path) {
-      return std::filesystem::weakly_canonical(std::filesystem::absolute(path));
-    };
-    if (csv_file && same(*csv_file) == same(*plot_file)) {
-      throw xl::UserError("--csv and --plot name the same file: " + *plot);
-    }
-  }
-  return {csv_file, plot_file};
-}
-
 // Each run's summary, with a warning for metrics it could not read.
 std::vector<xl::lab::RunSummary> summarize_runs(const std::vector<std::string>& dirs) {
   std::vector<xl::lab::RunSummary> runs;
@@ -80,7 +58,10 @@ int main(int argc, char** argv) {
       return status;
     }
     xl::run::setup_logging("info"); // warnings on stderr: stdout holds the table
-    const auto [csv_file, plot_file] = check_outputs(csv, plot, force);
+    // The output files are checked before any run is read.
+    xl::run::OutputFiles outputs(force);
+    const auto csv_file = outputs.add("--csv", csv);
+    const auto plot_file = outputs.add("--plot", plot);
     const auto runs = summarize_runs(dirs);
     const auto table = xl::lab::compare_runs(runs);
     std::cout << xl::lab::to_markdown(table);

@@ -1,6 +1,8 @@
 // xl-prep: builds a vocabulary and encodes text corpora into xl token files.
 //   xl-prep --format word --train wiki.train.tokens --valid wiki.valid.tokens
 //           --test wiki.test.tokens --out data/prepared/wt2
+// New text with an existing vocabulary (no --train needed):
+//   xl-prep --format word --vocab data/prepared/wt2/vocab.txt --test my.txt --out data/prepared/my
 // XLNet: NSMC's tsv into a raw corpus and labelled files, then SentencePiece and pieces files.
 //   xl-prep --format nsmc --train ratings_train.txt --test ratings_test.txt --holdout 5000
 //           --out nsmc
@@ -20,7 +22,11 @@ void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
     names.push_back(format.name);
   }
   app.add_option("--format", request.format, help)->check(CLI::IsMember(names));
-  app.add_option("--train", request.train, "training text file")->required();
+  app.add_option(
+      "--train",
+      request.train,
+      "training text file (needed to build a vocabulary or train SentencePiece, not with "
+      "--vocab or --spm-model)");
   app.add_option("--valid", request.valid, "validation text file");
   app.add_option("--test", request.test, "test text file");
   app.add_option("--out", request.out, "output folder (vocab.txt, train.bin, ...)")->required();
@@ -71,6 +77,11 @@ void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
       "--character-coverage",
       request.xlnet.sentencepiece.character_coverage,
       "xlnet: the share of characters SentencePiece covers, from 0.98 to 1");
+  app.add_option(
+         "--progress-seconds",
+         request.xlnet.sentencepiece.progress_seconds,
+         "xlnet: a line that SentencePiece's training goes on at least this often")
+      ->check(CLI::PositiveNumber);
 }
 
 } // namespace

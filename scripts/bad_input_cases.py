@@ -152,6 +152,7 @@ def cases(work):
 
     # Outputs: a run's files and folder, names that are paths, existing outputs.
     r = work / "r"
+    x_run = work / "x"
     owned = [r / "metrics.jsonl", r / "config.yaml", r / "train.log", r / "checkpoints/best.pt",
              r / "checkpoints/last.pt", r / "checkpoints/new.csv", r / ".lock"]
     for path in owned:
@@ -276,4 +277,27 @@ def cases(work):
     add("xl-sweep", ["-c", TXL, "--dir", work / "afile", "--grid", "train.lr=1,2"])
     add("xl-sweep", ["-c", TXL, "--dir", r, "--grid", "train.lr=1,2"])
     add("xl-sweep", sweep + ["--set", "run.dir=x", "--grid", "train.lr=1,2"])
+
+    # A user's own text and predictions: outputs over a run's files or each other, inputs that
+    # are no text, the command of the other kind of run.
+    text = work / "text" / "train.txt"
+    for path in owned:
+        for flag in ["--per-token", "--json"]:
+            add("xl-eval", ["--run", r, "--file", text, flag, path, "--force"])
+        add("xl-predict", ["--run", x_run, "--file", work / "labels.tsv", "--out", path,
+                           "--force"])
+    add("xl-eval", ["--run", r, "--file", text, "--json", work / "o.txt", "--per-token",
+                    work / "o.txt"])
+    for path in [work / "missing.txt", work / "notes", "/dev/zero", work / "noise.bin",
+                 work / "empty.txt", work / "latin1.txt"]:
+        add("xl-eval", ["--run", r, "--file", path, "--per-token", work / "p.tsv"])
+        add("xl-predict", ["--run", x_run, "--file", path])
+    add("xl-predict", ["--run", r, "--file", text])  # a language model: xl-eval --file
+    add("xl-eval", ["--run", x_run, "--file", work / "labels.tsv", "--per-token", work / "p.tsv"])
+    add("xl-predict", ["--run", x_run, "--file", work / "labels.tsv"])  # a label of 5 classes
+    add("xl-predict", ["--run", x_run, "--file", work / "labels.tsv", "--format", "nsmc"])
+    add("xl-predict", ["--run", x_run, "--file", work / "labels.tsv", "--format", "csv"])
+    add("xl-prep", ["--format", "word", "--vocab", work / "words" / "vocab.txt", "--unk",
+                    "--test", text, "--out", work / "prep"])
+    add("xl-prep", ["--format", "word", "--out", work / "prep"])
     return out

@@ -17,13 +17,21 @@ bin=${XL_BUILD_DIR:-build}/bin
 raw=data/prepared/raw
 mkdir -p "$raw"
 
-fetch() { # url file
-  # The WikiText mirror refuses some default user agents.
-  [ -f "$2" ] || { echo "downloading $1"; curl -fL --retry 3 -A "Mozilla/5.0 (xl getdata)" \
-    -o "$2.part" "$1" && mv "$2.part" "$2"; }
-}
-
 fail() { echo "getdata: $*" >&2; exit 1; }
+
+fetch() { # url file prep-hint
+  [ -f "$2" ] && return
+  echo "downloading $1"
+  local err
+  # The WikiText mirror refuses some default user agents.
+  if ! err=$(curl -fsSL --retry 3 -A "Mozilla/5.0 (xl getdata)" -o "$2.part" "$1" 2>&1); then
+    rm -f "$2.part"
+    err=${err##*$'\n'} # curl repeats its error at each retry: the last line says it
+    fail "could not download $1 (${err:-curl failed}; offline?). With the files at hand, prepare" \
+      "them with: $3"
+  fi
+  mv "$2.part" "$2"
+}
 
 # Tokens as xl counts them (whitespace words plus one <eos> per line) against the published count.
 check_tokens() { # file count
@@ -75,7 +83,8 @@ fi
 
 if [ "$what" = wt103 ] || [ "$what" = all ]; then
   # The original S3 address is gone; Stephen Merity's mirror serves the same zip.
-  fetch https://wikitext.smerity.com/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip"
+  fetch https://wikitext.smerity.com/wikitext-103-v1.zip "$raw/wikitext-103-v1.zip" \
+    "$bin/xl-prep --force --format word --train wiki.train.tokens --valid wiki.valid.tokens --test wiki.test.tokens --out data/prepared/wikitext-103"
   (cd "$raw" && unzip -qo wikitext-103-v1.zip)
   d=$raw/wikitext-103
   check_tokens "$d/wiki.train.tokens" 103227021
@@ -86,14 +95,16 @@ if [ "$what" = wt103 ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = enwik8 ] || [ "$what" = all ]; then
-  fetch http://mattmahoney.net/dc/enwik8.zip "$raw/enwik8.zip"
+  fetch http://mattmahoney.net/dc/enwik8.zip "$raw/enwik8.zip" \
+    "$bin/xl-prep --force --format byte --vocab-from all --train enwik8.train --valid enwik8.valid --test enwik8.test --out data/prepared/enwik8 (the first 90M, next 5M and last 5M bytes of enwik8: head -c / tail -c)"
   (cd "$raw" && unzip -qo enwik8.zip)
   check_bytes "$raw/enwik8" 100000000 369b688978f649681136198fb96db14c1616756260c55fb4b65e9bc049552cad
   split_and_prep enwik8
 fi
 
 if [ "$what" = text8 ] || [ "$what" = all ]; then
-  fetch http://mattmahoney.net/dc/text8.zip "$raw/text8.zip"
+  fetch http://mattmahoney.net/dc/text8.zip "$raw/text8.zip" \
+    "$bin/xl-prep --force --format byte --vocab-from all --train text8.train --valid text8.valid --test text8.test --out data/prepared/text8 (the first 90M, next 5M and last 5M bytes of text8: head -c / tail -c)"
   (cd "$raw" && unzip -qo text8.zip)
   check_bytes "$raw/text8" 100000000
   split_and_prep text8

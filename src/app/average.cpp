@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "xl/app/cli.h"
 #include "xl/lab/average.h"
 #include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
@@ -108,13 +109,14 @@ int run_average(const AverageRequest& given) {
     names.push_back(input.filename().string());
   }
   std::cout << fmt::format(
-                   "averaged {} checkpoints ({}) into {}; evaluate with: xl-eval --run {} "
+                   "averaged {} checkpoints ({}) into {}; evaluate with: {} --run {} "
                    "--checkpoint {}",
                    inputs.size(),
                    fmt::join(names, ", "),
                    out.string(),
-                   request.run_dir,
-                   request.out)
+                   app_command("xl-eval"),
+                   shell_quote(request.run_dir),
+                   shell_quote(request.out))
             << std::endl;
   return 0;
 }

@@ -212,23 +212,45 @@ void tune_allocator() {
   runtime::install_cpu_cache();
 }
 
-void bound_thread_spinning(char** argv) {
-  // LibTorch's OpenMP threads spin up to 300,000 times waiting for work (libgomp's default),
-  // which on cores shared with another busy process burns the time slices that process needs:
-  // two 2-thread runs on 2 cores fell to a third of their speed, sometimes a tenth. A bounded
-  // spin keeps about 95% of the speed alone and the shared case stable (docs/benchmarks.md).
-  // libgomp reads its settings when it is loaded, before main, hence the re-exec; a setting
-  // of the user's is kept.
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) {
-    return;
+namespace {
+
+std::string& invocation() {
+  static std::string argv0;
+  return argv0;
+}
+
+} // namespace
+
+void remember_invocation(const char* argv0) {
+  invocation() = argv0 != nullptr ? argv0 : "";
+}
+
+std::string app_command(const std::string& name) {
+  const std::string& argv0 = invocation();
+  const size_t slash = argv0.rfind('/');
+  if (slash == std::string::npos) {
+    return name; // found on the PATH, as the sibling will be
   }
-  setenv("GOMP_SPINCOUNT", kSpinCount, 1);
-  execv("/proc/self/exe",
-        argv); // returns only on failure: go on with libgomp's default
+  return shell_quote(argv0.substr(0, slash + 1) + name);
+}
+
+std::string shell_quote(const std::string& argument) {
+  const bool safe = !argument.empty() &&
+      argument.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+          "_-./=:,+@%") == std::string::npos;
+  if (safe) {
+    return argument;
+  }
+  std::string quoted = "'";
+  for (const char c : argument) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return quoted + "'";
 }
 
 int run_main(char** argv, const std::function<int()>& body) {
-  bound_thread_spinning(argv);
+  remember_invocation(argv[0]);
   tune_allocator();
   // Past a file-size limit a write fails with EFBIG, which the writers report, instead of
   // killing the process.

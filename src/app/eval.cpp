@@ -6,7 +6,9 @@
 #include <iostream>
 #include <map>
 
+#include "xl/app/cli.h"
 #include "xl/app/trained_model.h"
+#include "xl/eval/per_token.h"
 #include "xl/eval/report.h"
 #include "xl/eval/setup.h"
 #include "xl/io/safetensors.h"
@@ -17,12 +19,16 @@
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/device.h"
+#include "xl/runtime/signals.h"
 #include "xl/sources/batch.h"
 #include "xl/sources/dataset.h"
+#include "xl/util/error.h"
 
 namespace xl::app {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 // --dump-batches: every scored batch under batch_<s>/<field>, so that another implementation
 // can be fed exactly what xl scored.
@@ -35,17 +41,16 @@ class BatchDump {
     ++batches_;
   }
 
-  void write(const std::string& path, bool continues_streams) const {
-    const std::filesystem::path file(path);
-    if (file.has_parent_path()) {
-      run::create_output_folder("--dump-batches", file.parent_path());
+  void write(const fs::path& path, bool continues_streams) const {
+    if (path.has_parent_path()) {
+      run::create_output_folder("--dump-batches", path.parent_path());
     }
     io::save_safetensors(
-        path,
+        path.string(),
         tensors_,
         {{"batches", std::to_string(batches_)},
          {"continues_streams", continues_streams ? "true" : "false"}});
-    spdlog::info("wrote the {} batches to {}", batches_, path);
+    spdlog::info("wrote the {} batches to {}", batches_, path.string());
   }
 
  private:
@@ -53,35 +58,152 @@ class BatchDump {
   int64_t batches_ = 0;
 };
 
-// What metrics.jsonl records with the scores. A checkpoint of another folder is recorded as
-// such, so that xl-compare does not show its score as this run's.
+// The files the request writes, checked before anything is read.
+struct Outputs {
+  std::optional<fs::path> json;
+  std::optional<fs::path> per_token;
+  std::optional<fs::path> dump_batches;
+};
+
+Outputs check_outputs(const EvalRequest& request) {
+  run::OutputFiles files(request.force);
+  Outputs out;
+  out.json = files.add("--json", request.json);
+  out.per_token = files.add("--per-token", request.per_token);
+  out.dump_batches = files.add("--dump-batches", request.dump_batches);
+  return out;
+}
+
+// --per-token lists a language model's tokens; a classifier's predictions are xl-predict's.
+void refuse_per_token_of_classifier(const EvalRequest& request, const sources::Dataset& data) {
+  if (request.per_token && data.labelled()) {
+    throw UserError(fmt::format(
+        "--per-token lists the tokens a language model scores, and {} is a classifier: its "
+        "predictions, one per example, come from {} --run {} --file FILE",
+        request.run_dir,
+        app_command("xl-predict"),
+        shell_quote(request.run_dir)));
+  }
+}
+
+// What identifies the result in metrics.jsonl or --json. A checkpoint of another folder is
+// recorded as such, so that xl-compare does not show its score as this run's.
 nlohmann::json record_fields(
     const config::Config& config,
     const EvalRequest& request,
     const run::RunPaths& paths,
-    const std::filesystem::path& checkpoint,
-    int64_t step,
-    const std::string& split,
-    const std::string& setting) {
-  const auto owner = run::enclosing_run(checkpoint);
+    const TrainedModel& trained,
+    const std::string& setting,
+    const nlohmann::json& values) {
+  const auto owner = run::enclosing_run(trained.checkpoint);
   const bool own = owner && run::enclosing_run(paths.dir) == owner;
-  if (!own) {
+  if (!own && !request.file) {
     spdlog::warn(
         "{} is not a checkpoint of {}: its result is recorded there as an evaluation of a "
         "checkpoint from elsewhere",
-        checkpoint.string(),
+        trained.checkpoint.string(),
         paths.dir.string());
   }
-  nlohmann::json fields{
-      {"step", step},
-      {"split", split},
-      {"mode", config::choice_name(config.eval.mode)},
-      {"setting", setting},
-      {"checkpoint", own ? request.checkpoint : checkpoint.string()}};
-  if (!own) {
+  nlohmann::json fields{{"step", trained.step}};
+  if (request.file) {
+    fields["file"] = *request.file;
+    fields["run"] = request.run_dir;
+  } else {
+    fields["split"] = config.eval.split;
+  }
+  fields["mode"] = config::choice_name(config.eval.mode);
+  fields["setting"] = setting;
+  fields["eval"] = values;
+  fields["checkpoint"] = own ? request.checkpoint : trained.checkpoint.string();
+  if (!own && !request.file) {
     fields["elsewhere"] = true;
   }
   return fields;
+}
+
+// What reading a user's file adds to the result: the share of it the vocabulary lacks (a
+// warning when it is most of the text) and how a short text was cut.
+void add_reading(eval::EvalReport& report, const sources::TextReading& reading) {
+  const auto& count = reading.count;
+  nlohmann::json read{{"unit", reading.unit}, {"units", count.units}, {"unknown", count.unknown}};
+  if (count.unknown > 0) {
+    const double share = 100.0 * static_cast<double>(count.unknown) / count.units;
+    report.line += fmt::format(
+        " | {} of {} {} ({:.1f}%) not in the vocabulary, {}",
+        count.unknown,
+        count.units,
+        reading.unit,
+        share,
+        reading.unknown_as == "<unk>" ? "read as <unk>" : reading.unknown_as);
+    read["unknown_as"] = reading.unknown_as;
+    if (2 * count.unknown > count.units) {
+      spdlog::warn(
+          "{:.1f}% of the {} are not in the run's vocabulary: the score says little about "
+          "this text",
+          share,
+          reading.unit);
+    }
+  }
+  if (!reading.fitted.empty()) {
+    read["fitted"] = reading.fitted;
+  }
+  report.record["read"] = std::move(read);
+}
+
+// The evaluation: the batches of the split or the file, each scored, dumped and listed as asked.
+struct Evaluated {
+  eval::EvalResult result;
+  std::string setting;
+  nlohmann::json values;
+  std::optional<sources::TextReading> reading;
+};
+
+Evaluated evaluate(
+    const config::Config& config,
+    const EvalRequest& request,
+    const Outputs& outputs,
+    sources::Dataset& dataset,
+    models::LanguageModelImpl& model,
+    const torch::Device& device) {
+  auto batches = request.file ? dataset.file_batches(*request.file)
+                              : dataset.eval_batches(config.eval.split, false);
+  auto reading = std::move(batches.reading);
+  const formats::Tokens* in_order = batches.tokens;
+  if (reading && !reading->fitted.empty()) {
+    spdlog::info("{}", reading->fitted);
+  }
+  auto setup = eval::eval_setup(config, std::move(batches), false, device);
+  setup.options.max_batches = request.max_steps;
+  setup.options.unigram = dataset.unigram_baseline();
+  setup.options.stop = [] { return runtime::stop_signal().load() != 0; };
+  std::optional<eval::PerTokenListing> listing;
+  if (outputs.per_token) {
+    listing.emplace(
+        *outputs.per_token, in_order, [&](int64_t id) { return dataset.token_text(id); });
+    setup.options.log_probs = true;
+    setup.options.on_output = [&](const sources::Batch& batch, const models::ModelOutput& out) {
+      listing->add(batch, out.log_probs.to(torch::kCPU, torch::kFloat));
+    };
+  }
+  if (const auto note = models::eval_span_note(config); !note.empty()) {
+    spdlog::info("{}", note);
+  }
+  spdlog::info("evaluating on {}: {}", request.file.value_or(config.eval.split), setup.setting);
+  BatchDump dump;
+  auto result =
+      eval::evaluate(model, *setup.source, setup.options, [&](const sources::Batch& batch) {
+        if (outputs.dump_batches) {
+          dump.add(batch);
+        }
+      });
+  if (outputs.dump_batches) {
+    dump.write(*outputs.dump_batches, setup.source->continues_streams());
+  }
+  if (listing) {
+    const int64_t rows = listing->write(config.run.progress_seconds);
+    spdlog::info("listed {} tokens in {}", rows, outputs.per_token->string());
+  }
+  return {std::move(result), setup.setting, setup.values, std::move(reading)};
 }
 
 } // namespace
@@ -90,52 +212,47 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   // 1. The outputs are checked before anything is read.
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::paths_of(request.run_dir);
-  if (request.dump_batches) {
-    run::check_output_file("--dump-batches", *request.dump_batches, request.force);
-  }
-  // 2. The model and the batches.
+  const Outputs outputs = check_outputs(request);
+  // 2. The model and its data; a signal from here on stops the evaluation after its batch.
   runtime::setup_runtime(config.train);
+  runtime::install_stop_handlers();
   const auto dataset = models::open_dataset(config);
+  refuse_per_token_of_classifier(request, *dataset);
   const torch::Device device = runtime::pick_device(config.train);
-  const auto [model, checkpoint, step] = load_trained_model(
+  const auto trained = load_trained_model(
       config, paths, request.checkpoint, *dataset, device, request.enforce_memory);
-  if (const auto graphs = models::use_cuda_graphs(*model, config, device); !graphs.empty()) {
+  if (const auto graphs = models::use_cuda_graphs(*trained.model, config, device);
+      !graphs.empty()) {
     spdlog::info("{}", graphs);
   }
-  const std::string split = request.file.value_or(config.eval.split);
-  auto setup = eval::eval_setup(
-      config,
-      request.file ? dataset->file_batches(*request.file) : dataset->eval_batches(split, false),
-      false,
-      device);
-  setup.options.max_batches = request.max_steps;
-  setup.options.unigram = dataset->unigram_baseline();
-  if (const auto note = models::eval_span_note(config); !note.empty()) {
-    spdlog::info("{}", note);
+  spdlog::info("the checkpoint {} (step {})", trained.checkpoint.string(), trained.step);
+  // 3. The evaluation.
+  const auto done = evaluate(config, request, outputs, *dataset, *trained.model, device);
+  const int signal = runtime::stop_signal().load();
+  if (done.result.batches == 0 && signal != 0) {
+    std::cout << fmt::format("stopped by signal {} before any batch was scored", signal)
+              << std::endl;
+    return 128 + signal;
   }
-  spdlog::info(
-      "evaluating {} (step {}) on {}: {}", checkpoint.string(), step, split, setup.setting);
-  // 3. The evaluation, and the batches it scored when asked.
-  BatchDump dump;
-  const auto result =
-      eval::evaluate(*model, *setup.source, setup.options, [&](const sources::Batch& batch) {
-        if (request.dump_batches) {
-          dump.add(batch);
-        }
-      });
-  if (request.dump_batches) {
-    dump.write(*request.dump_batches, setup.source->continues_streams());
-  }
-  // 4. The record in metrics.jsonl, and the result alone on stdout, for scripts.
-  const auto report = eval::report_evaluation(
-      split,
-      result,
+  // 4. The result alone on stdout, for scripts; a split's also in metrics.jsonl, a file's not
+  //    (it is no split of the run's); --json as asked.
+  auto report = eval::report_evaluation(
+      request.file.value_or(config.eval.split),
+      done.result,
       dataset->unit(),
-      record_fields(config, request, paths, checkpoint, step, split, setup.setting));
+      record_fields(config, request, paths, trained, done.setting, done.values));
+  if (done.reading) {
+    add_reading(report, *done.reading);
+  }
   spdlog::info("{}", report.line);
-  run::MetricsWriter(paths.metrics, config.run.tensorboard).write(report.record);
+  if (!request.file) {
+    run::MetricsWriter(paths.metrics, config.run.tensorboard).write(report.record);
+  }
+  if (outputs.json) {
+    run::write_output_file("--json", *outputs.json, report.record.dump(2) + "\n");
+  }
   std::cout << report.line << std::endl;
-  return 0;
+  return done.result.stopped && signal != 0 ? 128 + signal : 0;
 }
 
 } // namespace xl::app

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "xl/app/cli.h"
 #include "xl/config/config.h"
 #include "xl/io/archive.h"
 #include "xl/io/safetensors.h"
@@ -38,11 +39,12 @@ int run_import(const config::Config& config, const ImportRequest& request) {
         io::write_module(archive, "model", *model);
       });
   spdlog::info(
-      "imported {} ({} parameters) into {}; evaluate with xl-eval --run {}",
+      "imported {} ({} parameters) into {}; evaluate with {} --run {}",
       request.weights,
       models::count_parameters(*model),
       paths.best_checkpoint().string(),
-      paths.dir.string());
+      app_command("xl-eval"),
+      shell_quote(paths.dir.string()));
   return 0;
 }
 

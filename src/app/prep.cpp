@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -65,18 +66,23 @@ void check_flags(const PrepRequest& request) {
           "{} '': name the file to reuse, or leave the flag out to build a new one", flag));
     }
   }
-  for (const auto& [flag, instead] :
-       {std::pair{"--vocab-size", "--spm-model"},
-        std::pair{"--character-coverage", "--spm-model"},
-        std::pair{"--holdout", "--valid"}}) {
+  const char* const spm = "they train a SentencePiece model, --spm-model reuses one";
+  const char* const vocab = "they build a vocabulary, --vocab reuses one";
+  for (const auto& [flag, instead, why] :
+       {std::tuple{"--vocab-size", "--spm-model", spm},
+        std::tuple{"--character-coverage", "--spm-model", spm},
+        std::tuple{"--progress-seconds", "--spm-model", spm},
+        std::tuple{
+            "--holdout",
+            "--valid",
+            "--holdout makes the valid split of training reviews, "
+            "--valid gives one"},
+        std::tuple{"--vocab-from", "--vocab", vocab},
+        std::tuple{"--unk", "--vocab", vocab},
+        std::tuple{"--min-freq", "--vocab", vocab},
+        std::tuple{"--max-size", "--vocab", vocab}}) {
     if (request.given.count(flag) > 0 && request.given.count(instead) > 0) {
-      throw UserError(fmt::format(
-          "{} and {} exclude each other: {}",
-          flag,
-          instead,
-          std::string(instead) == "--valid"
-              ? "--holdout makes the valid split of training reviews, --valid gives one"
-              : "they train a SentencePiece model, --spm-model reuses one"));
+      throw UserError(fmt::format("{} and {} exclude each other: {}", flag, instead, why));
     }
   }
 }
@@ -94,6 +100,12 @@ int run_prep(const PrepRequest& request) {
     if (!path.empty()) {
       splits[name] = path;
     }
+  }
+  if (splits.empty()) {
+    throw UserError("xl-prep has nothing to read: give --train, --valid or --test FILE");
+  }
+  if (request.holdout > 0 && splits.count("train") == 0) {
+    throw UserError("--holdout carves the valid split out of --train FILE: give it");
   }
   // Every file it will write is checked before anything is read: the folder may hold other
   // formats' files (nsmc's .txt beside xlnet's .pieces), never one it replaces unasked.

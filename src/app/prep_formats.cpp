@@ -112,7 +112,7 @@ const std::vector<PrepFormat>& prep_formats() {
       {"byte", "the bytes of the text", {"--vocab-from", "--vocab"}, token_outputs, prepare_tokens},
       {"xlnet",
        "SentencePiece pieces with sentence boundaries",
-       {"--spm-model", "--vocab-size", "--character-coverage"},
+       {"--spm-model", "--vocab-size", "--character-coverage", "--progress-seconds"},
        piece_outputs,
        prepare_pieces},
       {"nsmc",

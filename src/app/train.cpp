@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "xl/app/cli.h"
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
 #include "xl/models/factory.h"
@@ -37,14 +38,22 @@ std::string training_summary(
     formats::VocabKind unit) {
   const int64_t max_step = config.train.max_step;
   std::string how = "finished";
-  std::string next = fmt::format("evaluate: xl-eval --run {}", paths.dir.string());
+  std::string next =
+      fmt::format("evaluate: {} --run {}", app_command("xl-eval"), shell_quote(paths.dir.string()));
   if (result.signal != 0) {
     how = fmt::format("stopped by signal {}", result.signal);
+  } else if (result.stopped_early) {
+    how = fmt::format(
+        "stopped early ({} validations in a row without a new best: train.early_stop)",
+        *config.train.early_stop);
   } else if (result.step < max_step) {
     how = "stopped (--stop-at-step)";
   }
-  if (result.step < max_step) {
-    next = fmt::format("continue: xl-train --config {} --resume", paths.config.string());
+  if (result.step < max_step && !result.stopped_early) {
+    next = fmt::format(
+        "continue: {} --config {} --resume",
+        app_command("xl-train"),
+        shell_quote(paths.config.string()));
   }
   std::string text = fmt::format(
       "{}: {} at step {} of {} ({} steps from step {} in {})\n",

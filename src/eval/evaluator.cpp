@@ -32,6 +32,7 @@ void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
   runtime::AutocastGuard autocast(options_.device, options_.bf16);
   models::ForwardArgs args;
   args.span = options_.span;
+  args.log_probs = options_.log_probs;
   if (!continues_streams) {
     cache_ = {}; // its rows belong to the memory this batch does not read
   }
@@ -44,6 +45,9 @@ void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
   totals_.add(out.terms);
   if (continues_streams) {
     mems_ = std::move(out.mems);
+  }
+  if (options_.on_output) {
+    options_.on_output(batch.on_host(), out);
   }
   ++batches_;
 }
@@ -80,6 +84,9 @@ EvalResult evaluate(
     }
     if (options.unigram != nullptr) {
       baseline.add(*batch, *options.unigram);
+    }
+    if (batch->labels.defined() && !batch->targets.defined()) {
+      progress.count_as("ex"); // a classifier's batches count examples
     }
     evaluator.consume(*batch, source.continues_streams());
     progress.update(evaluator.batches(), batch->n_targets);

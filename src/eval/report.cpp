@@ -87,13 +87,17 @@ EvalReport report_evaluation(
         headline.sum / baseline.chars,
         baseline.unigram_nll / baseline.chars);
   }
+  // A classifier's headline counts examples.
+  const bool tokens = headline.kind == models::TermKind::kTokenNll;
   report.line = fmt::format(
-      "{}{}{} | {} tokens | {} tok/s{}",
+      "{}{}{} | {} {} | {} {}/s{}",
       label,
       terms_line(result.terms, unit, result.qualifier),
       versus,
       result.tokens(),
+      tokens ? "tokens" : "examples",
       run::format_count(result.tokens_per_second()),
+      tokens ? "tok" : "ex",
       result.partial
           ? fmt::format(" | PARTIAL: {} of {} batches", result.batches, result.pass_batches)
           : "");

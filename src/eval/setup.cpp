@@ -38,6 +38,22 @@ EvalSetup eval_setup(
     setup.options.max_batches = c.train.max_eval_steps;
   }
   setup.setting = std::move(batches.setting);
+  if (!validation && c.eval.mode == config::EvalMode::kVanilla) {
+    setup.values = {{"window", c.train.tgt_len}, {"stride", c.eval.stride}};
+  } else {
+    const auto& span = setup.options.span;
+    setup.values = {
+        {"tgt_len", c.eval.tgt_len.value_or(c.train.tgt_len)}, {"batch", c.eval.batch_size}};
+    if (span.mem_len) {
+      setup.values["mem_len"] = *span.mem_len;
+    }
+    if (span.clamp_len) {
+      setup.values["clamp_len"] = *span.clamp_len;
+    }
+    if (span.same_length) {
+      setup.values["same_length"] = *span.same_length;
+    }
+  }
   if (batches.source->continues_streams()) {
     setup.setting += describe_span(setup.options.span);
   } else {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -49,33 +50,146 @@ size_t whitespace_length(std::string_view s, size_t i) {
 
 } // namespace
 
+namespace {
+
+// The UTF-8 verdict on a text read whole or in pieces (`bytes` read so far): a NUL byte, or more
+// than 1% of bytes outside UTF-8, is no text.
+class Utf8Verdict {
+ public:
+  // `whole`: the text comes in one piece.
+  Utf8Verdict(const std::filesystem::path& path, std::string what, bool whole)
+      : path_(path.string()), what_(std::move(what)), whole_(whole) {}
+
+  void add(std::string_view piece) {
+    if (const size_t nul = piece.find('\0'); nul != std::string_view::npos) {
+      throw UserError(fmt::format(
+          "{} {} is not text: it holds a NUL byte (at byte {})", what_, path_, bytes_ + nul));
+    }
+    const auto check = check_utf8(piece);
+    if (check.invalid > 0 && invalid_ == 0) {
+      first_ = bytes_ + check.first;
+    }
+    invalid_ += check.invalid;
+    bytes_ += piece.size();
+    if (invalid_ * 100 > bytes_) {
+      throw UserError(fmt::format(
+          "{} {} is not UTF-8 text: {} of its {} bytes{} are not UTF-8 (the first at byte {}); "
+          "convert it (iconv -t UTF-8) or give the file of text it was meant to be",
+          what_,
+          path_,
+          invalid_,
+          bytes_,
+          whole_ ? "" : " read so far",
+          first_));
+    }
+  }
+
+  // The whole text was read: a few bytes outside UTF-8 are told.
+  void finish(const char* as) const {
+    if (invalid_ > 0) {
+      spdlog::warn(
+          "{} {}: {} bytes are not UTF-8 (the first at byte {}); they are read as {}",
+          what_,
+          path_,
+          invalid_,
+          first_,
+          as);
+    }
+  }
+
+ private:
+  std::string path_;
+  std::string what_;
+  size_t bytes_ = 0;
+  size_t invalid_ = 0;
+  size_t first_ = 0;
+  bool whole_;
+};
+
+// Where the next piece of `buffer` starts: after its last line break; else (`whole_words`)
+// after its last ASCII blank, within a line that goes on; else (bytes) before its last
+// character. 0: no place to cut. `from`: the bytes before it were searched in vain already.
+std::pair<size_t, bool> piece_end(std::string_view buffer, bool whole_words, size_t from) {
+  if (!whole_words) {
+    // Not inside a UTF-8 sequence: back to the lead byte of the last character.
+    size_t cut = buffer.size() - 1;
+    while (cut > 0 && buffer.size() - cut < 4 &&
+           (static_cast<unsigned char>(buffer[cut]) & 0xc0U) == 0x80U) {
+      --cut;
+    }
+    return {cut, false};
+  }
+  const std::string_view fresh = buffer.substr(from);
+  if (const size_t nl = fresh.rfind('\n'); nl != std::string_view::npos) {
+    return {from + nl + 1, false};
+  }
+  // A lone "\r" ends a line too, unless a "\n" may follow it in the next piece.
+  if (const size_t cr = fresh.rfind('\r');
+      cr != std::string_view::npos && from + cr + 1 < buffer.size()) {
+    return {from + cr + 1, false};
+  }
+  if (const size_t blank = fresh.find_last_of(" \t\v\f"); blank != std::string_view::npos) {
+    return {from + blank + 1, true};
+  }
+  return {0, false};
+}
+
+} // namespace
+
 std::string read_utf8_text(const std::filesystem::path& path, const std::string& what) {
   std::string text = read_file(path, what);
-  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-    throw UserError(fmt::format(
-        "{} {} is not text: it holds a NUL byte (at byte {})", what, path.string(), nul));
-  }
-  const auto check = check_utf8(text);
-  if (check.invalid * 100 > text.size()) {
-    throw UserError(fmt::format(
-        "{} {} is not UTF-8 text: {} of its {} bytes are not UTF-8 (the first at byte {}); "
-        "convert it (iconv -t UTF-8) or give the file of text it was meant to be",
-        what,
-        path.string(),
-        check.invalid,
-        text.size(),
-        check.first));
-  }
-  if (check.invalid > 0) {
-    spdlog::warn(
-        "{} {}: {} bytes are not UTF-8 (the first at byte {}); they are read as unknown "
-        "pieces",
-        what,
-        path.string(),
-        check.invalid,
-        check.first);
-  }
+  Utf8Verdict verdict(path, what, true);
+  verdict.add(text);
+  verdict.finish("unknown pieces");
   return text;
+}
+
+void read_text_pieces(
+    const std::filesystem::path& path,
+    const std::string& what,
+    bool whole_words,
+    const TextPieceSink& sink) {
+  Utf8Verdict verdict(path, what, false);
+  std::string buffer;
+  size_t consumed = 0; // bytes before the buffer
+  const auto emit = [&](size_t end, bool line_goes_on) {
+    const std::string_view piece(buffer.data(), end);
+    verdict.add(piece);
+    sink(piece, line_goes_on);
+    buffer.erase(0, end);
+    consumed += end;
+  };
+  bool any = false;
+  size_t searched = 0; // the buffer's bytes that hold no place to cut
+  read_file_chunks(path, what, [&](const void* data, size_t size) {
+    any = true;
+    buffer.append(static_cast<const char*>(data), size);
+    if (buffer.size() < kTextPiece) {
+      return;
+    }
+    // A lone "\r" at the end searched before may be a line end now that more followed it.
+    const auto [end, line_goes_on] =
+        piece_end(buffer, whole_words, searched > 0 ? searched - 1 : 0);
+    searched = end > 0 ? 0 : buffer.size();
+    if (end > 0) {
+      emit(end, line_goes_on);
+    } else if (buffer.size() > kLongestWord) {
+      throw UserError(fmt::format(
+          "{} {}: more than {} MiB without a space or a line break from byte {} on: not text "
+          "of words",
+          what,
+          path.string(),
+          kLongestWord >> 20,
+          consumed));
+    }
+  });
+  if (!any) {
+    throw UserError(fmt::format("{} {} is empty: there is nothing to read", what, path.string()));
+  }
+  if (!buffer.empty()) {
+    emit(buffer.size(), false);
+  }
+  verdict.finish(whole_words ? "parts of words" : "bytes");
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {

@@ -53,6 +53,21 @@ void write_token_file(
   });
 }
 
+bool looks_like_token_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return false;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  char magic[8] = {};
+  const bool read = ::read(fd, magic, sizeof(magic)) == static_cast<ssize_t>(sizeof(magic));
+  ::close(fd);
+  return read && std::memcmp(magic, token_format().magic, sizeof(magic)) == 0;
+}
+
 TokenFile::TokenFile(
     const std::filesystem::path& path,
     const Vocab& vocab,
@@ -191,17 +206,7 @@ int64_t TokenFile::at(int64_t i) const {
 }
 
 torch::Tensor TokenFile::slice(int64_t start, int64_t length) const {
-  TORCH_CHECK(
-      start >= 0 && length >= 0 && start + length <= count_,
-      "slice [",
-      start,
-      ", ",
-      start + length,
-      ") out of range for ",
-      path_.string(),
-      " with ",
-      count_,
-      " tokens");
+  check_slice(start, length, count_, path_.string());
   const void* base = data_ + static_cast<size_t>(start) * width_;
   // Little-endian hosts only (x86-64, aarch64): the on-disk layout is the
   // in-memory one.

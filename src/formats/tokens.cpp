@@ -12,18 +12,22 @@ TokenTensor::TokenTensor(torch::Tensor ids, std::string name)
       ids_.scalar_type());
 }
 
-torch::Tensor TokenTensor::slice(int64_t start, int64_t length) const {
+void check_slice(int64_t start, int64_t length, int64_t size, const std::string& name) {
   TORCH_CHECK(
-      start >= 0 && length >= 0 && start + length <= size(),
+      start >= 0 && length >= 0 && start + length <= size,
       "slice [",
       start,
       ", ",
       start + length,
       ") out of range for ",
-      name_,
+      name,
       " with ",
-      size(),
+      size,
       " tokens");
+}
+
+torch::Tensor TokenTensor::slice(int64_t start, int64_t length) const {
+  check_slice(start, length, size(), name_);
   return ids_.narrow(0, start, length).clone();
 }
 

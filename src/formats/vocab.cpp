@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <utility>
 
 #include "xl/formats/text.h"
@@ -227,64 +228,109 @@ std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const
 std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& where, bool open_end)
     const {
   std::vector<int64_t> ids;
+  // A prompt (open_end) cannot change the trained vocabulary; a split's data can.
+  const char* fix =
+      open_end ? "the model never saw it in training: leave it out of the prompt" : nullptr;
+  // A prompt's unfinished last line is continued, not ended.
+  const bool continued = open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  encode_into(text, continued, ids, [&](std::string_view token, size_t at) -> int64_t {
+    if (kind_ == VocabKind::kByte) {
+      throw UserError(fmt::format(
+          "{}: byte {} at offset {} is not in the vocabulary ({})",
+          where,
+          static_cast<unsigned char>(token[0]),
+          at,
+          fix != nullptr ? fix : "build it from all splits with --vocab-from all"));
+    }
+    throw UserError(fmt::format(
+        "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it to ({})",
+        where,
+        at,
+        token,
+        fix != nullptr ? fix
+                       : "xl-prep: --vocab-from all counts every split, --unk maps unseen "
+                         "words to <unk>"));
+  });
+  return ids;
+}
+
+void Vocab::encode_counting(
+    std::string_view text,
+    bool line_goes_on,
+    std::vector<int64_t>& ids,
+    UnknownCount& count) const {
+  const size_t before = ids.size();
+  int64_t left_out = 0;
+  int64_t mapped = 0;
+  encode_into(
+      text,
+      line_goes_on,
+      ids,
+      [&](std::string_view /*token*/, size_t /*at*/) {
+        ++left_out;
+        return int64_t{-1};
+      },
+      &mapped);
+  // Line ends are no words of the text.
+  const int64_t eos = kind_ == VocabKind::kWord ? index("<eos>") : -1;
+  const auto line_ends =
+      std::count(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end(), eos);
+  count.unknown += left_out + mapped;
+  count.units += static_cast<int64_t>(ids.size() - before) - line_ends + left_out;
+}
+
+bool Vocab::has_unknown_token() const {
+  return kind_ == VocabKind::kWord && index("<unk>") >= 0;
+}
+
+void Vocab::encode_into(
+    std::string_view text,
+    bool line_goes_on,
+    std::vector<int64_t>& ids,
+    const std::function<int64_t(std::string_view token, size_t at)>& unknown,
+    int64_t* mapped_to_unk) const {
   if (kind_ == VocabKind::kByte) {
     std::array<int64_t, 256> table;
     table.fill(-1);
     for (size_t i = 0; i < tokens_.size(); ++i) {
       table[static_cast<unsigned char>(tokens_[i][0])] = static_cast<int64_t>(i);
     }
-    ids.reserve(text.size());
+    ids.reserve(ids.size() + text.size());
     for (size_t i = 0; i < text.size(); ++i) {
-      const int64_t id = table[static_cast<unsigned char>(text[i])];
-      if (id < 0) {
-        // A prompt (open_end) cannot change the trained vocabulary; a split's data can.
-        throw UserError(fmt::format(
-            "{}: byte {} at offset {} is not in the vocabulary ({})",
-            where,
-            static_cast<unsigned char>(text[i]),
-            i,
-            open_end ? "the model never saw it in training: leave it out of the prompt"
-                     : "build it from all splits with --vocab-from all"));
+      int64_t id = table[static_cast<unsigned char>(text[i])];
+      if (id < 0 && (id = unknown(text.substr(i, 1), i)) < 0) {
+        continue;
       }
       ids.push_back(id);
     }
-    return ids;
+    return;
   }
   const int64_t eos = index("<eos>");
   const int64_t unk = index("<unk>");
   if (eos < 0) {
-    throw UserError("the word vocabulary has no <eos> token; cannot encode " + where);
+    throw UserError("the word vocabulary has no <eos> token to end its lines with");
   }
-  ids.reserve(text.size() / 5);
+  ids.reserve(ids.size() + text.size() / 5);
   const auto lines = split_lines(text);
-  // A prompt's unfinished last line is continued, not ended.
-  const bool continued = open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
   size_t line_number = 0;
   for (const auto line : lines) {
     ++line_number;
     for (const auto word : split_words(line)) {
       int64_t id = index(word);
-      if (id < 0) {
-        if (unk < 0) {
-          throw UserError(fmt::format(
-              "{}:{}: token '{}' is not in the vocabulary, which has no <unk> to map it "
-              "to ({})",
-              where,
-              line_number,
-              word,
-              open_end ? "the model never saw it in training: leave it out of the prompt"
-                       : "xl-prep: --vocab-from all counts every split, --unk maps unseen "
-                         "words to <unk>"));
-        }
+      if (id < 0 && unk >= 0) {
         id = unk;
+        if (mapped_to_unk != nullptr) {
+          ++*mapped_to_unk;
+        }
+      } else if (id < 0 && (id = unknown(word, line_number)) < 0) {
+        continue;
       }
       ids.push_back(id);
     }
-    if (!(continued && line_number == lines.size())) {
+    if (!(line_goes_on && line_number == lines.size())) {
       ids.push_back(eos);
     }
   }
-  return ids;
 }
 
 std::string Vocab::decode(const std::vector<int64_t>& ids, bool after_word) const {

@@ -37,6 +37,18 @@ int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key
   return value.toInt();
 }
 
+int64_t read_int_or(
+    torch::serialize::InputArchive& archive,
+    const std::string& key,
+    int64_t fallback) {
+  c10::IValue value;
+  if (!archive.try_read(key, value)) {
+    return fallback;
+  }
+  TORCH_CHECK(value.isInt(), "archive entry '", key, "' is not an integer");
+  return value.toInt();
+}
+
 double read_double(torch::serialize::InputArchive& archive, const std::string& key) {
   const auto value = read_value(archive, key);
   TORCH_CHECK(value.isDouble(), "archive entry '", key, "' is not a number");

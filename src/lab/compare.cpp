@@ -66,6 +66,23 @@ std::optional<double> metric_of(const std::string& unit, std::optional<double> l
   return std::nullopt;
 }
 
+// What an evaluation record says of its setting.
+EvalSetting setting_of(const nlohmann::json& r, const std::string& split, std::string qualifier) {
+  EvalSetting s;
+  s.split = split;
+  s.mode = r["mode"].is_string() ? r["mode"].get<std::string>() : "";
+  s.qualifier = std::move(qualifier);
+  if (r.contains("eval") && r["eval"].is_object()) {
+    for (auto it = r["eval"].begin(); it != r["eval"].end(); ++it) {
+      s.values[it.key()] =
+          it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    }
+  }
+  s.note = std::string(r.value("partial", false) ? " (partial)" : "") +
+      (r.value("elsewhere", false) ? " (checkpoint from elsewhere)" : "");
+  return s;
+}
+
 // Folds metrics.jsonl's records, in order, into a RunSummary: the training time of the
 // processes that wrote them, the loss curves, the metric's unit and xl-eval's results.
 class MetricsFold {
@@ -76,14 +93,20 @@ class MetricsFold {
     ++summary_.records;
     const bool evaluation = r.contains("mode"); // xl-eval's, written after the training
     track_time(r, evaluation);
-    if (!r.contains("split") || !r.contains("loss") || !r["loss"].is_number()) {
+    if (!r.contains("split") || !r["split"].is_string() || !r.contains("loss") ||
+        !r["loss"].is_number()) {
       return;
     }
     const auto split = r["split"].get<std::string>();
     const double loss = r["loss"].get<double>();
-    for (const char* unit : {"ppl", "bpc"}) {
-      if (r.contains(unit)) {
-        summary_.metric = unit;
+    // The metric's name, and its qualifier: "ppl", "bpc@stride=16".
+    std::string qualifier;
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      for (const std::string unit : {"ppl", "bpc"}) {
+        if (it.key().rfind(unit, 0) == 0) {
+          summary_.metric = unit;
+          qualifier = it.key().substr(unit.size());
+        }
       }
     }
     // A classifier's loss has no metric of its own: its accuracy is the one to compare.
@@ -95,12 +118,12 @@ class MetricsFold {
       }
     }
     if (evaluation) {
-      const std::string name = split + "/" + r["mode"].get<std::string>() +
-          (r.value("partial", false) ? " (partial)" : "") +
-          (r.value("elsewhere", false) ? " (checkpoint from elsewhere)" : "");
-      summary_.evaluations[name] = loss;
-      if (accuracy) {
-        summary_.evaluation_accuracy[name] = *accuracy;
+      // Only the run's own splits: a file's score (older xl-eval --file) is no result of it.
+      if (split == "valid" || split == "test") {
+        auto setting = setting_of(r, split, qualifier);
+        auto key = setting.key();
+        summary_.evaluations[key] = {
+            std::move(setting), r.value("step", int64_t{0}), loss, accuracy};
       }
     } else if (split == "train") {
       train_[r.value("step", int64_t{0})] = loss;
@@ -150,6 +173,14 @@ class MetricsFold {
 };
 
 } // namespace
+
+std::string EvalSetting::key() const {
+  std::string text = split + "/" + mode + qualifier;
+  for (const auto& [name, value] : values) {
+    text += fmt::format(" {}={}", name, value);
+  }
+  return text + note;
+}
 
 RunSummary summarize_run(const std::filesystem::path& dir) {
   RunSummary summary;
@@ -210,20 +241,147 @@ std::vector<std::string> differing_keys(const std::vector<RunSummary>& runs) {
 
 } // namespace
 
+namespace {
+
+// The settings a memory-mode column names, and how: mem_len whenever its cells share it, the
+// others when they set the columns apart.
+constexpr std::pair<const char*, const char*> kNamedSettings[] = {
+    {"mem_len", "mem"},
+    {"tgt_len", "tgt"},
+    {"clamp_len", "clamp"},
+    {"same_length", "same_length"},
+    {"batch", "batch"}};
+
+// An evaluation's group: what always sets columns apart.
+std::string group_of(const EvalSetting& s) {
+  return s.split + "/" + s.mode + s.qualifier + s.note;
+}
+
+std::string value_of(const EvalSetting& s, const std::string& key) {
+  const auto it = s.values.find(key);
+  return it == s.values.end() ? "" : it->second;
+}
+
+// The settings of each group that some run holds two evaluations of, with different values.
+std::map<std::string, std::set<std::string>> distinguishing(const std::vector<RunSummary>& runs) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& r : runs) {
+    std::map<std::string, std::vector<const EvalSetting*>> groups;
+    for (const auto& [key, evaluation] : r.evaluations) {
+      groups[group_of(evaluation.setting)].push_back(&evaluation.setting);
+    }
+    for (const auto& [group, settings] : groups) {
+      for (const auto* a : settings) {
+        for (const auto* b : settings) {
+          for (const auto& [name, value] : a->values) {
+            // A record older than the settings says nothing of them.
+            if (b->values.count(name) > 0 && value_of(*b, name) != value) {
+              out[group].insert(name);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// A column's name and its cells' notes, from the settings of its cells (null: no evaluation).
+void name_column(
+    EvalColumn& column,
+    const EvalSetting& first,
+    const std::vector<const EvalSetting*>& cells,
+    const std::set<std::string>& apart,
+    const std::string& metric) {
+  column.name = first.split + " " + metric + first.qualifier;
+  if (first.mode == "vanilla" && first.qualifier.empty()) {
+    column.name += " vanilla";
+  }
+  column.notes.assign(cells.size(), "");
+  for (const auto& [key, shown] : kNamedSettings) {
+    if (first.mode != "memory" || first.values.count(key) == 0) {
+      continue;
+    }
+    const bool shared = std::all_of(cells.begin(), cells.end(), [&](const EvalSetting* s) {
+      return s == nullptr || value_of(*s, key) == value_of(first, key);
+    });
+    if (shared && (std::string(key) == "mem_len" || apart.count(key) > 0)) {
+      column.name += fmt::format(" {}={}", shown, value_of(first, key));
+    } else if (!shared) {
+      for (size_t r = 0; r < cells.size(); ++r) {
+        if (cells[r] != nullptr) {
+          column.notes[r] += fmt::format(" {}={}", shown, value_of(*cells[r], key));
+        }
+      }
+    }
+  }
+  column.name += first.note;
+}
+
+} // namespace
+
+std::vector<EvalColumn> evaluation_columns(
+    const std::vector<RunSummary>& runs,
+    const std::string& metric) {
+  const auto apart = distinguishing(runs);
+  // Each column's key: the group and the values of the settings that set its columns apart.
+  const auto column_key = [&](const EvalSetting& s) {
+    const std::string group = group_of(s);
+    std::string key = group;
+    if (const auto it = apart.find(group); it != apart.end()) {
+      for (const auto& name : it->second) {
+        key += fmt::format(" {}={}", name, value_of(s, name));
+      }
+    }
+    return key;
+  };
+  std::map<std::string, std::vector<const Evaluation*>> cells;
+  std::map<std::string, std::string> first_key; // the column's first evaluation key, for order
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (const auto& [key, evaluation] : runs[r].evaluations) {
+      auto& column = cells[column_key(evaluation.setting)];
+      column.resize(runs.size(), nullptr);
+      column[r] = &evaluation;
+      auto& first = first_key[column_key(evaluation.setting)];
+      first = first.empty() ? key : std::min(first, key);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& [column, key] : first_key) {
+    order.emplace_back(key, column);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<EvalColumn> columns;
+  for (const auto& [unused, column_id] : order) {
+    const auto& evaluations = cells.at(column_id);
+    EvalColumn column;
+    std::vector<const EvalSetting*> settings;
+    const EvalSetting* first = nullptr;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const Evaluation* e = evaluations[r];
+      settings.push_back(e != nullptr ? &e->setting : nullptr);
+      column.keys.push_back(e != nullptr ? e->setting.key() : "");
+      first = first != nullptr || e == nullptr ? first : &e->setting;
+    }
+    const auto it = apart.find(group_of(*first));
+    name_column(
+        column, *first, settings, it == apart.end() ? std::set<std::string>{} : it->second, metric);
+    columns.push_back(std::move(column));
+  }
+  return columns;
+}
+
 Table compare_runs(const std::vector<RunSummary>& runs) {
   Table table;
   std::set<std::string> units;
-  std::set<std::string> evaluations;
   for (const auto& r : runs) {
     units.insert(r.metric);
-    for (const auto& [name, loss] : r.evaluations) {
-      evaluations.insert(name);
-    }
   }
   const std::vector<std::string> differing = differing_keys(runs);
   // One unit for all: it names the columns; runs of several: each cell names its own.
   const bool shared = units.size() == 1 && !units.begin()->empty();
   const std::string metric = shared ? *units.begin() : "metric";
+  const auto columns = evaluation_columns(runs, metric);
   // The metric of a loss (a classifier's: its accuracy, given), or the loss without one.
   const auto cell =
       [&](const RunSummary& r, std::optional<double> loss, std::optional<double> accuracy) {
@@ -233,10 +391,6 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
         }
         return shared ? number(value, 3) : number(value, 3) + " " + r.metric;
       };
-  const auto found = [](const std::map<std::string, double>& map, const std::string& key) {
-    const auto it = map.find(key);
-    return it == map.end() ? std::nullopt : std::optional<double>(it->second);
-  };
   table.header = {
       "run",
       "steps",
@@ -245,11 +399,12 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
       "valid loss",
       "best valid loss",
       "best valid " + metric};
-  for (const auto& name : evaluations) {
-    table.header.push_back(name + " " + metric);
+  for (const auto& column : columns) {
+    table.header.push_back(column.name);
   }
   table.header.insert(table.header.end(), differing.begin(), differing.end());
-  for (const auto& r : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunSummary& r = runs[i];
     std::vector<std::string> row{
         r.dir.string(),
         r.records == 0 ? "no records" : std::to_string(r.steps),
@@ -258,9 +413,12 @@ Table compare_runs(const std::vector<RunSummary>& runs) {
         r.valid.empty() ? "" : number(r.valid.back().loss),
         number(r.best_valid_loss),
         r.best_valid_loss ? cell(r, r.best_valid_loss, r.best_valid_accuracy) : ""};
-    for (const auto& name : evaluations) {
-      const auto loss = found(r.evaluations, name);
-      row.push_back(loss ? cell(r, loss, found(r.evaluation_accuracy, name)) : "");
+    for (const auto& column : columns) {
+      const auto it = r.evaluations.find(column.keys[i]);
+      row.push_back(
+          it == r.evaluations.end()
+              ? ""
+              : cell(r, it->second.loss, it->second.accuracy) + column.notes[i]);
     }
     for (const auto& key : differing) {
       const auto it = r.config.find(key);

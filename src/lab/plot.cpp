@@ -68,14 +68,35 @@ struct Frame {
   }
 };
 
+// The evaluation of run `i` in `column` as a point (xl-eval's result at its checkpoint's step),
+// if it has one.
+std::vector<CurvePoint> evaluation_point(
+    const std::vector<RunSummary>& runs,
+    size_t i,
+    const EvalColumn& column) {
+  const RunSummary& r = runs[i];
+  const auto it = r.evaluations.find(column.keys[i]);
+  if (it == r.evaluations.end()) {
+    return {};
+  }
+  return {{it->second.step, it->second.loss}};
+}
+
 // The steps and losses of every finite point, padded by 5% of the loss range.
-Frame frame_for(const std::vector<RunSummary>& runs, const PlotOptions& options) {
+Frame frame_for(
+    const std::vector<RunSummary>& runs,
+    const std::vector<EvalColumn>& evaluations,
+    const PlotOptions& options) {
   Frame f;
   f.right = options.width - 330.0;
   f.bottom = options.height - 60.0;
-  for (const auto& r : runs) {
-    for (const auto* curve : {&r.train, &r.valid}) {
-      for (const auto& p : *curve) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<std::vector<CurvePoint>> curves{runs[i].train, runs[i].valid};
+    for (const auto& column : evaluations) {
+      curves.push_back(evaluation_point(runs, i, column));
+    }
+    for (const auto& curve : curves) {
+      for (const auto& p : curve) {
         if (std::isfinite(p.loss)) {
           f.x_max = std::max(f.x_max, static_cast<double>(p.step));
           f.y_min = std::min(f.y_min, p.loss);
@@ -129,7 +150,7 @@ void draw_axes(cairo_t* cr, const Frame& f, const PlotOptions& options) {
   cairo_move_to(cr, (f.left + f.right) / 2 - 15, options.height - 20.0);
   cairo_show_text(cr, "step");
   cairo_move_to(cr, f.left, f.top - 15);
-  cairo_show_text(cr, "loss (thin: train, thick with points: valid)");
+  cairo_show_text(cr, "loss (thin: train, thick with points: valid, markers: xl-eval)");
 }
 
 // One run's curve: a line through its finite points (a gap at each non-finite one), with
@@ -159,8 +180,58 @@ void draw_curve(cairo_t* cr, const Frame& f, const std::vector<CurvePoint>& curv
   }
 }
 
-// Each run's colour and folder name, right of the plot area.
-void draw_legend(cairo_t* cr, const Frame& f, const std::vector<RunSummary>& runs) {
+// The marker of the i-th evaluation column at (x, y): a square, a triangle, a diamond, a cross
+// or a ring, over again.
+void draw_marker(cairo_t* cr, size_t i, double x, double y) {
+  constexpr double r = 6.0;
+  cairo_set_line_width(cr, 2.0);
+  switch (i % 5) {
+    case 0:
+      cairo_rectangle(cr, x - r, y - r, 2 * r, 2 * r);
+      cairo_fill(cr);
+      break;
+    case 1:
+      cairo_move_to(cr, x, y - r);
+      cairo_line_to(cr, x + r, y + r);
+      cairo_line_to(cr, x - r, y + r);
+      cairo_close_path(cr);
+      cairo_fill(cr);
+      break;
+    case 2:
+      cairo_move_to(cr, x, y - r);
+      cairo_line_to(cr, x + r, y);
+      cairo_line_to(cr, x, y + r);
+      cairo_line_to(cr, x - r, y);
+      cairo_close_path(cr);
+      cairo_fill(cr);
+      break;
+    case 3:
+      cairo_move_to(cr, x - r, y - r);
+      cairo_line_to(cr, x + r, y + r);
+      cairo_move_to(cr, x + r, y - r);
+      cairo_line_to(cr, x - r, y + r);
+      cairo_stroke(cr);
+      break;
+    default:
+      cairo_arc(cr, x, y, r, 0, 2 * M_PI);
+      cairo_stroke(cr);
+  }
+}
+
+// Each run's colour and folder name right of the plot area, then each evaluation's marker.
+void draw_legend(
+    cairo_t* cr,
+    const Frame& f,
+    const std::vector<RunSummary>& runs,
+    const std::vector<EvalColumn>& evaluations) {
+  for (size_t i = 0; i < evaluations.size(); ++i) {
+    const double y = f.top + 10 + 22.0 * static_cast<double>(runs.size() + 1 + i);
+    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+    draw_marker(cr, i, f.right + 32, y - 4);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_move_to(cr, f.right + 52, y);
+    cairo_show_text(cr, evaluations[i].name.c_str());
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     const double y = f.top + 10 + 22.0 * static_cast<double>(i);
     set_colour(cr, i);
@@ -195,7 +266,8 @@ std::array<uint8_t, 3> run_colour(size_t i) {
 }
 
 std::string plot_curves(const std::vector<RunSummary>& runs, const PlotOptions& options) {
-  const Frame frame = frame_for(runs, options);
+  const auto evaluations = evaluation_columns(runs, "loss");
+  const Frame frame = frame_for(runs, evaluations, options);
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
       cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height),
       cairo_surface_destroy);
@@ -217,7 +289,16 @@ std::string plot_curves(const std::vector<RunSummary>& runs, const PlotOptions& 
     draw_curve(cr, frame, runs[i].valid, true);
   }
   cairo_restore(cr);
-  draw_legend(cr, frame, runs);
+  // Evaluations, unclipped: most sit at the last step, on the frame.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    set_colour(cr, i);
+    for (size_t e = 0; e < evaluations.size(); ++e) {
+      for (const auto& p : evaluation_point(runs, i, evaluations[e])) {
+        draw_marker(cr, e, frame.x_of(static_cast<double>(p.step)), frame.y_of(p.loss));
+      }
+    }
+  }
+  draw_legend(cr, frame, runs, evaluations);
   return encode_png(surface.get());
 }
 

@@ -16,8 +16,6 @@ namespace xl::prep {
 
 namespace {
 
-constexpr std::string_view kHeader = "id\tdocument\tlabel";
-
 // NSMC's documents are CSV-quoted when they contain quotes: "..." with "" inside.
 std::string unquote(std::string_view field) {
   if (field.size() < 2 || field.front() != '"' || field.back() != '"') {
@@ -48,7 +46,7 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
   NsmcDocuments out;
   // Line 1 is the header "id document label": a file without it would lose its first review,
   // and another file's header says it holds something else.
-  if (!lines.empty() && lines[0] != kHeader) {
+  if (!lines.empty() && lines[0] != kNsmcHeader) {
     throw UserError(fmt::format(
         "{}:1: expected NSMC's header 'id<TAB>document<TAB>label', found '{}'{}",
         tsv.string(),
@@ -59,26 +57,8 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
             : ""));
   }
   for (size_t i = 1; i < lines.size(); ++i) {
-    const auto line = lines[i];
-    const size_t first = line.find('\t');
-    const size_t last = line.rfind('\t');
-    const auto where = [&] { return fmt::format("{}:{}", tsv.string(), i + 1); };
-    if (const Utf8Check check = check_utf8(line); check.invalid > 0) {
-      throw UserError(fmt::format(
-          "{}: not valid UTF-8 (the byte 0x{:02X} at column {}); NSMC's reviews are UTF-8",
-          where(),
-          static_cast<unsigned char>(line[check.first]),
-          check.first + 1));
-    }
-    if (first == std::string_view::npos || first == last) {
-      throw UserError(where() + ": expected 3 tab-separated columns (id, document, label)");
-    }
-    const auto label_field = line.substr(last + 1);
-    if (label_field != "0" && label_field != "1") {
-      throw UserError(
-          fmt::format("{}: the label must be 0 or 1, found '{}'", where(), label_field));
-    }
-    const std::string document = unquote(line.substr(first + 1, last - first - 1));
+    auto review = nsmc_review(lines[i], fmt::format("{}:{}", tsv.string(), i + 1));
+    const std::string& document = review.text;
     const auto sentences = formats::split_sentences(document);
     if (sentences.empty()) {
       ++out.counts.empty;
@@ -91,7 +71,7 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
     corpus.push_back('\n');
     ++out.counts.documents;
     out.counts.sentences += static_cast<int64_t>(sentences.size());
-    out.examples.push_back({label_field == "1" ? 1 : 0, document});
+    out.examples.push_back(std::move(review));
   }
   return out;
 }
@@ -115,6 +95,26 @@ void write_nsmc_part(
 }
 
 } // namespace
+
+formats::LabelledText nsmc_review(std::string_view line, const std::string& where) {
+  const size_t first = line.find('\t');
+  const size_t last = line.rfind('\t');
+  if (const Utf8Check check = check_utf8(line); check.invalid > 0) {
+    throw UserError(fmt::format(
+        "{}: not valid UTF-8 (the byte 0x{:02X} at column {}); NSMC's reviews are UTF-8",
+        where,
+        static_cast<unsigned char>(line[check.first]),
+        check.first + 1));
+  }
+  if (first == std::string_view::npos || first == last) {
+    throw UserError(where + ": expected 3 tab-separated columns (id, document, label)");
+  }
+  const auto label_field = line.substr(last + 1);
+  if (label_field != "0" && label_field != "1") {
+    throw UserError(fmt::format("{}: the label must be 0 or 1, found '{}'", where, label_field));
+  }
+  return {label_field == "1" ? 1 : 0, unquote(line.substr(first + 1, last - first - 1))};
+}
 
 NsmcCounts convert_nsmc(
     const std::filesystem::path& tsv,

@@ -54,9 +54,12 @@ formats::Vocab load_or_build_vocab(const PrepOptions& options) {
 } // namespace
 
 PrepReport prepare_corpus(const PrepOptions& options) {
-  if (options.splits.count("train") == 0) {
-    throw UserError("xl-prep needs a training split (--train FILE)");
+  if (!options.vocab && options.splits.count("train") == 0) {
+    throw UserError(
+        "xl-prep needs a training split (--train FILE) to build the vocabulary from, or a "
+        "vocabulary to encode with (--vocab FILE)");
   }
+
   if (options.vocab_from != "train" && options.vocab_from != "all") {
     throw UserError("--vocab-from: expected train or all, found '" + options.vocab_from + "'");
   }

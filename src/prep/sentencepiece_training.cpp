@@ -5,9 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "xl/formats/sentencepiece.h"
@@ -122,6 +126,45 @@ std::vector<std::string> training_lines(const std::vector<std::filesystem::path>
 
 } // namespace
 
+namespace {
+
+// A line every `seconds` that long work still goes on, from a thread of its own, until it goes.
+class Heartbeat {
+ public:
+  Heartbeat(double seconds, std::string what)
+      : what_(std::move(what)), thread_([this, seconds] { beat(seconds); }) {}
+  ~Heartbeat() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_changed_.notify_all();
+    thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  void beat(double seconds) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto period = std::chrono::duration<double>(seconds);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_changed_.wait_for(lock, period, [this] { return done_; })) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      spdlog::info("{}: {:.0f}s elapsed", what_, elapsed);
+    }
+  }
+
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false;
+  std::thread thread_; // last: it starts once the others are made
+};
+
+} // namespace
+
 void train_sentencepiece(
     const std::vector<std::filesystem::path>& files,
     const std::filesystem::path& model,
@@ -155,9 +198,17 @@ void train_sentencepiece(
       {"num_threads", "1"},
       {"minloglevel", "1"}};
   sentencepiece::SetRandomGeneratorSeed(options.seed);
+  spdlog::info(
+      "training SentencePiece: a unigram model of {} pieces on {} lines",
+      options.vocab_size,
+      lines.size());
   LineIterator iterator(std::move(lines));
   std::string proto;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &proto);
+  sentencepiece::util::Status status;
+  {
+    const Heartbeat heartbeat(options.progress_seconds, "training SentencePiece");
+    status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &proto);
+  }
   if (!status.ok()) {
     throw UserError(training_failure(status.ToString(), files.front(), options));
   }

@@ -140,6 +140,22 @@ fs::path check_output_file(const std::string& flag, const std::string& path, boo
   return file;
 }
 
+std::optional<fs::path> OutputFiles::add(
+    const std::string& flag,
+    const std::optional<std::string>& path) {
+  if (!path) {
+    return std::nullopt;
+  }
+  fs::path file = check_output_file(flag, *path, force_);
+  for (const auto& [other_flag, other] : checked_) {
+    if (resolved(other) == resolved(file)) {
+      throw UserError(fmt::format("{} and {} name the same file: {}", other_flag, flag, *path));
+    }
+  }
+  checked_.emplace_back(flag, file);
+  return file;
+}
+
 fs::path check_output_folder(const std::string& flag, const std::string& path, bool force) {
   check_not_empty(flag, path);
   const fs::path folder(path);

@@ -77,16 +77,24 @@ bool Progress::due(double seconds) const {
 }
 
 std::string Progress::line(const std::string& unit) {
-  const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
-  std::string text = fmt::format(
-      "{} {}/{} ({:.1f}%) | {} tok/s | {} elapsed | ETA {}",
-      unit,
-      done_,
-      total_,
-      pct,
-      format_count(tokens_per_second()),
-      format_duration(elapsed_seconds()),
-      format_duration(eta_seconds()));
+  std::string text = total_ > 0
+      ? fmt::format(
+            "{} {}/{} ({:.1f}%) | {} {}/s | {} elapsed | ETA {}",
+            unit,
+            done_,
+            total_,
+            100.0 * static_cast<double>(done_) / static_cast<double>(total_),
+            format_count(tokens_per_second()),
+            counted_,
+            format_duration(elapsed_seconds()),
+            format_duration(eta_seconds()))
+      : fmt::format(
+            "{} {} | {} {}/s | {} elapsed",
+            unit,
+            done_,
+            format_count(tokens_per_second()),
+            counted_,
+            format_duration(elapsed_seconds()));
   const auto now = now_();
   pace_ = pace_with_window(now);
   window_tokens_ = 0;

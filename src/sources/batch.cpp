@@ -22,6 +22,7 @@ constexpr Field kFields[] = {
     {"perm_mask", &Batch::perm_mask, 2},
     {"target_mapping", &Batch::target_mapping, 2},
     {"labels", &Batch::labels, 0},
+    {"target_index", &Batch::target_index, 1},
 };
 
 } // namespace

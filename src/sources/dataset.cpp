@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "xl/config/config.h"
+#include "xl/formats/text_tokens.h"
+#include "xl/formats/token_file.h"
 #include "xl/sources/corpus.h"
 #include "xl/sources/ordered_segments.h"
 #include "xl/sources/sources.h"
@@ -87,12 +92,26 @@ class TokenDataset : public Dataset {
     return token_eval_batches(c_, split(name), validation, ext_len_);
   }
   EvalBatches file_batches(const fs::path& file) override {
-    throw UserError(fmt::format(
-        "{}: a {}-level corpus evaluates prepared splits; encode the file with xl-prep "
-        "--vocab {} and name it in data.test",
-        file.string(),
-        to_string(unit()),
-        (fs::path(c_.data.dir) / c_.data.vocab).string()));
+    const formats::Vocab& vocab = text_vocab();
+    TextReading reading;
+    file_tokens_.reset();
+    if (formats::looks_like_token_file(file)) {
+      file_tokens_ = std::make_unique<formats::TokenFile>(file, vocab, vocabulary_file());
+      reading.unit = "tokens";
+      reading.count.units = file_tokens_->size();
+    } else {
+      auto text = std::make_unique<formats::TextTokens>(file, vocab, fs::temp_directory_path());
+      reading.unit = unit_ == formats::VocabKind::kByte ? "bytes" : "words";
+      reading.count = text->unknown();
+      reading.unknown_as = vocab.has_unknown_token() ? "<unk>" : "left out";
+      file_tokens_ = std::move(text);
+    }
+    auto batches = text_eval_batches(c_, *file_tokens_, ext_len_, reading.fitted);
+    batches.reading = std::move(reading);
+    return batches;
+  }
+  std::string token_text(int64_t id) const override {
+    return corpus_ ? corpus_->vocab().token(id) : std::to_string(id);
   }
 
  private:
@@ -106,6 +125,7 @@ class TokenDataset : public Dataset {
   config::Config c_;
   std::unique_ptr<Corpus> corpus_;
   std::unique_ptr<formats::TokenTensor> random_; // every split, without a corpus
+  std::unique_ptr<formats::Tokens> file_tokens_; // the last file_batches' text
   int64_t n_token_;
   formats::VocabKind unit_;
   int64_t ext_len_;
@@ -119,29 +139,106 @@ const formats::Vocab& Dataset::text_vocab() const {
       vocabulary_fingerprint().empty() ? "random" : vocabulary_fingerprint()));
 }
 
+std::unique_ptr<BatchSource> Dataset::example_batches(
+    const std::vector<formats::LabelledText>& /*examples*/,
+    const std::string& name) {
+  throw UserError(fmt::format(
+      "{}: this data ({}) is no classifier's labelled texts",
+      name,
+      vocabulary_fingerprint().empty() ? "random" : vocabulary_fingerprint()));
+}
+
 EvalBatches token_eval_batches(
     const config::Config& c,
     const formats::Tokens& tokens,
     bool validation,
-    int64_t ext_len) {
+    int64_t ext_len,
+    bool lead) {
   if (validation || c.eval.mode == config::EvalMode::kMemory) {
     const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
     return {
         std::make_unique<OrderedSegments>(tokens, c.eval.batch_size, tgt_len, ext_len),
-        fmt::format("tgt_len {}, batch {}", tgt_len, c.eval.batch_size)};
+        fmt::format("tgt_len {}, batch {}", tgt_len, c.eval.batch_size),
+        &tokens,
+        {}};
   }
   const int64_t window = c.train.tgt_len;
   const int64_t stride = c.eval.stride;
   return {
-      std::make_unique<SlidingWindows>(tokens, window, stride, c.eval.batch_size),
+      std::make_unique<SlidingWindows>(tokens, window, stride, c.eval.batch_size, lead),
       fmt::format(
-          "vanilla: window {}, {} scored, slide {}, {} windows per batch; the first {} "
-          "tokens are context only (every scored position sees a full window)",
+          "vanilla: window {}, {} scored, slide {}, {} windows per batch; {}",
           window,
           stride == 1 ? std::string("last position") : fmt::format("last {} positions", stride),
           stride,
           c.eval.batch_size,
-          window)};
+          lead ? fmt::format(
+                     "the targets before token {} are scored with the tokens before them (less "
+                     "context than a window)",
+                     window)
+               : fmt::format(
+                     "the first {} tokens are context only (every scored position sees a full "
+                     "window)",
+                     window)),
+      &tokens,
+      {}};
+}
+
+EvalBatches text_eval_batches(
+    const config::Config& c,
+    const formats::Tokens& tokens,
+    int64_t ext_len,
+    std::string& fitted) {
+  const int64_t n = tokens.size();
+  if (n < 2) {
+    throw UserError(fmt::format(
+        "{} holds {} token{}: a language model scores a text of at least 2 (the first is "
+        "context only)",
+        tokens.name(),
+        n,
+        n == 1 ? "" : "s"));
+  }
+  fitted.clear();
+  if (c.eval.mode == config::EvalMode::kVanilla) {
+    if (n <= c.train.tgt_len) {
+      fitted = fmt::format(
+          "{} holds {} tokens, no more than one window of {}: scored as one window of its first "
+          "{}, each target with the tokens before it",
+          tokens.name(),
+          n,
+          c.train.tgt_len,
+          n - 1);
+    }
+    return token_eval_batches(c, tokens, false, ext_len, true);
+  }
+  const int64_t tgt_len = c.eval.tgt_len.value_or(c.train.tgt_len);
+  // Each stream holds at least one segment and the token after it, where the text allows.
+  const int64_t streams = std::clamp<int64_t>(n / (tgt_len + 1), 1, c.eval.batch_size);
+  if (streams == c.eval.batch_size) {
+    return token_eval_batches(c, tokens, false, ext_len);
+  }
+  fitted = n - 1 <= tgt_len
+      ? fmt::format(
+            "{} holds {} tokens, no more than one segment of {} (eval.tgt_len) and the token "
+            "after it: scored as one stream of {} targets",
+            tokens.name(),
+            n,
+            tgt_len,
+            n - 1)
+      : fmt::format(
+            "{} holds {} tokens, too few for {} streams (eval.batch_size) of a segment of {} "
+            "(eval.tgt_len) each: scored as {} stream{}",
+            tokens.name(),
+            n,
+            c.eval.batch_size,
+            tgt_len,
+            streams,
+            streams == 1 ? "" : "s");
+  return {
+      std::make_unique<OrderedSegments>(tokens, streams, tgt_len, ext_len),
+      fmt::format("tgt_len {}, batch {}", tgt_len, streams),
+      &tokens,
+      {}};
 }
 
 const std::string& split_file(const config::DataConfig& d, const std::string& split) {
@@ -151,17 +248,43 @@ const std::string& split_file(const config::DataConfig& d, const std::string& sp
   return split == "valid" ? d.valid : d.test;
 }
 
+namespace {
+
+// The folders scripts/getdata.sh prepares (data/prepared/<folder>), by the name it takes.
+std::string getdata_name(const std::filesystem::path& dir) {
+  static const std::map<std::string, std::string> kCorpora{
+      {"wikitext-2", "wikitext-2"},
+      {"wikitext-103", "wt103"},
+      {"enwik8", "enwik8"},
+      {"text8", "text8"},
+      {"enwik8-prefix", "enwik8-prefix"},
+      {"nsmc", "nsmc"},
+      {"nsmc_8k", "nsmc"}};
+  const auto name = dir.lexically_normal().filename().string();
+  const auto it =
+      kCorpora.find(name.empty() ? dir.lexically_normal().parent_path().filename().string() : name);
+  return it == kCorpora.end() ? "" : it->second;
+}
+
+} // namespace
+
 void check_data_dir(const config::Config& config) {
   const std::filesystem::path dir = config.data.dir;
   if (!std::filesystem::is_directory(dir)) {
+    const std::string corpus = getdata_name(dir);
     throw UserError(fmt::format(
-        "data.dir not found: {}{}; prepare it with xl-prep (see README) or set data.dir",
+        "data.dir not found: {}{}; prepare it with {} or set data.dir",
         dir.string(),
         dir.is_relative() ? fmt::format(
                                 " (a relative data.dir is taken from the current "
                                 "directory, {}, not from the config file's)",
                                 std::filesystem::current_path().string())
-                          : ""));
+                          : "",
+        corpus.empty() ? std::string("xl-prep (README: Train, evaluate, ablate)")
+                       : fmt::format(
+                             "scripts/getdata.sh {} (from the repository's root; offline, it "
+                             "prints the xl-prep command for files at hand)",
+                             corpus)));
   }
 }
 

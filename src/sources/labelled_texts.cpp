@@ -199,6 +199,7 @@ std::optional<Batch> LabelledTexts::next() {
       segment_ids_.index_select(0, rows_index).narrow(1, len - width, width).t().contiguous();
   batch.padding = batch.segment_ids.eq(kSegmentPad);
   batch.labels = labels_.index_select(0, rows_index);
+  batch.target_index = rows_index.unsqueeze(0);
   batch.n_targets = rows;
   return batch;
 }

@@ -72,10 +72,13 @@ std::optional<Batch> OrderedSegments::next() {
     inputs.push_back(span.narrow(0, 0, in_len));
     targets.push_back(span.narrow(0, row_ + 1 - begin, len));
   }
-  row_ += len;
   Batch batch;
   batch.tokens = torch::stack(inputs, 1);
   batch.targets = torch::stack(targets, 1);
+  // target t of stream b is token b * n_step + row + 1 + t
+  batch.target_index = (torch::arange(len, torch::kLong) + (row_ + 1)).unsqueeze(1) +
+      (torch::arange(batch_size_, torch::kLong) * n_step_).unsqueeze(0);
+  row_ += len;
   batch.n_targets = len * batch_size_;
   return batch;
 }

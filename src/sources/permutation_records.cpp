@@ -94,6 +94,53 @@ std::vector<uint8_t> compose_halves(
 
 } // namespace
 
+std::string fit_to_text(PermutationOptions& o, int64_t n_tokens, const std::string& name) {
+  const int64_t streams = o.bi_data ? o.batch_size / 2 : o.batch_size;
+  if (n_tokens / std::max<int64_t>(streams, 1) >= o.seq_len) {
+    return "";
+  }
+  if (n_tokens < kShortestRecord) {
+    throw UserError(fmt::format(
+        "{} holds {} pieces: too few to score, a permutation-LM record needs at least {}",
+        name,
+        n_tokens,
+        kShortestRecord));
+  }
+  const PermutationOptions asked = o;
+  const auto rows = [&](int64_t s) { return o.bi_data ? 2 * s : s; };
+  if (n_tokens >= o.seq_len) {
+    o.batch_size = rows(n_tokens / o.seq_len);
+    return fmt::format(
+        "{} holds {} pieces, too few for {} streams of a record (seq_len {}) each: scored as {} "
+        "streams ({} rows)",
+        name,
+        n_tokens,
+        streams,
+        o.seq_len,
+        n_tokens / o.seq_len,
+        o.batch_size);
+  }
+  o.batch_size = rows(1);
+  o.seq_len = n_tokens - n_tokens % 2;
+  o.reuse_len = o.seq_len / 2;
+  o.perm_size = o.reuse_len;
+  // As many predictions per piece as asked, within what the second half holds (seq_len / 2 - 3
+  // pieces besides <sep> <sep> <cls>, for num_predict / 2 of them).
+  const int64_t scaled = (asked.num_predict * o.seq_len + asked.seq_len / 2) / asked.seq_len;
+  o.num_predict = std::clamp<int64_t>(scaled, 2, 2 * (o.seq_len - o.reuse_len - 3) + 1);
+  return fmt::format(
+      "{} holds {} pieces, fewer than one record of seq_len {}: scored as one stream ({} "
+      "rows) of a record of {} (reuse_len {}, perm_size {}, num_predict {})",
+      name,
+      n_tokens,
+      asked.seq_len,
+      o.batch_size,
+      o.seq_len,
+      o.reuse_len,
+      o.perm_size,
+      o.num_predict);
+}
+
 LocalPermutation local_perm(
     const std::vector<int64_t>& inputs,
     const std::vector<uint8_t>& is_masked,
@@ -171,13 +218,17 @@ PermutationRecords::PermutationRecords(
     const auto first_sent = tokens.sent_ids.begin() + s * row_len_;
     rows_.push_back(
         {std::vector<int64_t>(first, first + row_len_),
-         std::vector<uint8_t>(first_sent, first_sent + row_len_)});
+         std::vector<uint8_t>(first_sent, first_sent + row_len_),
+         s * row_len_,
+         false});
   }
   if (options_.bi_data) {
     for (int64_t s = 0; s < streams; ++s) {
       Row row = rows_[static_cast<size_t>(s)];
       std::reverse(row.ids.begin(), row.ids.end());
       std::reverse(row.sent_ids.begin(), row.sent_ids.end());
+      row.start += row_len_ - 1;
+      row.backward = true;
       rows_.push_back(std::move(row));
     }
   }
@@ -280,14 +331,19 @@ PermutationRecords::Record PermutationRecords::make_record(
   Record r;
   const auto append = [&](int64_t from, int64_t to, int64_t segment) {
     r.tokens.insert(r.tokens.end(), row.ids.begin() + from, row.ids.begin() + to);
+    for (int64_t i = from; i < to; ++i) {
+      r.positions.push_back(row.position(i));
+    }
     r.segment_ids.insert(r.segment_ids.end(), to - from, segment);
   };
   append(begin, begin + reuse, 0);
   append(s.a_begin, s.a_end, 0);
   r.tokens.push_back(formats::kSepId);
+  r.positions.push_back(-1);
   r.segment_ids.push_back(0);
   append(s.b_begin, s.b_end, 1);
   r.tokens.insert(r.tokens.end(), {formats::kSepId, formats::kClsId});
+  r.positions.insert(r.positions.end(), {-1, -1});
   r.segment_ids.insert(r.segment_ids.end(), {1, 2});
   const int64_t len = options_.seq_len;
   TORCH_CHECK(
@@ -326,6 +382,7 @@ std::optional<Batch> PermutationRecords::next() {
   batch.target_mapping = torch::zeros({p, len, rows}, torch::kFloat);
   batch.targets = torch::zeros({p, rows}, torch::kLong);
   batch.target_mask = torch::zeros({p, rows}, torch::kBool);
+  batch.target_index = torch::full({p, rows}, -1, torch::kLong);
   if (options_.bi_data) {
     // the model negates the relative positions of these rows, whatever chunk they land in
     batch.reversed = torch::arange(rows).ge(rows / 2);
@@ -336,6 +393,7 @@ std::optional<Batch> PermutationRecords::next() {
   auto mapping = batch.target_mapping.accessor<float, 3>();
   auto targets = batch.targets.accessor<int64_t, 2>();
   auto target_mask = batch.target_mask.accessor<bool, 2>();
+  auto target_index = batch.target_index.accessor<int64_t, 2>();
   const int64_t begin = window_ * options_.reuse_len;
   for (int64_t b = 0; b < rows; ++b) {
     const bool reverse = options_.bi_data && b >= rows / 2;
@@ -353,6 +411,7 @@ std::optional<Batch> PermutationRecords::next() {
         mapping[predicted][i][b] = 1.0F;
         targets[predicted][b] = r.tokens[k];
         target_mask[predicted][b] = true;
+        target_index[predicted][b] = r.positions[k];
         ++predicted;
       }
     }

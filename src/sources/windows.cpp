@@ -34,12 +34,14 @@ SlidingWindows::SlidingWindows(
     const formats::Tokens& tokens,
     int64_t window,
     int64_t stride,
-    int64_t batch_size)
+    int64_t batch_size,
+    bool lead)
     : tokens_(tokens),
       window_(window),
       stride_(stride),
       batch_size_(batch_size),
-      next_target_(window) {
+      lead_(lead),
+      next_target_(first_target()) {
   TORCH_CHECK(
       window >= 1 && stride >= 1 && stride <= window && batch_size >= 1,
       "sliding windows need 1 <= stride <= window and batch_size >= 1, got window ",
@@ -48,14 +50,14 @@ SlidingWindows::SlidingWindows(
       stride,
       ", batch_size ",
       batch_size);
-  require_longer_than_window(tokens, window);
+  require_longer_than_window(tokens, lead ? 1 : window);
 }
 
 int64_t SlidingWindows::batches_per_pass() const {
   // Targets W .. size-1: full windows in batches, then a last partial window alone.
-  const int64_t targets = tokens_.size() - window_;
+  const int64_t targets = std::max<int64_t>(0, tokens_.size() - window_);
   const int64_t full = targets / stride_;
-  return (full + batch_size_ - 1) / batch_size_ + (targets % stride_ > 0 ? 1 : 0);
+  return (lead_ ? 1 : 0) + (full + batch_size_ - 1) / batch_size_ + (targets % stride_ > 0 ? 1 : 0);
 }
 
 std::string SlidingWindows::describe() const {
@@ -76,8 +78,20 @@ std::optional<Batch> SlidingWindows::next() {
   const int64_t end = tokens_.size(); // targets are tokens [window, end)
   if (next_target_ >= end) {
     ++epoch_;
-    next_target_ = window_;
+    next_target_ = first_target();
     return std::nullopt;
+  }
+  if (next_target_ < window_) {
+    // The lead window: tokens [0, m - 1) scoring targets [1, m), m = min(W, size).
+    const int64_t m = std::min(window_, end);
+    const auto span = tokens_.slice(0, m);
+    Batch batch;
+    batch.tokens = span.narrow(0, 0, m - 1).unsqueeze(1);
+    batch.targets = span.narrow(0, 1, m - 1).unsqueeze(1);
+    batch.target_index = torch::arange(1, m, torch::kLong).unsqueeze(1);
+    batch.n_targets = m - 1;
+    next_target_ = m;
+    return batch;
   }
   // Window scoring targets [t, t + s) reads inputs [t + s - 1 - window, t + s - 1).
   int64_t scored = stride_;
@@ -98,6 +112,9 @@ std::optional<Batch> SlidingWindows::next() {
                       .narrow(0, window_ - scored, scored)
                       .contiguous(); // [S, count]
   batch.n_targets = scored * count;
+  // target j of window c is token next_target + c * scored + j
+  batch.target_index = (torch::arange(scored, torch::kLong) + next_target_).unsqueeze(1) +
+      (torch::arange(count, torch::kLong) * scored).unsqueeze(0);
   next_target_ += scored * count;
   return batch;
 }

@@ -78,11 +78,31 @@ void Trainer::write_record(State& s, nlohmann::json record) const {
 // run's config or metrics change, but for a finished run under --auto-resume (a scheduler's, or
 // torchrun's restart after the last step), which is left as it is.
 bool Trainer::nothing_to_train(State& s) const {
+  const std::string run = paths_.dir.string();
+  if (stale(s) && s.step < config_.train.max_step) {
+    const int64_t limit = *config_.train.early_stop;
+    if (s.finished_ok) {
+      spdlog::info(
+          "the run in {} stopped early at step {} (train.early_stop {}): nothing to train",
+          run,
+          s.step,
+          limit);
+      s.finished = s.stopped_early = true;
+      return true;
+    }
+    throw UserError(fmt::format(
+        "the run in {} stopped early at step {}: {} validations in a row without a new best "
+        "(train.early_stop {}); to train on, raise it or turn it off (--set "
+        "train.early_stop=null --resume)",
+        run,
+        s.step,
+        s.loop.stale_validations,
+        limit));
+  }
   if (s.step < s.last_step) {
     return false;
   }
   const int64_t max_step = config_.train.max_step;
-  const std::string run = paths_.dir.string();
   if (s.finished_ok && s.step == max_step && s.last_step == max_step) {
     spdlog::info(
         "the run in {} finished at step {} (train.max_step): nothing to train", run, s.step);
@@ -146,6 +166,9 @@ void Trainer::start(State& s, bool resume) {
          {"logged_until", s.logged_until}});
   }
   s.progress = std::make_unique<run::Progress>(t.max_step, s.step);
+  if (data_.labelled()) {
+    s.progress->count_as("ex"); // a classifier's batches count examples
+  }
   if (const auto special = plan.describe(); !special.empty()) {
     spdlog::info("{}", special);
   }
@@ -237,6 +260,24 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   s.loop.window.clear();
 }
 
+bool Trainer::stops_after(State& s, int64_t step, bool signalled, TrainResult& result) const {
+  // A signal during this step's validation was checkpointed there too.
+  if (signalled || (s.saved_step == step && stop_requested())) {
+    // A rank that got no signal itself stops as the others do.
+    result.signal = runtime::stop_signal().load() != 0 ? runtime::stop_signal().load() : SIGTERM;
+    spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
+    return true;
+  }
+  if (s.stopped_early && s.saved_step == step && step < config_.train.max_step) {
+    spdlog::info(
+        "step {}: {} validations in a row without a new best (train.early_stop), stopping",
+        step,
+        s.loop.stale_validations);
+    return true;
+  }
+  return false;
+}
+
 TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finished_ok) {
   const auto& t = config_.train;
   State s;
@@ -249,6 +290,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
   if (s.finished) {
     result.first_step = result.step = s.step;
     result.best_valid_loss = s.loop.best_valid;
+    result.stopped_early = s.stopped_early;
     return result;
   }
   auto options = StepOptions::from(t, device_);
@@ -281,11 +323,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
       log_window(s, step, lr);
     }
     validate_and_checkpoint(s, step, signalled);
-    // A signal during this step's validation was checkpointed there too.
-    if (signalled || (s.saved_step == step && stop_requested())) {
-      // A rank that got no signal itself stops as the others do.
-      result.signal = runtime::stop_signal().load() != 0 ? runtime::stop_signal().load() : SIGTERM;
-      spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
+    if (stops_after(s, step, signalled, result)) {
       break;
     }
   }
@@ -296,6 +334,7 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
   result.last_train = s.last_train;
   result.last_valid = s.last_valid;
   result.last_valid_step = s.last_valid_step;
+  result.stopped_early = s.stopped_early && s.step < t.max_step;
   return result;
 }
 

@@ -120,6 +120,8 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
     }
     best = valid < s.loop.best_valid;
     s.loop.best_valid = std::min(s.loop.best_valid, valid);
+    s.loop.stale_validations = best ? 0 : s.loop.stale_validations + 1;
+    s.stopped_early = stale(s);
   }
   save(s, best);
   s.saved_step = step;
@@ -128,6 +130,11 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   if (!signalled) {
     keep_snapshot(step);
   }
+}
+
+bool Trainer::stale(const State& s) const {
+  const auto& limit = config_.train.early_stop;
+  return limit && s.loop.stale_validations >= *limit;
 }
 
 void Trainer::keep_snapshot(int64_t step) const {

@@ -22,6 +22,8 @@ struct Trainer::State {
   int64_t last_step = 0;
   bool finished_ok = false; // --auto-resume: a finished run is left as it is
   bool finished = false;
+  /// train.early_stop validations in a row without a new best
+  bool stopped_early = false;
   std::unique_ptr<sources::BatchSource> source;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<LRSchedule> schedule;

@@ -23,6 +23,7 @@ void visit_loop(Io& io, Loop& loop) {
   io.count("train.bad_streak", loop.bad_streak);
   io.count("train.skipped", loop.skipped);
   io.totals("train.window", loop.window);
+  io.newer_count("train.stale_validations", loop.stale_validations);
 }
 
 struct LoopWriter {
@@ -31,6 +32,9 @@ struct LoopWriter {
     io::write_double(archive, key, value);
   }
   void count(const std::string& key, int64_t value) {
+    io::write_int(archive, key, value);
+  }
+  void newer_count(const std::string& key, int64_t value) {
     io::write_int(archive, key, value);
   }
   void totals(const std::string& prefix, const std::vector<models::TermTotal>& totals) {
@@ -53,6 +57,10 @@ struct LoopReader {
   }
   void count(const std::string& key, int64_t& value) {
     value = io::read_int(archive, key);
+  }
+  // A key that checkpoints of earlier versions lack: 0 there.
+  void newer_count(const std::string& key, int64_t& value) {
+    value = io::read_int_or(archive, key, 0);
   }
   void totals(const std::string& prefix, std::vector<models::TermTotal>& totals) {
     totals.assign(static_cast<size_t>(io::read_int(archive, prefix + ".terms")), {});

@@ -4,8 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <regex>
+#include <thread>
 
 #include "e2e_util.h"
 #include "test_util.h"
@@ -33,7 +39,14 @@ TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
            {train + "--set model.n_layer.x=3 --dump-config",
             "error: --set model.n_layer.x=3: model.n_layer: expected an integer"},
            {std::string(kBinDir) + "/xl-prep --format byte --train afile --out afile",
-            "--out afile is a file"}}) {
+            "--out afile is a file"},
+           {std::string(kBinDir) +
+                "/xl-prep --format word --vocab afile --unk --test afile --out o",
+            "--unk and --vocab exclude each other: they build a vocabulary, --vocab reuses one"},
+           {std::string(kBinDir) + "/xl-prep --format word --out o",
+            "xl-prep has nothing to read: give --train, --valid or --test FILE"},
+           {std::string(kBinDir) + "/xl-prep --format nsmc --test afile --holdout 3 --out o",
+            "--holdout carves the valid split out of --train FILE"}}) {
     SCOPED_TRACE(command);
     const auto r = run_command(command, dir.path());
     EXPECT_EQ(r.status, 2) << r.output;
@@ -75,6 +88,11 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
            {"xl-compare r --csv r/config.yaml", "(its config)"},
            {"xl-compare r --csv t.csv --plot ./t.csv", "name the same file"},
            {"xl-eval --run r --dump-batches r/checkpoints/last.pt --force", "a file of the run in"},
+           {"xl-eval --run r --file afile --per-token r/metrics.jsonl", "a file of the run in"},
+           {"xl-eval --run r --file afile --json r/config.yaml --force", "(its config)"},
+           {"xl-eval --run r --file afile --json t.json --per-token ./t.json",
+            "name the same file"},
+           {"xl-predict --run r --file afile --out r/train.log", "(its log)"},
            {"xl-export --run r --out r", "is the run in"},
            {"xl-export --run r --out r/checkpoints/hf --force", "is inside the run in"},
            {"xl-prep --train afile --out r", "is the run in"},
@@ -108,6 +126,7 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
        {"xl-average --run r --last 2 --out avg",
         "xl-compare r --csv t.csv --plot c.png",
         "xl-eval --run r --max-steps 1 --dump-batches b/batches.safetensors",
+        "xl-eval --run r --file afile --json j/r.json --per-token p.tsv",
         "xl-export --run r --out hf"}) {
     SCOPED_TRACE(command);
     const auto first = run_command(bin + command, dir.path());
@@ -125,7 +144,49 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
   ASSERT_EQ(foreign.status, 0) << foreign.output;
   EXPECT_THAT(foreign.output, HasSubstr("is not a checkpoint of r"));
   const auto compared = run_command(bin + "xl-compare r", dir.path());
-  EXPECT_THAT(compared.output, HasSubstr("test/memory (partial) (checkpoint from elsewhere) ppl"));
+  EXPECT_THAT(compared.output, HasSubstr("test ppl mem=32 (partial) (checkpoint from elsewhere)"));
+}
+
+// A running app keeps its name (ps -o comm, pgrep) once it has bounded its threads' spinning,
+// which it does by itself unless the environment sets a wait policy of the user's.
+TEST(ProcessStart, AnAppKeepsItsNameAndBoundsTheSpinning) {
+  TempDir dir;
+  for (const std::string env :
+       {"env -u GOMP_SPINCOUNT ", "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive "}) {
+    SCOPED_TRACE(env);
+    fs::remove_all(dir / "r");
+    const pid_t pid =
+        spawn(env + train_command(dir / "r", "--set train.max_step=1000000"), dir.path());
+    for (int i = 0; i < 3000 && train_losses(dir / "r").empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string comm = read_text(proc + "/comm");
+    std::string environment = read_text(proc + "/environ");
+    std::replace(environment.begin(), environment.end(), '\0', '\n');
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    EXPECT_EQ(comm, "xl-train\n");
+    if (env.find("OMP_WAIT_POLICY") == std::string::npos) {
+      EXPECT_THAT(environment, HasSubstr("\nGOMP_SPINCOUNT=10000\n"));
+    } else {
+      EXPECT_THAT(environment, Not(HasSubstr("GOMP_SPINCOUNT")));
+      EXPECT_THAT(environment, HasSubstr("OMP_WAIT_POLICY=passive"));
+    }
+  }
+}
+
+// The command a tool prints to run next runs as printed, from where the tool ran.
+TEST(Integrity, TheNextCommandAToolPrintsRunsAsPrinted) {
+  TempDir dir;
+  const auto trained = run_command(train_command(dir / "r", "--set train.max_step=6"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto at = trained.output.find("evaluate: ");
+  ASSERT_NE(at, std::string::npos) << trained.output;
+  const std::string next = trained.output.substr(at + 10, trained.output.find('\n', at) - at - 10);
+  EXPECT_EQ(next, app("xl-eval") + " --run " + (dir / "r").string());
+  const auto evaluated = run_command(next + " --max-steps 1", dir.path());
+  EXPECT_EQ(evaluated.status, 0) << evaluated.output;
 }
 
 // Every number a tool takes is checked before it works, with a message of its own: NaN passes
@@ -186,13 +247,19 @@ TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
 // --print-schema without the flags an evaluation needs.
 TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
   TempDir dir;
-  for (const char* name :
-       {"xl-train", "xl-eval", "xl-import", "xl-prep", "xl-bench", "xl-average"}) {
-    const auto r = run_command(app(name) + " --version");
+  int commands = 0;
+  for (const auto& entry : fs::directory_iterator(kBinDir)) { // every command: xl-*
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("xl-", 0) != 0) {
+      continue;
+    }
+    ++commands;
+    const auto r = run_command(entry.path().string() + " --version");
     EXPECT_EQ(r.status, 0) << name << ": " << r.output;
     EXPECT_THAT(r.output, ::testing::StartsWith("xl ")) << name;
     EXPECT_THAT(r.output, HasSubstr("LibTorch ")) << name;
   }
+  EXPECT_GE(commands, 12); // the apps and xl-parity-check
   // A misspelt allocator choice is named, not silently ignored.
   EXPECT_THAT(
       run_command("XL_ALLOCATOR=mallocc " + app("xl-train") + " --version").output,
@@ -282,6 +349,27 @@ TEST(XlTrain, PrintSchemaDocumentsEveryKey) {
   EXPECT_THAT(r.output, HasSubstr("| `eval.same_length` |"));
 }
 
+// scripts/getdata.sh without a network (here: a proxy that refuses) ends with one line: what it
+// tried, and the xl-prep command for the files at hand.
+TEST(Getdata, OfflineItSaysWhatItTriedAndHowToPrepareFilesAtHand) {
+  if (fs::exists(fs::path(kSourceDir) / "data/prepared/raw/text8.zip")) {
+    GTEST_SKIP() << "text8.zip was downloaded: getdata.sh would prepare it";
+  }
+  const auto r = run_command(
+      "http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 XL_BUILD_DIR=" +
+      fs::path(kBinDir).parent_path().string() + " bash " + kSourceDir +
+      "/scripts/getdata.sh text8");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const std::string last = r.output.substr(r.output.rfind('\n', r.output.size() - 2) + 1);
+  EXPECT_THAT(
+      last,
+      ::testing::StartsWith("getdata: could not download http://mattmahoney.net/dc/text8.zip ("));
+  EXPECT_THAT(last, HasSubstr("offline?). With the files at hand, prepare them with: "));
+  EXPECT_THAT(
+      last, HasSubstr("xl-prep --force --format byte --vocab-from all --train text8.train"));
+  EXPECT_FALSE(fs::exists(fs::path(kSourceDir) / "data/prepared/raw/text8.zip.part"));
+}
+
 TEST(XlTrain, MissingPreparedDataIsAClearError) {
   TempDir dir;
   const auto r = run_command(
@@ -291,8 +379,14 @@ TEST(XlTrain, MissingPreparedDataIsAClearError) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("data.dir not found: absent ("));
   EXPECT_THAT(r.output, HasSubstr("taken from the current directory, " + dir.path().string()));
+  EXPECT_THAT(r.output, HasSubstr("prepare it with xl-prep (README: Train, evaluate, ablate)"));
   // The data is opened before the run directory is made: nothing is left behind.
   EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
+  // A config's own corpus names the script that prepares it.
+  const auto wt103 = run_command(
+      app("xl-train") + " --config " + config_file("configs/txl/wt103_base.yaml"), dir.path());
+  EXPECT_EQ(wt103.status, 2);
+  EXPECT_THAT(wt103.output, HasSubstr("prepare it with scripts/getdata.sh wt103 (from the"));
 }
 
 } // namespace

@@ -14,16 +14,19 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "e2e_util.h"
 #include "families/test_families.h"
 #include "test_util.h"
 #include "xl/config/config.h"
+#include "xl/models/factory.h"
 #include "xl/models/registry.h"
 
 namespace xl::test {
@@ -41,12 +44,16 @@ struct Family {
   std::string config; // relative to the source tree
   const models::ModelFamily* family = nullptr;
   fs::path data;
+  /// a classifier's labelled texts, not a language model's text
+  bool labelled = false;
 
   explicit Family(std::string relative) : config(std::move(relative)) {
     register_test_families();
-    const auto resolved = config::load(config_file(config));
+    auto resolved = config::load(config_file(config));
     family = &models::model_family(resolved);
     data = prepared_data_for(resolved.data.dir);
+    resolved.data.dir = data.string();
+    labelled = models::open_dataset(resolved)->labelled();
   }
 
   // xl-train on the config and its data, writing `run`, checkpointing every 4 steps.
@@ -56,6 +63,40 @@ struct Family {
         " train.eval_interval=4 train.max_eval_steps=2 train.log_interval=1 " + extra;
   }
 };
+
+// A user's own text for a family's data, in none of its splits: WikiText-2's training lines
+// (the test corpus trains on its valid split), enwik8 past the prepared prefix, NSMC reviews past
+// those prepared; `lines` of it.
+std::string users_text(const fs::path& data, size_t lines) {
+  std::string text;
+  if (data == nsmc_dir()) {
+    return nsmc_documents(5000, lines);
+  }
+  std::istringstream in(read_text(
+      data == enwik8_dir() ? testdata("enwik8/enwik8-prefix-1M")
+                           : testdata("wikitext-2/wiki.train.tokens")));
+  in.seekg(data == enwik8_dir() ? 600000 : 0);
+  std::string line;
+  std::getline(in, line); // a part of a line, for enwik8
+  for (size_t i = 0; i < lines && std::getline(in, line);) {
+    if (!line.empty()) {
+      text += line + "\n";
+      ++i;
+    }
+  }
+  return text;
+}
+
+// Every file of a run directory and its bytes.
+std::map<std::string, std::string> files_of(const fs::path& run) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(run)) {
+    if (entry.is_regular_file()) {
+      files[entry.path().string()] = read_text(entry.path());
+    }
+  }
+  return files;
+}
 
 // The loss xl-eval reports for a split ("test | loss 5.1234 | ...").
 double reported_loss(const std::string& output) {
@@ -146,6 +187,93 @@ TEST_P(FamilyContract, ATrainedRunEvaluatesSamplesAveragesAndExports) {
   const auto back = run_command(family_app("xl-eval") + " --run back --max-steps 2", dir.path());
   ASSERT_EQ(back.status, 0) << back.output;
   EXPECT_NEAR(reported_loss(back.output), loss, 1e-4) << back.output;
+}
+
+// A user's own text, in no split, long or shorter than one segment: scored with the run's
+// vocabulary, with the score of each token listed (their mean is the loss) and the result in a
+// JSON file of the user's, the run's own files left as they were. A classifier predicts the
+// class of each example instead (probabilities that sum to 1, the accuracy xl-eval finds), and
+// --per-token names the command that fits.
+TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
+  const Family f(GetParam());
+  TempDir dir;
+  const auto trained = run_command(f.train(dir / "r", "--set train.max_step=8"), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto before = files_of(dir / "r");
+  const std::string run = " --run " + (dir / "r").string();
+  if (f.labelled) {
+    const auto examples = (f.data / "test.tsv").string();
+    const auto predicted = run_command(
+        family_app("xl-predict") + run + " --file " + examples + " --out p.tsv", dir.path());
+    ASSERT_EQ(predicted.status, 0) << predicted.output;
+    std::istringstream rows(read_text(dir / "p.tsv"));
+    std::string row;
+    std::getline(rows, row);
+    EXPECT_EQ(row, "line\tpredicted\tprob_0\tprob_1\tgold");
+    int64_t count = 0;
+    int64_t right = 0;
+    while (std::getline(rows, row)) {
+      std::istringstream fields(row);
+      int64_t line = 0;
+      int64_t label = 0;
+      int64_t gold = 0;
+      double p0 = 0.0;
+      double p1 = 0.0;
+      fields >> line >> label >> p0 >> p1 >> gold;
+      EXPECT_EQ(line, ++count);
+      EXPECT_NEAR(p0 + p1, 1.0, 2e-6) << row;
+      EXPECT_EQ(label, p1 > p0 ? 1 : 0) << row;
+      right += label == gold ? 1 : 0;
+    }
+    EXPECT_EQ(count, 500);
+    const auto evaluated =
+        run_command(family_app("xl-eval") + run + " --file " + examples, dir.path());
+    ASSERT_EQ(evaluated.status, 0) << evaluated.output;
+    EXPECT_THAT(
+        evaluated.output,
+        HasSubstr(fmt::format("acc/cls {:.4f} | 500 examples", static_cast<double>(right) / 500)));
+    const auto refused = run_command(
+        family_app("xl-eval") + run + " --file " + examples + " --per-token t.tsv", dir.path());
+    EXPECT_EQ(refused.status, 2);
+    EXPECT_THAT(refused.output, HasSubstr("is a classifier: its predictions"));
+    EXPECT_THAT(refused.output, HasSubstr("xl-predict --run"));
+  } else {
+    write_file(dir / "long.txt", users_text(f.data, 60));
+    // Shorter than a segment or a window: two reviews, or a few words.
+    std::string few = users_text(f.data, 2);
+    if (f.data != nsmc_dir()) {
+      few = few.substr(0, few.rfind(' ', 24));
+    }
+    write_file(dir / "short.txt", few);
+    for (const std::string text : {"long", "short"}) {
+      SCOPED_TRACE(text);
+      const auto scored = run_command(
+          family_app("xl-eval") + run + " --file " + text + ".txt --per-token " + text +
+              ".tsv --json " + text + ".json",
+          dir.path());
+      ASSERT_EQ(scored.status, 0) << scored.output;
+      const auto result = nlohmann::json::parse(read_text(dir / (text + ".json")));
+      EXPECT_EQ(result["file"], text + ".txt");
+      EXPECT_EQ(result.contains("read") && result["read"].contains("fitted"), text == "short")
+          << result.dump();
+      std::istringstream rows(read_text(dir / (text + ".tsv")));
+      std::string row;
+      std::getline(rows, row);
+      EXPECT_EQ(row, "index\ttoken\tlog_prob");
+      double sum = 0.0;
+      int64_t scored_rows = 0;
+      while (std::getline(rows, row)) {
+        const auto last = row.rfind('\t');
+        if (last + 1 < row.size()) {
+          sum -= std::stod(row.substr(last + 1));
+          ++scored_rows;
+        }
+      }
+      EXPECT_EQ(scored_rows, result["tokens"].get<int64_t>());
+      EXPECT_NEAR(sum / scored_rows, result["loss"].get<double>(), 1e-4);
+    }
+  }
+  EXPECT_EQ(files_of(dir / "r"), before); // not a byte of the run changed
 }
 
 // xl-bench needs no prepared data: every family runs on random data of its shapes, and each

@@ -23,6 +23,47 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// train.early_stop: a run whose validation stops improving (a learning rate too small to change
+// a weight) ends at the validation that makes it the limit; killed on the way, it resumes and
+// counts on to the same stop. A stopped run is refused by --resume, left as it is by
+// --auto-resume, and trains on with the limit lifted.
+TEST(EarlyStopping, EndsAtTheRightStepAndAKilledRunResumesToTheSameStop) {
+  TempDir dir;
+  const std::string stale =
+      "--set train.max_step=400 train.lr=1e-30 train.eval_interval=20 train.early_stop=3 ";
+  const auto reference = run_command(train_command(dir / "ref", stale), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  EXPECT_THAT(
+      reference.output,
+      HasSubstr("stopped early (3 validations in a row without a new best: train.early_stop) at "
+                "step 80 of 400"));
+  EXPECT_THAT(reference.output, HasSubstr("evaluate: "));
+  EXPECT_EQ(checkpoint_step(dir / "ref"), 80); // the best at 20, then 40, 60, 80
+  const pid_t pid = spawn(train_command(dir / "cut", stale), dir.path());
+  EXPECT_TRUE(WIFSIGNALED(signal_after_step(pid, dir / "cut", 45, SIGKILL)));
+  const int64_t saved = checkpoint_step(dir / "cut");
+  ASSERT_GE(saved, 40);
+  ASSERT_LT(saved, 80);
+  const auto resumed = run_command(train_command(dir / "cut", stale + "--resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("stopped early"));
+  EXPECT_EQ(checkpoint_step(dir / "cut"), 80);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), saved, 80);
+  const auto again = run_command(train_command(dir / "cut", stale + "--resume"), dir.path());
+  EXPECT_EQ(again.status, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("stopped early at step 80: 3 validations in a row"));
+  EXPECT_THAT(again.output, HasSubstr("--set train.early_stop=null --resume"));
+  const auto automatic =
+      run_command(train_command(dir / "cut", stale + "--auto-resume"), dir.path());
+  EXPECT_EQ(automatic.status, 0) << automatic.output;
+  EXPECT_EQ(checkpoint_step(dir / "cut"), 80);
+  const auto lifted = run_command(
+      train_command(dir / "cut", stale + "--set train.early_stop=null train.max_step=100 --resume"),
+      dir.path());
+  ASSERT_EQ(lifted.status, 0) << lifted.output;
+  EXPECT_EQ(checkpoint_step(dir / "cut"), 100);
+}
+
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
 // error; the previous checkpoint and nothing else stays.
 TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {

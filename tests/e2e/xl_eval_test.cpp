@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e_util.h"
 #include "test_util.h"
 
@@ -10,6 +12,7 @@ namespace xl::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(Evaluation, MemoryAndVanillaModesReportPerplexity) {
   TempDir dir;
@@ -68,6 +71,98 @@ TEST(Evaluation, AModelTrainedWithoutMemoryIsEvaluatedWithoutOneUnlessAsked) {
   ASSERT_EQ(asked.status, 0) << asked.output;
   EXPECT_THAT(asked.output, HasSubstr("tgt_len 16, batch 4, mem_len 32,"));
   EXPECT_THAT(asked.output, HasSubstr("same_length true"));
+}
+
+// " | loss 5.1234 | ppl 168.97 | 480 tokens": the result of an evaluation line, without its label
+// and speed.
+std::string scores(const std::string& output, const std::string& label) {
+  const auto line = output.find(label + " | loss ");
+  EXPECT_NE(line, std::string::npos) << output;
+  const auto begin = line + label.size();
+  const auto end = output.find(" tokens", begin);
+  return output.substr(begin, end - begin);
+}
+
+// A user's text scores as the same text prepared as the run's test split; the result goes to
+// stdout and --json, never into the run's metrics, and xl-compare shows the split alone.
+TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=10"), dir.path()).status, 0);
+  const std::string eval = app("xl-eval") + " --run r --max-steps 30";
+  const auto split = run_command(eval, dir.path());
+  ASSERT_EQ(split.status, 0) << split.output;
+  const std::string records = read_text(dir / "r/metrics.jsonl");
+  const auto text = testdata("wikitext-2/wiki.test.tokens").string();
+  const auto file = run_command(eval + " --file " + text + " --json result.json", dir.path());
+  ASSERT_EQ(file.status, 0) << file.output;
+  EXPECT_EQ(scores(file.output, text), scores(split.output, "test"));
+  EXPECT_THAT(file.output, HasSubstr("words (")); // the share of <unk>
+  EXPECT_THAT(file.output, HasSubstr("not in the vocabulary, read as <unk>"));
+  EXPECT_EQ(read_text(dir / "r/metrics.jsonl"), records);
+  const auto result = nlohmann::json::parse(read_text(dir / "result.json"));
+  EXPECT_EQ(result["file"], text);
+  EXPECT_EQ(result["read"]["unit"], "words");
+  EXPECT_GT(result["read"]["unknown"].get<int64_t>(), 0);
+  const auto compared = run_command(app("xl-compare") + " r", dir.path());
+  ASSERT_EQ(compared.status, 0) << compared.output;
+  EXPECT_THAT(compared.output, HasSubstr("test ppl mem=32 (partial)"));
+  EXPECT_THAT(compared.output, Not(HasSubstr("wiki.test.tokens")));
+  // Prepared with the run's vocabulary, the text scores the same again.
+  const auto prepared = run_command(
+      app("xl-prep") + " --format word --vocab " + (corpus_dir() / "vocab.txt").string() +
+          " --test " + text + " --out mine",
+      dir.path());
+  ASSERT_EQ(prepared.status, 0) << prepared.output;
+  const auto tokens = run_command(eval + " --file mine/test.bin", dir.path());
+  ASSERT_EQ(tokens.status, 0) << tokens.output;
+  EXPECT_EQ(scores(tokens.output, "mine/test.bin"), scores(split.output, "test"));
+  // Most of a text unknown to the vocabulary: the score says little, and the user is told.
+  write_file(dir / "strange.txt", "qqzx vvwq zzqk the\n");
+  const auto strange = run_command(eval + " --file strange.txt", dir.path());
+  ASSERT_EQ(strange.status, 0) << strange.output;
+  EXPECT_THAT(strange.output, HasSubstr("3 of 4 words (75.0%) not in the vocabulary"));
+  EXPECT_THAT(strange.output, HasSubstr("the score says little about this text"));
+}
+
+// Ctrl-C during an evaluation: what it had is the result, PARTIAL, and the status 128 + 2.
+TEST(Evaluation, AnInterruptedEvaluationSaysWhatItHad) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=6"), dir.path()).status, 0);
+  const auto r = run_command(
+      "true; " + app("xl-eval") + // in the folder run_command went to, not in a background shell
+          " --run r --set eval.batch_size=1 run.progress_seconds=0.2 >out.txt 2>&1 & pid=$!; "
+          "for i in $(seq 300); do grep -q ' batch ' out.txt && break; sleep 0.1; done; "
+          "kill -INT $pid; wait $pid; echo \"status $?\"; cat out.txt",
+      dir.path());
+  EXPECT_THAT(r.output, HasSubstr("status 130"));
+  EXPECT_THAT(r.output, HasSubstr("test | loss "));
+  EXPECT_THAT(r.output, HasSubstr(" | PARTIAL: "));
+  const auto records = read_text(dir / "r/metrics.jsonl");
+  EXPECT_THAT(records.substr(records.rfind("{\"")), HasSubstr("\"partial\":true"));
+}
+
+// One run evaluated with two memories and a stride: three columns, each named by its setting,
+// in the table and in the plot's legend.
+TEST(Evaluation, XlCompareKeepsEvaluationsOfOtherSettingsApart) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=6"), dir.path()).status, 0);
+  const std::string eval = app("xl-eval") + " --run r --max-steps 3 ";
+  for (const std::string setting :
+       {"--set eval.mem_len=16",
+        "--set eval.mem_len=64",
+        "--set eval.mode=vanilla eval.stride=4"}) {
+    const auto r = run_command(eval + setting, dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const auto compared = run_command(app("xl-compare") + " r --csv t.csv --plot t.png", dir.path());
+  ASSERT_EQ(compared.status, 0) << compared.output;
+  const std::string header =
+      read_text(dir / "t.csv").substr(0, read_text(dir / "t.csv").find('\n'));
+  EXPECT_THAT(
+      header,
+      HasSubstr(
+          ",test ppl mem=16 (partial),test ppl mem=64 (partial),test ppl@stride=4 (partial)"));
+  EXPECT_TRUE(fs::exists(dir / "t.png"));
 }
 
 } // namespace

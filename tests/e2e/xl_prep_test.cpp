@@ -48,7 +48,7 @@ TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
   EXPECT_THAT(r.output, HasSubstr("corpus file is empty: empty.txt"));
   r = run_command(app("xl-prep") + " --out o", dir.path());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("--train is required"));
+  EXPECT_THAT(r.output, HasSubstr("xl-prep has nothing to read: give --train, --valid or --test"));
 }
 
 } // namespace

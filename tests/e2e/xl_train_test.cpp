@@ -154,7 +154,9 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
       ::testing::StartsWith(run.string() + ": stopped (--stop-at-step) at step 10 of 40"));
   EXPECT_THAT(
       stopped.output,
-      HasSubstr("continue: xl-train --config " + (run / "config.yaml").string() + " --resume"));
+      HasSubstr(
+          "continue: " + app("xl-train") + " --config " + (run / "config.yaml").string() +
+          " --resume"));
   const auto log = read_text(dir / "err.log");
   EXPECT_THAT(log, HasSubstr("info step 1/40 (2.5%) | "));
   EXPECT_THAT(log, HasSubstr(" elapsed | ETA "));
@@ -173,7 +175,7 @@ TEST(Reporting, ProgressSummaryAndMetricsRecordsOfAResumedRun) {
   EXPECT_THAT(
       resumed.output,
       ::testing::StartsWith(run.string() + ": finished at step 40 of 40 (30 steps from step 10"));
-  EXPECT_THAT(resumed.output, HasSubstr("evaluate: xl-eval --run " + run.string()));
+  EXPECT_THAT(resumed.output, HasSubstr("evaluate: " + app("xl-eval") + " --run " + run.string()));
 
   const auto records = metrics_records(run);
   ASSERT_FALSE(records.empty());

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "test_util.h"
@@ -53,7 +55,7 @@ TEST(CompareRuns, SummarizesAResumedRunFromItsRecords) {
   ASSERT_EQ(run.train.size(), 3u);
   EXPECT_DOUBLE_EQ(run.train[1].loss, 4.5); // the resumed run's step 15
   EXPECT_DOUBLE_EQ(*run.best_valid_loss, 4.0);
-  EXPECT_DOUBLE_EQ(run.evaluations.at("test/memory"), 3.5);
+  EXPECT_DOUBLE_EQ(run.evaluations.at("test/memory").loss, 3.5);
   EXPECT_EQ(run.config.at("model.transformer_xl.mem_len"), "8");
 }
 
@@ -80,7 +82,7 @@ TEST(CompareRuns, TableShowsMetricsAndOnlyTheKeysThatDiffer) {
           "valid loss",
           "best valid loss",
           "best valid ppl",
-          "test/memory ppl",
+          "test ppl",
           "model.transformer_xl.mem_len"));
   ASSERT_EQ(table.rows.size(), 2u);
   EXPECT_THAT(
@@ -120,14 +122,14 @@ TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
   const auto c = summarize_run(dir / "c");
   EXPECT_EQ(c.records, 2);
   EXPECT_EQ(c.unreadable, 1);
-  EXPECT_DOUBLE_EQ(c.evaluations.at("test/memory (checkpoint from elsewhere)"), 0.5);
+  EXPECT_DOUBLE_EQ(c.evaluations.at("test/memory (checkpoint from elsewhere)").loss, 0.5);
   const auto table = compare_runs({summarize_run(dir / "a"), c, summarize_run(dir / "d")});
   EXPECT_EQ(table.header[6], "best valid metric");
   EXPECT_EQ(table.rows[0][6], "54.598 ppl");
   EXPECT_EQ(table.rows[1][6], "1.000 bpc");
   EXPECT_EQ(table.rows[2][1], "no records");
   EXPECT_EQ(table.rows[2][6], "");
-  EXPECT_THAT(table.header, testing::Contains("test/memory (checkpoint from elsewhere) metric"));
+  EXPECT_THAT(table.header, testing::Contains("test metric (checkpoint from elsewhere)"));
 }
 
 // A classifier's loss has no unit: its runs are compared by their accuracy (the best over the
@@ -148,13 +150,71 @@ TEST(CompareRuns, ClassifiersAreComparedByTheirAccuracy) {
   const auto e = summarize_run(dir / "e");
   EXPECT_EQ(e.metric, "acc");
   EXPECT_DOUBLE_EQ(*e.best_valid_accuracy, 0.75);
-  EXPECT_DOUBLE_EQ(e.evaluation_accuracy.at("test/memory"), 0.6);
+  EXPECT_DOUBLE_EQ(*e.evaluations.at("test/memory").accuracy, 0.6);
   const auto table = compare_runs({e, summarize_run(dir / "f")});
   EXPECT_EQ(table.header[6], "best valid acc");
-  EXPECT_EQ(table.header[7], "test/memory acc");
+  EXPECT_EQ(table.header[7], "test acc");
   EXPECT_EQ(table.rows[0][6], "0.750");
   EXPECT_EQ(table.rows[1][6], "0.625");
   EXPECT_EQ(table.rows[0][7], "0.600");
+}
+
+// Evaluations of other settings are columns of their own, named by what sets them apart: two
+// memories and a stride, beside records older than the settings; a file's score is no split's.
+TEST(CompareRuns, EvaluationsOfOtherSettingsAreColumnsOfTheirOwn) {
+  TempDir dir;
+  write_file(dir / "g/config.yaml", "run:\n  name: g\n");
+  write_file(
+      dir / "g/metrics.jsonl",
+      R"({"split":"valid","step":20,"loss":4.0,"ppl":54.6}
+{"split":"test","step":20,"mode":"memory","loss":3.0,"ppl":20.1,"eval":{"tgt_len":64,"batch":10,"mem_len":256,"clamp_len":-1,"same_length":false}}
+{"split":"test","step":20,"mode":"memory","loss":2.9,"ppl":18.2,"eval":{"tgt_len":64,"batch":10,"mem_len":640,"clamp_len":-1,"same_length":false}}
+{"split":"test","step":20,"mode":"memory","loss":2.8,"ppl":16.4,"eval":{"tgt_len":32,"batch":10,"mem_len":640,"clamp_len":-1,"same_length":false}}
+{"split":"test","step":20,"mode":"vanilla","loss":3.2,"ppl@stride=16":24.5,"eval":{"window":64,"stride":16}}
+{"split":"test","step":20,"mode":"vanilla","loss":3.4,"ppl":30.0,"eval":{"window":64,"stride":1}}
+{"split":"test","step":20,"mode":"memory","loss":3.1,"ppl":22.2}
+{"split":"my.txt","step":20,"mode":"memory","loss":9.0,"ppl":8103.1}
+)");
+  const auto g = summarize_run(dir / "g");
+  EXPECT_EQ(g.evaluations.size(), 6u);
+  const auto table = compare_runs({g});
+  EXPECT_THAT(
+      std::vector<std::string>(table.header.begin() + 7, table.header.end()),
+      ElementsAre(
+          "test ppl",
+          "test ppl mem=256 tgt=64",
+          "test ppl mem=640 tgt=32",
+          "test ppl mem=640 tgt=64",
+          "test ppl vanilla",
+          "test ppl@stride=16"));
+  EXPECT_THAT(
+      std::vector<std::string>(table.rows[0].begin() + 7, table.rows[0].end()),
+      ElementsAre("22.198", "20.086", "16.445", "18.174", "29.964", "24.533"));
+  EXPECT_THAT(to_csv(table), HasSubstr("test ppl mem=256 tgt=64,test ppl mem=640 tgt=32"));
+}
+
+// The runs of an ablation, each evaluated once at a memory of its own, share a column, and each
+// cell names the memory; a memory all share names the column.
+TEST(CompareRuns, RunsEvaluatedOnceEachShareAColumn) {
+  TempDir dir;
+  const auto run = [&](const std::string& name, int mem, double loss) {
+    write_file(dir / name / "config.yaml", "run:\n  name: " + name + "\n");
+    write_file(
+        dir / name / "metrics.jsonl",
+        fmt::format(
+            R"({{"split":"test","step":20,"mode":"memory","loss":{},"ppl":1.0,"eval":{{"tgt_len":64,"batch":10,"mem_len":{}}}}})"
+            "\n",
+            loss,
+            mem));
+    return summarize_run(dir / name);
+  };
+  const auto ablation = compare_runs({run("full", 640, 3.0), run("no_memory", 0, 3.5)});
+  EXPECT_EQ(ablation.header[7], "test ppl");
+  EXPECT_EQ(ablation.rows[0][7], "20.086 mem=640");
+  EXPECT_EQ(ablation.rows[1][7], "33.115 mem=0");
+  const auto same = compare_runs({run("a", 640, 3.0), run("b", 640, 3.5)});
+  EXPECT_EQ(same.header[7], "test ppl mem=640");
+  EXPECT_EQ(same.rows[1][7], "33.115");
 }
 
 // The PNG is read back: each run's colour is drawn, and the image has the asked size.

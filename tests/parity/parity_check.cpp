@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> overrides;
     double tol = 1e-5;
     bool bf16 = false;
+    xl::app::add_common_flags(app);
     app.add_option("-c,--config", config, "xl config")->required();
     app.add_option("--ref", ref, "folder written by scripts/parity/transfo_xl.py")->required();
     app.add_option("--set", overrides, "config override (repeatable)");

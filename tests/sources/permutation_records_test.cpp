@@ -53,6 +53,17 @@ Synthetic synthetic(int64_t n, uint64_t seed) {
   return s;
 }
 
+// 4 rows (2 streams, forward and backward) of records of 24: 12 reused, 8 predictions.
+sources::PermutationOptions four_rows() {
+  sources::PermutationOptions o;
+  o.batch_size = 4;
+  o.seq_len = 24;
+  o.reuse_len = 12;
+  o.perm_size = 6;
+  o.num_predict = 8;
+  return o;
+}
+
 void expect_same(const sources::Batch& a, const sources::Batch& b) {
   EXPECT_TRUE(torch::equal(a.tokens, b.tokens));
   EXPECT_TRUE(torch::equal(a.segment_ids, b.segment_ids));
@@ -270,12 +281,7 @@ TEST(PermutationRecords, RealKoreanTextKeepsTheRulesAndFillsTheBudget) {
 
 TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
   const auto data = synthetic(400, 5);
-  sources::PermutationOptions o;
-  o.batch_size = 4;
-  o.seq_len = 24;
-  o.reuse_len = 12;
-  o.perm_size = 6;
-  o.num_predict = 8;
+  const auto o = four_rows();
   sources::PermutationRecords source(data.tokens, data.starts, o);
   EXPECT_TRUE(source.continues_streams());
   const int64_t row_len = 400 / 2;
@@ -298,6 +304,68 @@ TEST(PermutationRecords, RowsAreStreamsForwardThenBackward) {
   }
   EXPECT_FALSE(source.next().has_value());
   EXPECT_EQ(source.epoch(), 1);
+}
+
+// Each prediction names the place in the text of the piece it predicts, forward rows and
+// backward ones alike (xl-eval --per-token).
+TEST(PermutationRecords, EachPredictionNamesWhereItsPieceSitsInTheText) {
+  const auto data = synthetic(400, 7);
+  const auto o = four_rows();
+  sources::PermutationRecords source(data.tokens, data.starts, o);
+  int64_t predictions = 0;
+  while (auto batch = source.next()) {
+    ASSERT_EQ(batch->target_index.sizes(), batch->targets.sizes());
+    const auto index = batch->target_index.accessor<int64_t, 2>();
+    const auto targets = batch->targets.accessor<int64_t, 2>();
+    const auto mask = batch->target_mask.accessor<bool, 2>();
+    for (int64_t p = 0; p < 8; ++p) {
+      for (int64_t b = 0; b < 4; ++b) {
+        if (!mask[p][b]) {
+          EXPECT_EQ(index[p][b], -1);
+          continue;
+        }
+        ASSERT_GE(index[p][b], 0);
+        EXPECT_EQ(targets[p][b], data.tokens.ids[static_cast<size_t>(index[p][b])]);
+        EXPECT_EQ(index[p][b] / 200, b % 2); // within its row's stream
+        ++predictions;
+      }
+    }
+  }
+  EXPECT_GT(predictions, 100);
+}
+
+// A text too short for the options: fewer streams, then one stream of one shorter record that
+// keeps the rules, down to kShortestRecord pieces.
+TEST(PermutationRecords, ATextTooShortForTheOptionsIsFittedToThem) {
+  sources::PermutationOptions asked;
+  asked.batch_size = 8;
+  asked.seq_len = 64;
+  asked.reuse_len = 32;
+  asked.perm_size = 32;
+  asked.num_predict = 12;
+  auto o = asked;
+  EXPECT_EQ(fit_to_text(o, 4 * 64, "t"), ""); // 4 streams of one record each: as asked
+  EXPECT_EQ(o.batch_size, 8);
+  o = asked;
+  EXPECT_THAT(fit_to_text(o, 130, "t"), HasSubstr("scored as 2 streams (4 rows)"));
+  EXPECT_EQ(o.batch_size, 4);
+  EXPECT_EQ(o.seq_len, 64);
+  for (const int64_t n : {63, 40, 17, 10}) {
+    SCOPED_TRACE("pieces " + std::to_string(n));
+    const auto data = synthetic(n, 3);
+    o = asked;
+    EXPECT_THAT(fit_to_text(o, n, "t"), HasSubstr("scored as one stream (2 rows) of a record of"));
+    EXPECT_EQ(o.batch_size, 2);
+    EXPECT_LE(o.seq_len, n);
+    EXPECT_EQ(o.reuse_len, o.seq_len / 2);
+    sources::PermutationRecords source(data.tokens, data.starts, o); // keeps the rules
+    const auto batch = *source.next();
+    EXPECT_GT(batch.n_targets, 0);
+  }
+  o = asked;
+  EXPECT_THAT(
+      user_error([&] { fit_to_text(o, 9, "short.txt"); }),
+      HasSubstr("short.txt holds 9 pieces: too few to score"));
 }
 
 TEST(PermutationRecords, MasksAreFreshEveryPass) {

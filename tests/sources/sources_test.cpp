@@ -3,8 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include "test_util.h"
 #include "xl/sources/batch.h"
+#include "xl/sources/dataset.h"
 #include "xl/sources/ordered_segments.h"
 #include "xl/sources/windows.h"
 #include "xl/util/error.h"
@@ -126,6 +129,89 @@ TEST(SlidingWindows, ACheckpointedPositionContinuesExactly) {
   sources::SlidingWindows b(tokens, 6, 2, 3);
   test::transfer(a, b);
   EXPECT_TRUE(torch::equal(a.next()->targets, b.next()->targets));
+}
+
+// Every target's place in the text (target_index), for listing each token's score: the targets
+// themselves when token i is i.
+TEST(TargetIndex, PlacesEveryTargetWhereItSitsInTheText) {
+  const auto tokens = counting(47);
+  const auto check = [](sources::BatchSource& source) {
+    while (auto batch = source.next()) {
+      ASSERT_TRUE(batch->target_index.defined());
+      EXPECT_TRUE(torch::equal(batch->target_index, batch->targets));
+    }
+  };
+  sources::OrderedSegments segments(tokens, 3, 4, 2);
+  check(segments);
+  sources::SlidingWindows windows(tokens, 8, 3, 2);
+  check(windows);
+  sources::SlidingWindows led(tokens, 8, 3, 2, /*lead=*/true);
+  check(led);
+}
+
+// With a lead window (a user's text), the targets before the first full window are scored too,
+// each from the tokens before it; a text no longer than a window is that window alone.
+TEST(SlidingWindows, ALeadWindowScoresTheTargetsBeforeTheFirstFullOne) {
+  for (const int64_t n : {50, 8, 5, 2}) {
+    SCOPED_TRACE("tokens " + std::to_string(n));
+    const auto tokens = counting(n);
+    sources::SlidingWindows source(tokens, 8, 3, 4, /*lead=*/true);
+    std::vector<int64_t> scored;
+    int64_t batches = 0;
+    while (auto batch = source.next()) {
+      ++batches;
+      EXPECT_TRUE(torch::equal(
+          batch->targets,
+          batch->tokens.narrow(
+              0, batch->tokens.size(0) - batch->targets.size(0), batch->targets.size(0)) +
+              1));
+      const auto flat = batch->targets.t().reshape({-1});
+      scored.insert(
+          scored.end(), flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+    }
+    EXPECT_EQ(batches, source.batches_per_pass());
+    std::vector<int64_t> every(static_cast<size_t>(n - 1));
+    std::iota(every.begin(), every.end(), 1);
+    EXPECT_EQ(scored, every);
+    EXPECT_EQ(source.epoch(), 1);
+  }
+  EXPECT_THAT(
+      test::user_error([] {
+        const auto one = counting(1);
+        sources::SlidingWindows(one, 8, 1, 1, true);
+      }),
+      HasSubstr("holds 1 tokens"));
+}
+
+// A user's text too short for eval.batch_size streams of a segment each is scored in fewer, down
+// to one stream of a shorter segment; in vanilla mode every token but the first is scored.
+TEST(TextEvalBatches, AShortTextIsScoredInFewerOrShorterBatches) {
+  config::Config c;
+  c.train.tgt_len = 8;
+  c.eval.batch_size = 3;
+  c.eval.tgt_len = 4;
+  const auto fitted = [&](int64_t n) {
+    const auto tokens = counting(n);
+    std::string how;
+    auto batches = text_eval_batches(c, tokens, 0, how);
+    int64_t targets = 0;
+    while (auto batch = batches.source->next()) {
+      targets += batch->n_targets;
+    }
+    return std::pair{how, targets};
+  };
+  EXPECT_EQ(fitted(15), std::pair(std::string(), int64_t{12})); // 3 streams of 5
+  EXPECT_THAT(fitted(14).first, HasSubstr("counting holds 14 tokens, too few for 3 streams"));
+  EXPECT_EQ(fitted(14).second, 12); // 2 streams of 7
+  EXPECT_THAT(fitted(4).first, HasSubstr("scored as one stream of 3 targets"));
+  EXPECT_EQ(fitted(2).second, 1);
+  EXPECT_THAT(
+      test::user_error([&] { fitted(1); }),
+      HasSubstr("counting holds 1 token: a language model scores a text of at least 2"));
+  c.eval.mode = config::EvalMode::kVanilla;
+  EXPECT_EQ(fitted(30), std::pair(std::string(), int64_t{29}));
+  EXPECT_THAT(fitted(6).first, HasSubstr("no more than one window of 8: scored as one window"));
+  EXPECT_EQ(fitted(6).second, 5);
 }
 
 TEST(RandomWindows, DrawWindowsFromTheWholeSplitAndResumeTheirRandomState) {

@@ -75,18 +75,22 @@ std::optional<int> parse_and_load(
 /// after every large tensor (run_main calls it).
 void tune_allocator();
 
-/// The spin count of LibTorch's OpenMP threads when the environment sets none.
-inline constexpr const char* kSpinCount = "10000";
+/// Records how this program was invoked (its argv[0]), for app_command (run_main calls it).
+void remember_invocation(const char* argv0);
 
-/// Re-executes the program with GOMP_SPINCOUNT=kSpinCount unless the environment sets
-/// OMP_WAIT_POLICY or GOMP_SPINCOUNT (run_main calls it), so that waiting threads give the
-/// cores back soon when another process needs them.
-void bound_thread_spinning(char** argv);
+/// How the user runs the app `name` ("xl-eval") from where they ran this one, for the commands a
+/// tool prints to run next: beside this program as it was invoked ("build/bin/xl-eval" for
+/// "build/bin/xl-train"), or the bare name when it was found on the PATH.
+std::string app_command(const std::string& name);
+
+/// `argument` as the shell reads it back: as it is when it holds only safe characters, else in
+/// single quotes.
+std::string shell_quote(const std::string& argument);
 
 /// Runs `body` and maps failures onto exit codes: CLI parse errors as CLI11
 /// does, UserError (and ConfigError) to one "error: ..." line and status 2,
-/// anything else to "internal error" and 1. First bounds the threads' spinning
-/// and tunes the allocator.
+/// anything else to "internal error" and 1. First remembers argv[0] and tunes the allocator
+/// (the threads' spinning was bounded by the app's launcher: apps/launcher.cpp).
 int run_main(char** argv, const std::function<int()>& body);
 
 } // namespace xl::app

@@ -183,6 +183,7 @@ struct TrainConfig {
   int64_t eval_interval = 4000;
   std::optional<int64_t> max_eval_steps; // null: the whole validation split
   int64_t max_bad_steps = 5;
+  std::optional<int64_t> early_stop; // null: never
   int64_t keep_snapshots = 0;
   std::optional<std::string> init_from; // null: fresh weights
   std::vector<std::string> init_exclude;
@@ -227,6 +228,7 @@ struct TrainConfig {
     v("eval_interval", s.eval_interval, "steps between validations and checkpoints", at_least(1));
     v("max_eval_steps", s.max_eval_steps, "validation segments per evaluation (null: all)", at_least(1));
     v("max_bad_steps", s.max_bad_steps, "consecutive NaN/Inf losses after which training stops", at_least(1));
+    v("early_stop", s.early_stop, "end the run after this many validations in a row without a new best validation loss, its summary saying so (null: never); a resumed run counts on from its checkpoint", at_least(1));
     v("keep_snapshots", s.keep_snapshots, "besides last.pt and best.pt, keep the checkpoints of the last N validation steps as checkpoints/step_<S>.pt (xl-average averages them)", at_least(0));
     v("init_from", s.init_from, "start from the weights of this run directory (its best checkpoint) or checkpoint file; parameters it lacks (new heads) keep their fresh values");
     v("init_exclude", s.init_exclude, "with init_from: parameters that keep their fresh values instead, by name pattern as train.freeze (e.g. [word_embedding.weight, lm_bias]: a pretrained body with new embeddings)");

@@ -40,6 +40,10 @@ struct EvalOptions {
   /// their streams (models::ProjectionCache): the same log-probs, fewer products; false
   /// recomputes them every batch (benchmarks and tests compare the two)
   bool cache_projections = true;
+  /// ask the model for the log-probability of each target (ModelOutput::log_probs)
+  bool log_probs = false;
+  /// when set, receives each batch (on the CPU) with what the model made of it, once scored
+  std::function<void(const sources::Batch&, const models::ModelOutput&)> on_output;
 };
 
 struct EvalResult {

@@ -2,6 +2,8 @@
 // how many batches.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
 
@@ -17,6 +19,10 @@ struct EvalSetup {
   EvalOptions options;
   /// the settings in words, for logs and metrics.jsonl
   std::string setting;
+  /// the same as values, for metrics.jsonl ("eval": xl-compare keeps evaluations of other
+  /// settings apart): memory mode the tgt_len, batch, mem_len, clamp_len and same_length;
+  /// vanilla mode the window and the stride
+  nlohmann::json values;
 };
 
 /// The options of evaluating `batches` (from sources::Dataset::eval_batches): the attention span

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xl::formats {
@@ -13,6 +14,13 @@ struct LabelledText {
   int64_t label = 0;
   std::string text;
 };
+
+/// One line `label<TAB>text`; a line without a tab or whose label is no non-negative integer is
+/// a UserError starting with `where` ("file:line").
+LabelledText parse_labelled_line(std::string_view line, const std::string& where);
+
+/// Whether `line` starts with a label and a tab, as a labelled file's lines do.
+bool starts_with_label(std::string_view line);
 
 /// A line without a tab or with a label that is no non-negative integer is a UserError naming
 /// the file and line; so is a file without examples.

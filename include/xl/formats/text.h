@@ -3,7 +3,9 @@
 // lines), so that vocabularies and token counts match theirs.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,25 @@ namespace xl::formats {
 /// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a
 /// UserError; fewer are counted in a warning, and SentencePiece reads them as unknown pieces.
 std::string read_utf8_text(const std::filesystem::path& path, const std::string& what);
+
+/// The size a piece of read_text_pieces reaches before it is cut.
+inline constexpr size_t kTextPiece = size_t{1} << 20;
+/// Bytes without a blank or a line break that read_text_pieces takes for no text of words.
+inline constexpr size_t kLongestWord = size_t{16} << 20;
+
+/// Receives a piece of text; `line_goes_on`: its last line continues in the next piece.
+using TextPieceSink = std::function<void(std::string_view piece, bool line_goes_on)>;
+
+/// Streams the UTF-8 text file `path` (`what` names it) to `sink` in pieces of about
+/// kTextPiece bytes, whatever its size, checked as read_utf8_text checks a whole file (as far as
+/// it is read). `whole_words`: each piece ends at a line break or, within a longer line, after a
+/// blank (so no word is cut); more than kLongestWord bytes without either is a UserError. Else
+/// pieces end anywhere between two characters. An empty file is a UserError.
+void read_text_pieces(
+    const std::filesystem::path& path,
+    const std::string& what,
+    bool whole_words,
+    const TextPieceSink& sink);
 
 /// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
 /// and a final line without terminator still counts. An empty text has no

@@ -25,6 +25,10 @@ void write_token_file(
     const std::vector<int64_t>& ids,
     const Vocab& vocab);
 
+/// Whether `path` is a regular file that starts as a token file does (its magic), rather than
+/// text; reads nothing of anything else (a pipe is left unread).
+bool looks_like_token_file(const std::filesystem::path& path);
+
 class TokenFile : public Tokens {
  public:
   /// 2: a checksum of the token data in the header

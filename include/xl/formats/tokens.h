@@ -18,6 +18,10 @@ class Tokens {
   virtual std::string name() const = 0;
 };
 
+/// Checks that [start, start + length) lies within the `size` tokens of `name` (a logic error
+/// otherwise: the sources ask only for what the text holds).
+void check_slice(int64_t start, int64_t length, int64_t size, const std::string& name);
+
 /// Tokens held in a 1-D int64 tensor on the CPU.
 class TokenTensor : public Tokens {
  public:

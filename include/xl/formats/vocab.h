@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,15 @@
 namespace xl::formats {
 
 enum class VocabKind { kWord, kByte };
+
+/// What encoding a text met that the vocabulary lacks.
+struct UnknownCount {
+  /// the words (line ends not counted) or bytes read
+  int64_t units = 0;
+  /// of them, those the vocabulary lacks: mapped to <unk> where the vocabulary has it, else
+  /// left out
+  int64_t unknown = 0;
+};
 
 /// "word" or "byte".
 std::string to_string(VocabKind kind);
@@ -66,12 +76,32 @@ class Vocab {
       std::string_view text,
       const std::string& where,
       bool open_end = false) const;
+  /// Appends the ids of `text` to `ids` as encode() does, but a word or byte the vocabulary
+  /// lacks maps to <unk> when it has one and is left out otherwise, counted in `count` (scoring
+  /// a user's text, read in pieces); `line_goes_on`: the last line continues in the next piece
+  /// (no <eos> after it).
+  void encode_counting(
+      std::string_view text,
+      bool line_goes_on,
+      std::vector<int64_t>& ids,
+      UnknownCount& count) const;
+  /// Whether words the vocabulary lacks map to <unk> (rather than being left out).
+  bool has_unknown_token() const;
   /// The text of `ids`: words joined by spaces with `<eos>` as a line break, or the bytes;
   /// `after_word`: the text continues a line that ends in a word (a space comes first).
   std::string decode(const std::vector<int64_t>& ids, bool after_word = false) const;
 
  private:
   Vocab(VocabKind kind, std::vector<std::string> tokens);
+  // The ids of `text`, appended; a token without an id and no <unk> to map to goes to
+  // `unknown` (with its byte offset or line number), which returns the id to use, -1 to leave
+  // it out, or throws; words mapped to <unk> are counted in `mapped_to_unk`.
+  void encode_into(
+      std::string_view text,
+      bool line_goes_on,
+      std::vector<int64_t>& ids,
+      const std::function<int64_t(std::string_view token, size_t at)>& unknown,
+      int64_t* mapped_to_unk = nullptr) const;
 
   VocabKind kind_;
   std::vector<std::string> tokens_;

@@ -19,6 +19,11 @@ void write_string(
 
 /// The value under `key`; a missing key or another type is a c10::Error naming the key.
 int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key);
+/// read_int, or `fallback` where the archive has no `key` (a key newer than the archive).
+int64_t read_int_or(
+    torch::serialize::InputArchive& archive,
+    const std::string& key,
+    int64_t fallback);
 double read_double(torch::serialize::InputArchive& archive, const std::string& key);
 std::string read_string(torch::serialize::InputArchive& archive, const std::string& key);
 

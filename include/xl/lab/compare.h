@@ -8,9 +8,34 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xl::lab {
+
+/// What an xl-eval record evaluated: its split and mode, the metric's qualifier ("@stride=16"),
+/// the settings of its "eval" values (tgt_len, batch, mem_len, clamp_len, same_length; window,
+/// stride), none in records written before them, and a note (" (partial)", " (checkpoint from
+/// elsewhere)").
+struct EvalSetting {
+  std::string split;
+  std::string mode;
+  std::string qualifier;
+  std::map<std::string, std::string> values;
+  std::string note;
+  /// all of it, one string: evaluations of one key share a column
+  std::string key() const;
+};
+
+/// An evaluation's latest result.
+struct Evaluation {
+  EvalSetting setting;
+  /// the checkpoint's step
+  int64_t step = 0;
+  double loss = 0.0;
+  /// a classifier's
+  std::optional<double> accuracy;
+};
 
 /// One (split, step) point of a run's curve.
 struct CurvePoint {
@@ -35,12 +60,10 @@ struct RunSummary {
   std::vector<CurvePoint> train;
   std::vector<CurvePoint> valid;
   std::optional<double> best_valid_loss;
-  /// xl-eval's latest loss per "<split>/<mode>" ("test/memory", "test/vanilla (partial)",
-  /// "test/memory (checkpoint from elsewhere)" for a checkpoint outside the run)
-  std::map<std::string, double> evaluations;
-  /// a classifier's: the best validation accuracy, and xl-eval's latest per evaluation
+  /// xl-eval's latest result of each setting, by EvalSetting::key()
+  std::map<std::string, Evaluation> evaluations;
+  /// a classifier's best validation accuracy
   std::optional<double> best_valid_accuracy;
-  std::map<std::string, double> evaluation_accuracy;
   /// the resolved config by key path
   std::map<std::string, std::string> config;
 };
@@ -53,11 +76,33 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
+/// A column of xl-eval results.
+struct EvalColumn {
+  std::string name;
+  /// per run (in the order given): the key of its evaluation in this column, "" for none
+  std::vector<std::string> keys;
+  /// per run: the settings of its evaluation that the column's others do not share ("mem=0")
+  std::vector<std::string> notes;
+};
+
+/// The evaluations of `runs` as columns. Evaluations of one split, mode, qualifier and note
+/// share a column unless a run has several that differ in a setting: then that setting sets
+/// the columns apart, so that one run's evaluations at two memories are two columns, while the
+/// runs of an ablation, each evaluated once at its own memory, share one. A column is named by
+/// the split, the metric (`metric`: "ppl", "loss") with its qualifier, " vanilla" for a vanilla
+/// evaluation without one, the settings its cells share among mem_len ("mem=M", always) and
+/// those that set columns apart ("tgt=T", "clamp=C", "same_length=...", "batch=B"), then the
+/// note: "test ppl mem=640", "test bpc@stride=16". The settings its cells do not share are
+/// named in each cell's note. In the order of the evaluations' keys.
+std::vector<EvalColumn> evaluation_columns(
+    const std::vector<RunSummary>& runs,
+    const std::string& metric);
+
 /// The comparison: run, steps ("no records" for a run without any), time, final train loss,
-/// final and best valid loss, the best valid metric, every evaluation, then each config key
-/// whose value differs between the runs (run.name and run.dir left out). The metric columns
-/// are named by the runs' unit when they share one ("best valid ppl"); otherwise each cell
-/// names its own ("1.234 bpc").
+/// final and best valid loss, the best valid metric, every evaluation (evaluation_columns),
+/// then each config key whose value differs between the runs (run.name and run.dir left out).
+/// The metric columns are named by the runs' unit when they share one ("best valid ppl");
+/// otherwise each cell names its own ("1.234 bpc").
 Table compare_runs(const std::vector<RunSummary>& runs);
 
 /// The table as Markdown (aligned columns) and as CSV.

@@ -1,5 +1,7 @@
 // Learning curves as a PNG: every run's training loss (thin) and validation loss (thick, with
-// points) against the step, on one figure, drawn with cairo.
+// points) against the step, and xl-eval's results as markers at their checkpoint's step (a
+// shape per evaluation setting, named in the legend as xl-compare's columns), on one figure,
+// drawn with cairo.
 #pragma once
 
 #include <array>

@@ -13,6 +13,8 @@ struct SentencePieceOptions {
   double character_coverage = 0.99995;
   /// Seeds the trainer's generator (it samples and shuffles input sentences).
   uint32_t seed = 0;
+  /// a line that the training goes on (elapsed time) at least this often, in seconds
+  double progress_seconds = 30.0;
 };
 
 /// Trains a unigram model on the non-blank lines of `files` (normalised first) and writes it

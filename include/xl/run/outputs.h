@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace xl::run {
 
@@ -31,6 +33,22 @@ std::filesystem::path check_output_file(
     const std::string& flag,
     const std::string& path,
     bool force);
+
+/// The files a tool writes for several flags, each checked by check_output_file, no two of them
+/// one file.
+class OutputFiles {
+ public:
+  explicit OutputFiles(bool force) : force_(force) {}
+  /// Checks `path` for `flag` (nothing when it is unset) and returns it; a file another flag
+  /// named already is a UserError naming both.
+  std::optional<std::filesystem::path> add(
+      const std::string& flag,
+      const std::optional<std::string>& path);
+
+ private:
+  bool force_;
+  std::vector<std::pair<std::string, std::filesystem::path>> checked_;
+};
 
 /// Checks the folder a tool is about to write several files into for `flag`, and returns it:
 /// refuses an empty path, a file, a run directory or a folder inside one, a folder that is

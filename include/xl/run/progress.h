@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace xl::run {
 
@@ -18,8 +19,8 @@ class Progress {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// `total` units of work (steps, segments); `start` is where a resumed run
-  /// begins; `now` tells the time (tests pass their own clock).
+  /// `total` units of work (steps, segments; 0: not known ahead, no ETA); `start` is where a
+  /// resumed run begins; `now` tells the time (tests pass their own clock).
   explicit Progress(
       int64_t total,
       int64_t start = 0,
@@ -38,8 +39,13 @@ class Progress {
   /// Whether `seconds` have passed since the last line() (or the start).
   bool due(double seconds) const;
   /// "<unit> <done>/<total> (<pct>%) | <rate> tok/s | <elapsed> elapsed | ETA
-  /// <t>"; starts the next rate window.
+  /// <t>" ("<unit> <done> | <rate> tok/s | <elapsed> elapsed" without a total); starts the
+  /// next rate window.
   std::string line(const std::string& unit);
+  /// What the rate counts: "tok" (tokens, the default), "ex" (a classifier's examples).
+  void count_as(std::string counted) {
+    counted_ = std::move(counted);
+  }
 
  private:
   /// pace_ with the current window's pace averaged in (pace_ when it has no units)
@@ -54,6 +60,7 @@ class Progress {
   double pace_;
   Clock::time_point began_;
   Clock::time_point window_began_;
+  std::string counted_ = "tok";
 };
 
 } // namespace xl::run

@@ -19,6 +19,10 @@
 //   target_mapping  [P, L, B]   float    XLNet pretraining: one-hot input position of each of
 //                                        the P predictions
 //   labels          [B]         int64    classification: the class of each row
+//   target_index    [T, B]      int64    where each target sits in the token sequence the source
+//                                        reads (-1: padding), for listing each token's score
+//                                        (xl-eval --per-token); labelled texts: [1, B], the
+//                                        example each row holds; undefined: not known
 //   n_targets       host int             targets that count, so that nobody syncs to count them
 //   host            Batch                the same batch on the CPU, for a batch moved to a GPU
 //                                        (ids whose values the host needs: nn/bins.h)
@@ -43,6 +47,7 @@ struct Batch {
   torch::Tensor perm_mask;
   torch::Tensor target_mapping;
   torch::Tensor labels;
+  torch::Tensor target_index;
   int64_t n_targets = 0;
   /// what to() moved to a GPU, still on the CPU (null: this batch is on the CPU)
   std::shared_ptr<const Batch> host;

@@ -14,9 +14,11 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "xl/config/schema.h"
+#include "xl/formats/labelled_file.h"
 #include "xl/formats/tokens.h"
 #include "xl/formats/vocab.h"
 #include "xl/sources/batch_source.h"
@@ -24,10 +26,29 @@
 
 namespace xl::sources {
 
+/// What scoring a user's file (Dataset::file_batches) read of it.
+struct TextReading {
+  /// what the file was read as: "words", "bytes", "pieces", "tokens" (a token file) or
+  /// "examples"
+  std::string unit;
+  /// the units read, and those the vocabulary lacks
+  formats::UnknownCount count;
+  /// what became of those: "<unk>" or "left out" ("" where none can be)
+  std::string unknown_as;
+  /// how a text too short for the evaluation's usual batches was cut, in one line ("": it was
+  /// not)
+  std::string fitted;
+};
+
 /// An evaluation's batches and what they are, in words.
 struct EvalBatches {
   std::unique_ptr<BatchSource> source;
   std::string setting;
+  /// the tokens in text order, into which the batches' target_index point, each target once
+  /// (null where a pass scores no text in order: XLNet's permutation records, labelled texts)
+  const formats::Tokens* tokens = nullptr;
+  /// for a user's file: what was read of it
+  std::optional<TextReading> reading;
 };
 
 /// The sources a Dataset hands out may read its data: keep it alive while they are used.
@@ -49,6 +70,10 @@ class Dataset {
   virtual const UnigramBaseline* unigram_baseline() {
     return nullptr;
   }
+  /// Whether the data are labelled texts for a classifier (no language model to score tokens).
+  virtual bool labelled() const {
+    return false;
+  }
   /// One line for the log: the vocabulary and the training split.
   virtual std::string describe() = 0;
   /// The word or byte vocabulary that encodes prompts and decodes generated text; a UserError
@@ -66,10 +91,20 @@ class Dataset {
   /// Batches of `split` ("valid" or "test"); `validation`: the periodic validation of training,
   /// otherwise the final evaluation the eval section describes.
   virtual EvalBatches eval_batches(const std::string& split, bool validation) = 0;
-  /// Evaluation batches of a file the user names, prepared as the data.dir splits are (raw text
-  /// for XLNet pretraining, labelled text for classification); a UserError for data that needs
-  /// xl-prep first.
+  /// Evaluation batches of a file the user names, read as its text would be prepared for
+  /// data.dir (UTF-8 text encoded with the run's word or byte vocabulary, or a token file
+  /// xl-prep wrote with it; raw text for XLNet pretraining, labelled text for classification),
+  /// with what was read of it; a text too short for the usual batches is scored in fewer or
+  /// shorter ones. The data keeps what the batches read: one file's batches at a time.
   virtual EvalBatches file_batches(const std::filesystem::path& file) = 0;
+  /// The text of token `id`, for listing scores token by token: a word, a byte, a piece.
+  virtual std::string token_text(int64_t id) const = 0;
+  /// A classifier's evaluation batches of `examples` (`name` says what they are), each row's
+  /// example in its target_index: predictions over a file read in parts. A UserError for data
+  /// that is not labelled().
+  virtual std::unique_ptr<BatchSource> example_batches(
+      const std::vector<formats::LabelledText>& examples,
+      const std::string& name);
 
  protected:
   virtual std::unique_ptr<BatchSource> build_train_source() = 0;
@@ -80,13 +115,26 @@ class Dataset {
 
 /// Evaluation batches over one token stream as the eval section asks (memory mode: ordered
 /// segments of eval.tgt_len; vanilla mode: sliding windows of train.tgt_len scoring the last
-/// eval.stride positions); `validation` is always memory mode; the segments read `ext_len` tokens
-/// of context past their targets. `tokens` must outlive the source.
+/// eval.stride positions, with `lead` also the targets before the first full window);
+/// `validation` is always memory mode; the segments read `ext_len` tokens of context past their
+/// targets. `tokens` must outlive the source.
 EvalBatches token_eval_batches(
     const config::Config& config,
     const formats::Tokens& tokens,
     bool validation,
-    int64_t ext_len);
+    int64_t ext_len,
+    bool lead = false);
+
+/// token_eval_batches for a user's text, whose every token counts: in memory mode, when the text
+/// is too short for eval.batch_size streams of one eval.tgt_len segment each, fewer streams
+/// (down to one of one shorter segment); in vanilla mode with a lead window (so a text no
+/// longer than one window is that window alone). `fitted` says how a short text was cut, in one
+/// line ("" when it fits). A text of fewer than 2 tokens is a UserError.
+EvalBatches text_eval_batches(
+    const config::Config& config,
+    const formats::Tokens& tokens,
+    int64_t ext_len,
+    std::string& fitted);
 
 /// The file of data.<split> ("train", "valid", "test").
 const std::string& split_file(const config::DataConfig& data, const std::string& split);

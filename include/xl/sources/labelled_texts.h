@@ -67,6 +67,10 @@ class LabelledTexts : public BatchSource {
     return false;
   }
   int64_t batches_per_pass() const override;
+  /// The examples a pass reads.
+  int64_t examples() const {
+    return labels_.size(0);
+  }
   int64_t epoch() const override {
     return epoch_;
   }

@@ -55,6 +55,17 @@ struct PermutationOptions {
   uint64_t seed = 0;
 };
 
+/// The fewest pieces fit_to_text makes a record of.
+inline constexpr int64_t kShortestRecord = 10;
+
+/// Fits `options` to a text of `n_tokens` pieces too short for them (scoring a user's text):
+/// fewer streams, each holding at least one record, and for a text shorter than one record, one
+/// stream of one record as long as the text (even, at least kShortestRecord), half of it reused,
+/// permuted as a whole and the predictions scaled down with it. Returns how, in one line ("" when
+/// the text is long enough as it is); a text shorter than kShortestRecord is a UserError naming
+/// `name`.
+std::string fit_to_text(PermutationOptions& options, int64_t n_tokens, const std::string& name);
+
 /// _local_perm on one half: inputs [n], which positions are masked, and the factorisation order
 /// `order` (a permutation of 0..perm_size-1, applied in every block of perm_size positions).
 struct LocalPermutation {
@@ -93,9 +104,18 @@ class PermutationRecords : public BatchSource {
   struct Row {
     std::vector<int64_t> ids;
     std::vector<uint8_t> sent_ids;
+    /// where the row's first token sits in the text, and whether it reads the text backwards
+    int64_t start = 0;
+    bool backward = false;
+    /// the text position of the row's token `i`
+    int64_t position(int64_t i) const {
+      return backward ? start - i : start + i;
+    }
   };
   struct Record {
     std::vector<int64_t> tokens;
+    /// the text position of each token (-1: <sep> and <cls>)
+    std::vector<int64_t> positions;
     std::vector<int64_t> segment_ids;
     std::vector<uint8_t> cannot_see; // [L * L]
     std::vector<uint8_t> is_target;

@@ -6,6 +6,8 @@
 // S, so every split is scored from its token W on, whatever S is. S = 1 is the paper's metric
 // (each target sees exactly W tokens of context); S > 1 is an approximation (contexts of
 // W - S + 1 .. W tokens), labelled "@stride=S". A final shorter window scores what is left.
+// With `lead` (a user's text, whose first tokens count too), a first batch of one window of the
+// first min(W, n) - 1 tokens scores the targets before token W, each with the tokens before it.
 //
 // RandomWindows: training of fixed-context models. Each batch holds B windows of W inputs at
 // offsets drawn uniformly from the whole split, every position scored. The generator is the
@@ -22,8 +24,13 @@ namespace xl::sources {
 class SlidingWindows : public BatchSource {
  public:
   /// `batch_size` windows per batch; `tokens` must outlive the source and hold more than W
-  /// tokens.
-  SlidingWindows(const formats::Tokens& tokens, int64_t window, int64_t stride, int64_t batch_size);
+  /// tokens, or with `lead` at least 2.
+  SlidingWindows(
+      const formats::Tokens& tokens,
+      int64_t window,
+      int64_t stride,
+      int64_t batch_size,
+      bool lead = false);
 
   std::optional<Batch> next() override;
   bool continues_streams() const override {
@@ -43,9 +50,14 @@ class SlidingWindows : public BatchSource {
   int64_t window_;
   int64_t stride_;
   int64_t batch_size_;
-  /// the first target of the next window
+  bool lead_;
+  /// the first target of the next window (below window_: the lead window's)
   int64_t next_target_;
   int64_t epoch_ = 0;
+  /// where a pass starts: token 1 with a lead window, else token W
+  int64_t first_target() const {
+    return lead_ ? 1 : window_;
+  }
 };
 
 class RandomWindows : public BatchSource {

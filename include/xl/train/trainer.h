@@ -32,6 +32,9 @@ struct TrainResult {
   int64_t last_valid_step = 0;
   /// the signal that stopped the run early, or 0
   int signal = 0;
+  /// the run ended at train.early_stop validations in a row without a new best (this process,
+  /// or before a resume)
+  bool stopped_early = false;
 };
 
 class Trainer {
@@ -44,9 +47,10 @@ class Trainer {
       torch::Device device,
       DataParallel* parallel = nullptr);
 
-  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early),
-  /// continuing from the last checkpoint when `resume`. A run of non-finite losses longer than
-  /// train.max_bad_steps is a UserError; the last good checkpoint stays.
+  /// Trains to train.max_step (or `stop_at`, a step at which to checkpoint and stop early, or
+  /// train.early_stop validations in a row without a new best), continuing from the last
+  /// checkpoint when `resume`. A run of non-finite losses longer than train.max_bad_steps is a
+  /// UserError; the last good checkpoint stays.
   TrainResult run(
       bool resume,
       std::optional<int64_t> stop_at = std::nullopt,
@@ -71,6 +75,11 @@ class Trainer {
   void show_progress(State& s);
   /// 4. validation (unless a signal stops the run) and the checkpoint
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
+  /// Whether train.early_stop validations in a row brought no new best.
+  bool stale(const State& s) const;
+  /// 5. whether the run stops after `step`: a stop signal (`result` gets it; the step was
+  /// checkpointed), or train.early_stop at this step's validation
+  bool stops_after(State& s, int64_t step, bool signalled, TrainResult& result) const;
   /// The validation terms at `step`; empty when a signal interrupted it.
   std::vector<models::TermTotal> validate(State& s, int64_t step);
   /// Appends `record` to metrics.jsonl (rank 0), marked as a repeat of a step logged before

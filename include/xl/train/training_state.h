@@ -30,6 +30,8 @@ struct LoopState {
   int64_t skipped = 0;
   /// the loss terms of the current logging window
   std::vector<models::TermTotal> window;
+  /// validations in a row without a new best (train.early_stop)
+  int64_t stale_validations = 0;
 };
 
 /// What every rank holds that a checkpoint keeps: the memories of each batch chunk and the

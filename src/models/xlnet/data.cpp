@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "xl/formats/sentence_tokens.h"
 #include "xl/formats/sentencepiece.h"
 #include "xl/models/xlnet/config.h"
@@ -88,6 +90,9 @@ class XLNetDataset : public sources::Dataset {
     }
     return &*unigram_;
   }
+  bool labelled() const override {
+    return classification();
+  }
   std::string describe() override {
     return fmt::format(
         "SentencePiece vocabulary of {} ({}), {} from {}",
@@ -107,11 +112,43 @@ class XLNetDataset : public sources::Dataset {
       throw UserError(fmt::format(
           "{}: random data has no SentencePiece model to encode files with", file.string()));
     }
+    sources::TextReading reading;
     if (classification()) {
-      return described(std::make_unique<sources::LabelledTexts>(
-          file, *pieces_, labelled_options(c_.eval.batch_size, false)));
+      auto source = std::make_unique<sources::LabelledTexts>(
+          file, *pieces_, labelled_options(c_.eval.batch_size, false));
+      reading.unit = "examples";
+      reading.count.units = source->examples();
+      auto batches = described(std::move(source));
+      batches.reading = std::move(reading);
+      return batches;
     }
-    return described(records(formats::encode_raw_text(file, *pieces_), c_.eval.batch_size, false));
+    const auto text = formats::encode_raw_text(file, *pieces_);
+    reading.unit = "pieces";
+    reading.count.units = static_cast<int64_t>(text.ids.size());
+    reading.count.unknown = std::count(text.ids.begin(), text.ids.end(), formats::kUnkId);
+    reading.unknown_as = "<unk>";
+    auto options = permutation_options(c_.eval.batch_size);
+    reading.fitted = sources::fit_to_text(options, reading.count.units, file.string());
+    auto batches = described(records(text, options, false));
+    batches.reading = std::move(reading);
+    return batches;
+  }
+  std::unique_ptr<sources::BatchSource> example_batches(
+      const std::vector<formats::LabelledText>& examples,
+      const std::string& name) override {
+    if (!pieces_ || !classification()) {
+      return Dataset::example_batches(examples, name);
+    }
+    std::vector<sources::EncodedExample> encoded;
+    encoded.reserve(examples.size());
+    for (const auto& example : examples) {
+      encoded.push_back({example.label, pieces_->encode(example.text)});
+    }
+    return std::make_unique<sources::LabelledTexts>(
+        encoded, name, labelled_options(c_.eval.batch_size, false));
+  }
+  std::string token_text(int64_t id) const override {
+    return pieces_ ? pieces_->piece(id) : std::to_string(id);
   }
 
  private:
@@ -121,7 +158,7 @@ class XLNetDataset : public sources::Dataset {
 
   static sources::EvalBatches described(std::unique_ptr<sources::BatchSource> source) {
     auto setting = source->describe();
-    return {std::move(source), std::move(setting)};
+    return {std::move(source), std::move(setting), nullptr, {}};
   }
 
   std::unique_ptr<sources::BatchSource> split_source(
@@ -148,7 +185,7 @@ class XLNetDataset : public sources::Dataset {
     }
     return records(
         pieces_ ? formats::read_sentence_tokens(path, *pieces_) : random_pieces_,
-        batch_size,
+        permutation_options(batch_size),
         training);
   }
 
@@ -165,12 +202,8 @@ class XLNetDataset : public sources::Dataset {
     return o;
   }
 
-  // Permutation records; evaluation draws them from the same seed every time, so every
-  // validation reads the same batches.
-  std::unique_ptr<sources::BatchSource> records(
-      const formats::SentenceTokens& tokens,
-      int64_t batch_size,
-      bool training) {
+  // The permutation records the config asks for, in batches of `batch_size` rows.
+  sources::PermutationOptions permutation_options(int64_t batch_size) const {
     const auto& x = c_.model.section<XLNetConfig>();
     sources::PermutationOptions o;
     o.batch_size = batch_size;
@@ -182,6 +215,15 @@ class XLNetDataset : public sources::Dataset {
     o.mask_beta = x.mask_beta;
     o.bi_data = x.bi_data;
     o.seed = static_cast<uint64_t>(c_.train.seed);
+    return o;
+  }
+
+  // Permutation records; evaluation draws them from the same seed every time, so every
+  // validation reads the same batches.
+  std::unique_ptr<sources::BatchSource> records(
+      const formats::SentenceTokens& tokens,
+      const sources::PermutationOptions& o,
+      bool training) {
     try {
       return std::make_unique<sources::PermutationRecords>(tokens, word_starts_, o);
     } catch (const UserError& e) {

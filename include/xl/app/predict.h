@@ -1,0 +1,40 @@
+// xl-predict: a classifier run's predictions for a file of examples, one row per example.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "xl/config/schema.h"
+
+namespace xl::app {
+
+struct PredictRequest {
+  std::string run_dir;
+  /// "best", "last", another checkpoint of the run or a file
+  std::string checkpoint = "best";
+  /// the examples: NSMC's ratings tsv, labelled text (label<TAB>text) or plain text, a line each
+  std::string file;
+  /// "auto" (from the first line), "nsmc", "labelled" or "text"
+  std::string format = "auto";
+  /// the predictions' TSV file (unset: stdout)
+  std::optional<std::string> out;
+  /// replace an existing --out
+  bool force = false;
+  /// refuse a config whose memory estimate exceeds the available memory
+  bool enforce_memory = true;
+};
+
+/// The formats --format takes.
+inline constexpr const char* kPredictFormats[] = {"auto", "nsmc", "labelled", "text"};
+
+/// Predicts the class of every example of request.file with a checkpoint of a classifier run, in
+/// batches of eval.batch_size, reading the file a part at a time (bounded memory). Writes a TSV
+/// with a header, "line<TAB>predicted<TAB>prob_0<TAB>...<TAB>prob_{C-1}[<TAB>gold]" (the
+/// example's line in the file, the most probable class, each class's probability, and the
+/// file's label when it has them), in file order; with labels, the accuracy and loss beside it
+/// (on stdout after --out, else in the log). SIGINT or SIGTERM stop it after the batch at hand:
+/// the examples done so far are kept, PARTIAL, and the status is 128 + the signal. Returns the
+/// process exit status.
+int run_prediction(const config::Config& config, const PredictRequest& request);
+
+} // namespace xl::app

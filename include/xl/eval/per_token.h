@@ -1,0 +1,55 @@
+// The score of every token of a text, for surprisal studies (xl-eval --per-token): a TSV file
+// with a header line and one row per token,
+//
+//   index<TAB>token<TAB>log_prob
+//
+// the token's position in the text's token sequence (from 0), its text (a word, a byte or a
+// piece: tsv_field) and
+// ln p(token | what precedes it) under the model, in nats. A language model lists the tokens in
+// text order, each once; where the evaluation scored no target (the first token, the context of
+// vanilla windows, what a partial pass did not reach) log_prob is empty. XLNet's permutation LM
+// lists its predictions in the order it scored them: a row per predicted piece, positions
+// repeating across passes and bi_data's backward rows.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "xl/formats/tokens.h"
+#include "xl/sources/batch.h"
+#include "xl/util/scratch_file.h"
+
+namespace xl::eval {
+
+class PerTokenListing {
+ public:
+  /// A listing for `out` (checked beforehand: run::check_output_file). With `tokens` (into which
+  /// the batches' target_index point), in text order, the scores kept in scratch space beside
+  /// `out` until write(): a text of any size costs bounded memory. Without, in scoring order.
+  PerTokenListing(
+      std::filesystem::path out,
+      const formats::Tokens* tokens,
+      std::function<std::string(int64_t)> token_text);
+
+  /// The log-probabilities [T, B] of `batch`'s targets (CPU), placed by its target_index.
+  void add(const sources::Batch& batch, const torch::Tensor& log_probs);
+  /// Writes the file atomically, with a progress line at least every `progress_seconds` when it
+  /// is long; returns its rows.
+  int64_t write(double progress_seconds) const;
+
+ private:
+  std::filesystem::path out_;
+  const formats::Tokens* tokens_;
+  std::function<std::string(int64_t)> token_text_;
+  /// text order: a float per token (NaN: not scored); scoring order: the rows' lines
+  std::unique_ptr<ScratchFile> scratch_;
+  int64_t rows_ = 0;
+};
+
+/// `text` as one TSV field: \t, \n, \r and \\ escaped, other control bytes as \xNN, and so are
+/// the bytes of a field that is no UTF-8 on its own (a byte of a longer character).
+std::string tsv_field(const std::string& text);
+
+} // namespace xl::eval

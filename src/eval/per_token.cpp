@@ -1,0 +1,151 @@
+#include "xl/eval/per_token.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "xl/run/progress.h"
+#include "xl/util/files.h"
+#include "xl/util/utf8.h"
+
+namespace xl::eval {
+
+namespace {
+
+constexpr const char* kHeader = "index\ttoken\tlog_prob\n";
+// Tokens listed per read of the scratch space.
+constexpr int64_t kBlock = 1 << 16;
+
+std::string row(int64_t index, const std::string& token, float log_prob) {
+  return std::isnan(log_prob) ? fmt::format("{}\t{}\t\n", index, tsv_field(token))
+                              : fmt::format("{}\t{}\t{:.6g}\n", index, tsv_field(token), log_prob);
+}
+
+} // namespace
+
+std::string tsv_field(const std::string& text) {
+  // A field that is no UTF-8 on its own (one byte of a character) is shown by its bytes.
+  const bool utf8 = check_utf8(text).invalid == 0;
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (byte < 0x20 || byte == 0x7f || (!utf8 && byte >= 0x80)) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+PerTokenListing::PerTokenListing(
+    std::filesystem::path out,
+    const formats::Tokens* tokens,
+    std::function<std::string(int64_t)> token_text)
+    : out_(std::move(out)),
+      tokens_(tokens),
+      token_text_(std::move(token_text)),
+      scratch_(std::make_unique<ScratchFile>(
+          out_.has_parent_path() ? out_.parent_path() : std::filesystem::path("."),
+          "--per-token " + out_.string())) {
+  if (tokens_ == nullptr) {
+    return;
+  }
+  // Every token starts unscored.
+  const std::vector<float> unscored(kBlock, std::numeric_limits<float>::quiet_NaN());
+  for (int64_t at = 0; at < tokens_->size(); at += kBlock) {
+    const int64_t n = std::min(kBlock, tokens_->size() - at);
+    scratch_->append(unscored.data(), static_cast<size_t>(n) * sizeof(float));
+  }
+}
+
+void PerTokenListing::add(const sources::Batch& batch, const torch::Tensor& log_probs) {
+  TORCH_CHECK(
+      batch.target_index.defined() && batch.target_index.sizes() == log_probs.sizes(),
+      "per-token scores need the targets' positions: target_index ",
+      batch.target_index.defined() ? batch.target_index.sizes() : c10::IntArrayRef{},
+      ", log-probs ",
+      log_probs.sizes());
+  const auto index = batch.target_index.contiguous();
+  const auto scores = log_probs.contiguous();
+  const auto* at = index.data_ptr<int64_t>();
+  const auto* lp = scores.data_ptr<float>();
+  const bool* counted = nullptr;
+  torch::Tensor mask;
+  if (batch.target_mask.defined()) {
+    mask = batch.target_mask.contiguous();
+    counted = mask.data_ptr<bool>();
+  }
+  torch::Tensor target_ids;
+  const int64_t* targets = nullptr;
+  if (tokens_ == nullptr) {
+    target_ids = batch.targets.contiguous();
+    targets = target_ids.data_ptr<int64_t>();
+  }
+  std::string lines;
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    if (at[i] < 0 || (counted != nullptr && !counted[i])) {
+      continue; // padding
+    }
+    if (tokens_ != nullptr) {
+      scratch_->write_at(static_cast<uint64_t>(at[i]) * sizeof(float), &lp[i], sizeof(float));
+    } else {
+      lines += row(at[i], token_text_(targets[i]), lp[i]);
+      ++rows_;
+    }
+  }
+  if (!lines.empty()) {
+    scratch_->append(lines.data(), lines.size());
+  }
+}
+
+int64_t PerTokenListing::write(double progress_seconds) const {
+  const int64_t total = tokens_ != nullptr ? tokens_->size() : rows_;
+  run::Progress progress(total);
+  atomic_write(out_, [&](const ByteSink& sink) {
+    sink(kHeader, std::char_traits<char>::length(kHeader));
+    if (tokens_ == nullptr) {
+      std::vector<char> buffer(1 << 20);
+      for (uint64_t at = 0; at < scratch_->size(); at += buffer.size()) {
+        const size_t n = std::min<uint64_t>(buffer.size(), scratch_->size() - at);
+        scratch_->read_at(at, buffer.data(), n);
+        sink(buffer.data(), n);
+      }
+      return;
+    }
+    std::vector<float> scores(kBlock);
+    for (int64_t first = 0; first < total; first += kBlock) {
+      const int64_t n = std::min(kBlock, total - first);
+      scratch_->read_at(
+          static_cast<uint64_t>(first) * sizeof(float),
+          scores.data(),
+          static_cast<size_t>(n) * sizeof(float));
+      const auto ids = tokens_->slice(first, n);
+      const auto* id = ids.data_ptr<int64_t>();
+      std::string lines;
+      for (int64_t i = 0; i < n; ++i) {
+        lines += row(first + i, token_text_(id[i]), scores[static_cast<size_t>(i)]);
+      }
+      sink(lines.data(), lines.size());
+      progress.update(first + n, n);
+      if (progress.due(progress_seconds)) {
+        spdlog::info("{}", progress.line("--per-token row"));
+      }
+    }
+  });
+  return total;
+}
+
+} // namespace xl::eval
