@@ -36,6 +36,9 @@ void add_bench_options(CLI::App& app, xl::bench::BenchOptions& options) {
          "comma-separated: train, eval, eval_recompute (the memory evaluation "
          "recomputing its memory's projections every segment), vanilla")
       ->check([](const std::string& modes) {
+        if (modes.empty()) {
+          return std::string("no mode given: choose from train, eval, eval_recompute, vanilla");
+        }
         std::stringstream list(modes);
         for (std::string mode; std::getline(list, mode, ',');) {
           if (mode != "train" && mode != "eval" && mode != "eval_recompute" && mode != "vanilla") {

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
     xl::run::OutputFiles outputs(force);
     const auto csv_file = outputs.add("--csv", csv);
     const auto plot_file = outputs.add("--plot", plot);
+    if (plot_file && plot_file->extension() != ".png" && plot_file->extension() != ".PNG") {
+      throw xl::UserError(
+          "--plot " + *plot + ": xl-compare draws PNG images only: name the file .png");
+    }
     const auto runs = summarize_runs(dirs);
     const auto table = xl::lab::compare_runs(runs);
     std::cout << xl::lab::to_markdown(table);

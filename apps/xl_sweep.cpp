@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
         "print each run's xl-train command (it resumes a run that has a checkpoint) and exit");
     app.add_flag("--no-eval", no_eval, "do not run xl-eval on the finished runs");
     app.add_flag(
+        "--force",
+        request.force,
+        "replace a compare.csv or curves.png in --dir that no sweep wrote");
+    app.add_flag(
         "--skip-memory-check",
         skip_memory_check,
         "train even when a config's memory estimate exceeds the available memory");

@@ -32,8 +32,7 @@ int main(int argc, char** argv) {
     }
     xl::run::check_config_belongs(flags.path, config);
     if (auto_resume) {
-      resume = std::filesystem::exists(
-          xl::run::paths_of(xl::run::directory_of(config)).last_checkpoint());
+      resume = xl::run::holds_checkpoints(xl::run::paths_of(xl::run::directory_of(config)));
     }
     return xl::app::run_training(
         config, resume, stop_at, !flags.skip_memory_check, /*finished_ok=*/auto_resume);

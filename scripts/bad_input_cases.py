@@ -300,4 +300,55 @@ def cases(work):
     add("xl-prep", ["--format", "word", "--vocab", work / "words" / "vocab.txt", "--unk",
                     "--test", text, "--out", work / "prep"])
     add("xl-prep", ["--format", "word", "--out", work / "prep"])
+
+    # Names longer than the file system takes once xl adds to them, or as given.
+    add("xl-average", ["--run", r, "--last", "2", "--out", "a" * 253])
+    add("xl-eval", ["--run", r, "--checkpoint", "c" * 256, "--max-steps", "1"])
+    # Imports Hugging Face has no model for, damaged headers, weights that are no weights.
+    imported = ["--set", f"data.dir={work / 'words'}", "--set", f"run.dir={work / 'imported'}"]
+    txl_weights = work / "hf" / "txl" / "model.safetensors"
+    add("xl-import", ["--config", TXL, "--set", "model.transformer_xl.attn_type=absolute"]
+        + imported + ["--weights", txl_weights])
+    add("xl-import", ["--config", CHAR, "--set", f"data.dir={work / 'bytes'}", "--set",
+                      f"run.dir={work / 'imported'}", "--weights", txl_weights])
+    for name in ["st_notjson", "st_zero", "st_array", "st_notutf8", "st_entry", "txl_nan",
+                 "txl_int"]:
+        add("xl-import", ["--config", TXL] + imported
+            + ["--weights", work / "hf" / f"{name}.safetensors"])
+    # Word corpora that are no UTF-8 text, as --format xlnet refuses them.
+    for name in ["utf16.txt", "noise.bin", "nul.txt", "latin1.txt"]:
+        add("xl-prep", ["--format", "word", "--train", work / name, "--out", work / "prep"])
+    # Vocabulary flags beside a vocabulary reused.
+    for flags in [["--min-freq", "2"], ["--max-size", "10"], ["--vocab-from", "all"]]:
+        add("xl-prep", ["--vocab", work / "words" / "vocab.txt", "--test", text, "--out",
+                        work / "prep"] + flags)
+    # A run inside another run, or inside its checkpoints.
+    for inside in [r / "sub", r / "checkpoints" / "sub"]:
+        out.append(("xl-train", train + ["--set", f"run.dir={inside}"], {}))
+        add("xl-import", ["--config", TXL, "--set", f"data.dir={work / 'words'}", "--set",
+                          f"run.dir={inside}", "--weights", txl_weights])
+    # A sweep's folder holding the user's own table; a plot of a format xl-compare cannot draw.
+    add("xl-sweep", ["-c", TXL, "--set", f"data.dir={work / 'words'}", "train.max_step=2",
+                     "--dir", work / "own_sweep", "--grid", "train.lr=1,2"])
+    add("xl-compare", [r, "--plot", work / "curves.jpg"])
+    # A window a model with a memory never reads; no bench mode; a home folder the shell kept.
+    add("xl-sample", ["--run", r, "--tokens", "2", "--window", "8"])
+    add("xl-bench", ["--config", TXL, "--modes", ""])
+    for value in ["~", "~/runs/x"]:
+        out.append(("xl-train", train + ["--set", f"run.dir={value}"], {}))
+    # Checkpoints that are no files: a run whose best.pt is a folder, links to nothing or to a
+    # device, a pipe, a folder.
+    add("xl-eval", ["--run", work / "rdir", "--max-steps", "1"])
+    for checkpoint in [work / "dangling.pt", work / "zero.pt", work / "fifo", work / "notes"]:
+        add("xl-eval", ["--run", r, "--checkpoint", checkpoint, "--max-steps", "1"])
+    # A data.dir that is a file, a config with a NUL byte, a classifier's reviews too short.
+    out.append(("xl-train", train + new_run() + ["--set", f"data.dir={work / 'afile'}"], {}))
+    add("xl-train", ["--config", work / "nul.yaml"] + new_run())
+    out.append(("xl-train", [BIN / "xl-train", "--config", XLNET_CLS, "--set",
+                             f"data.dir={work / 'nsmc'}", "--set", "train.tgt_len=2"]
+                + new_run(), {}))
+    # Another run's data, and another family's config, for a trained run.
+    add("xl-eval", ["--run", r, "--set", f"data.dir={work / 'bytes'}", "--max-steps", "1"])
+    add("xl-export", ["--run", r, "--config", CHAR, "--set", f"data.dir={work / 'bytes'}",
+                      "--out", work / "exp"])
     return out

@@ -56,6 +56,22 @@ for m in ["txl", "xln"]:
     config = json.load(open(m + "/config.json"))
     config["d_inner"] = 64
     json.dump(config, open(m + "_shapes/config.json", "w"))
+# Headers that are no safetensors header, and weights that are not finite or not floats.
+import struct
+from safetensors.torch import load_file, save_file
+for name, header in [("st_notjson", b"{not json"), ("st_zero", b""), ("st_array", b"[1, 2]"),
+                     ("st_notutf8", b'{"\\xff": 1}'),
+                     ("st_entry", b'{"transformer.word_emb.emb_layers.0.weight": 3}')]:
+    open(name + ".safetensors", "wb").write(struct.pack("<Q", len(header)) + header + b"    ")
+weights = load_file("txl/model.safetensors")
+nan = dict(weights)
+nan["transformer.layers.0.pos_ff.CoreNet.0.bias"] = nan[
+    "transformer.layers.0.pos_ff.CoreNet.0.bias"] * float("nan")
+save_file(nan, "txl_nan.safetensors")
+ints = dict(weights)
+ints["transformer.layers.0.pos_ff.CoreNet.0.bias"] = ints[
+    "transformer.layers.0.pos_ff.CoreNet.0.bias"].long()
+save_file(ints, "txl_int.safetensors")
 """
 
 
@@ -147,6 +163,21 @@ def prepare(work):
     hf = work / "hf"
     hf.mkdir()
     must(run([PYTHON, "-c", HF_FOLDERS, hf]), "Hugging Face folders")
+    # Text that is no UTF-8 word text, a config with a NUL byte, byte data, a sweep's folder
+    # with the user's own table, checkpoints that are links to nothing or to a device.
+    (work / "utf16.txt").write_bytes("the game is on\n".encode("utf-16"))
+    (work / "nul.txt").write_bytes(b"the game\x00 is on\n")
+    (work / "nul.yaml").write_bytes(f"base: {TXL}\n".encode() + b"\x00train:\n  lr: 1\n")
+    must(run([BIN / "xl-prep", "--format", "byte", "--train", text / "valid.txt", "--out",
+              work / "bytes"]), "xl-prep (bytes)")
+    (work / "own_sweep").mkdir()
+    (work / "own_sweep" / "compare.csv").write_text("the user's own table\n")
+    (work / "dangling.pt").symlink_to(work / "missing.pt")
+    (work / "zero.pt").symlink_to("/dev/zero")
+    # A copy of r whose best.pt is a folder.
+    shutil.copytree(work / "r", work / "rdir")
+    (work / "rdir" / "checkpoints" / "best.pt").unlink()
+    (work / "rdir" / "checkpoints" / "best.pt").mkdir()
     # A copy of r whose train.log is a folder.
     shutil.copytree(work / "r", work / "rlog")
     (work / "rlog" / "train.log").unlink()

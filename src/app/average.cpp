@@ -23,6 +23,12 @@ namespace fs = std::filesystem;
 // The file the average goes to: a name the trainer does not write, new unless --force.
 fs::path average_file(const AverageRequest& request, const run::RunPaths& paths) {
   run::check_plain_name("--out", request.out);
+  if (request.out.size() + 3 > 255) { // + ".pt"
+    throw UserError(fmt::format(
+        "--out: a name of {} bytes makes checkpoints/<name>.pt longer than a file name may be "
+        "(255 bytes); choose a shorter one",
+        request.out.size()));
+  }
   if (run::written_by_trainer(request.out)) {
     throw UserError(fmt::format(
         "--out {}: the trainer writes checkpoints/{}.pt; name the average otherwise (e.g. "

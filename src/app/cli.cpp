@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string_view>
 
 #include "xl/config/config.h"
@@ -249,6 +250,40 @@ std::string shell_quote(const std::string& argument) {
   return quoted + "'";
 }
 
+namespace {
+
+// What the file system refused, in one line, when the cause is the user's path or machine (a
+// name too long, no permission, a full disk, too many open files) rather than xl; else "".
+std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
+  const int code = e.code().value();
+  if (e.code().category() != std::generic_category() &&
+      e.code().category() != std::system_category()) {
+    return "";
+  }
+  static const std::set<int> kTheirs = {
+      ENAMETOOLONG,
+      EACCES,
+      EPERM,
+      ENOSPC,
+      EDQUOT,
+      EROFS,
+      ELOOP,
+      EMFILE,
+      ENFILE,
+      EFBIG,
+      ENOTDIR,
+      EXDEV};
+  if (kTheirs.count(code) == 0) {
+    return "";
+  }
+  const std::string path = e.path1().empty() ? std::string() : e.path1().string() + ": ";
+  const std::string hint =
+      code == ENAMETOOLONG ? " (a name has at most 255 bytes): choose a shorter one" : "";
+  return path + e.code().message() + hint;
+}
+
+} // namespace
+
 int run_main(char** argv, const std::function<int()>& body) {
   remember_invocation(argv[0]);
   tune_allocator();
@@ -260,6 +295,13 @@ int run_main(char** argv, const std::function<int()>& body) {
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return kUserErrorExit;
+  } catch (const std::filesystem::filesystem_error& e) {
+    if (const auto said = file_system_refusal(e); !said.empty()) {
+      std::cerr << "error: " << said << std::endl;
+      return kUserErrorExit;
+    }
+    std::cerr << "internal error: " << e.what() << std::endl;
+    return 1;
   } catch (const c10::Error& e) {
     std::cerr << "internal error: " << e.what_without_backtrace() << std::endl;
     return 1;

@@ -20,12 +20,20 @@ namespace xl::app {
 int run_export(const config::Config& config, const ExportRequest& request) {
   run::setup_logging(config.run.log_level);
   const auto out = run::check_output_folder("--out", request.out, request.force);
-  // Checked before the weights are read: what HF cannot express fails at once.
+  // Checked before the weights are read: what HF cannot express fails at once, unless the
+  // config is not the checkpoint's, which is said first.
   const auto dataset = models::open_dataset(config);
-  auto hf = models::hf_config(config, *dataset);
+  const auto paths = run::paths_of(request.run_dir);
+  nlohmann::json hf;
+  try {
+    hf = models::hf_config(config, *dataset);
+  } catch (const UserError&) {
+    require_checkpoint_config(config, paths, request.checkpoint);
+    throw;
+  }
   hf["xl_version"] = version_line();
-  const auto [model, checkpoint, step] = load_trained_model(
-      config, run::paths_of(request.run_dir), request.checkpoint, *dataset, torch::kCPU, true);
+  const auto [model, checkpoint, step] =
+      load_trained_model(config, paths, request.checkpoint, *dataset, torch::kCPU, true);
   run::create_output_folder("--out", out);
   io::save_safetensors(out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
   atomic_write(out / "config.json", hf.dump(2) + "\n");

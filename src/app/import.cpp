@@ -13,24 +13,28 @@
 #include "xl/run/logging.h"
 #include "xl/run/run_dir.h"
 #include "xl/sources/dataset.h"
+#include "xl/train/training_state.h"
 
 namespace xl::app {
 
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
-  run::check_new_directory(config); // before reading the weights: the outputs first
+  run::check_new_directory(config, train::holds_training_state); // the outputs first
   const auto dataset = models::open_dataset(config);
   models::check_memory(
       models::estimate_evaluation_memory(config, dataset->vocab_size()),
       "the imported model",
       torch::kCPU,
       request.enforce_memory);
+  // What Hugging Face has no model for (another family, absolute attention) fails before the
+  // weights are read, as xl-export does.
+  models::hf_config(config, *dataset);
   auto model = models::build_model(config, dataset->vocab_size());
   const auto weights = io::SafeTensors::load(request.weights);
   models::HFImportOptions options;
   options.reverse_clusters = request.reverse_clusters;
   models::import_hf(*model, weights, options);
-  const run::RunPaths paths = run::prepare_directory(config, false);
+  const run::RunPaths paths = run::prepare_directory(config, false, train::holds_training_state);
   run::save_checkpoint(
       paths.best_checkpoint(),
       run::CheckpointInfo{

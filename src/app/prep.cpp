@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
+#include "xl/util/staged_folder.h"
 
 namespace xl::app {
 
@@ -107,15 +109,35 @@ int run_prep(const PrepRequest& request) {
   if (request.holdout > 0 && splits.count("train") == 0) {
     throw UserError("--holdout carves the valid split out of --train FILE: give it");
   }
+  run::check_output_folder("--out", request.out, true);
+  // Written beside --out, then swapped in whole: a kill leaves the old folder or the new one.
+  // Its lock is taken first, so that a second xl-prep into --out is refused, and the files
+  // checked next are the ones this one replaces.
+  StagedFolder staged(request.out, "xl-prep --out");
   // Every file it will write is checked before anything is read: the folder may hold other
   // formats' files (nsmc's .txt beside xlnet's .pieces), never one it replaces unasked.
-  run::check_output_folder("--out", request.out, true);
   for (const auto& file : format.outputs(request, splits)) {
     run::check_output_file(
         "--out", (std::filesystem::path(request.out) / file).string(), request.force);
   }
-  run::create_output_folder("--out", request.out);
-  format.prepare(request, splits);
+  PrepRequest staged_request = request;
+  staged_request.out = staged.path().string();
+  format.prepare(staged_request, splits);
+  std::error_code ec;
+  const auto here = std::filesystem::current_path(ec);
+  const auto out = std::filesystem::weakly_canonical(request.out, ec);
+  const auto inside = here.lexically_relative(out);
+  const bool strands =
+      std::filesystem::exists(out, ec) && !inside.empty() && *inside.begin() != "..";
+  staged.commit();
+  spdlog::info("wrote {}", request.out);
+  if (strands) {
+    spdlog::warn(
+        "{} was replaced by a new folder of the same name: a shell working inside the old one "
+        "sees it removed (cd {} again to see the new files)",
+        request.out,
+        out.string());
+  }
   return 0;
 }
 

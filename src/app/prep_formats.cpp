@@ -45,7 +45,7 @@ void prepare_tokens(const PrepRequest& request, const PrepSplits& splits) {
     options.vocab = request.vocab;
   }
   const auto report = prep::prepare_corpus(options);
-  spdlog::info("wrote {} (vocabulary {} tokens)", request.out, report.vocab_size);
+  spdlog::info("vocabulary of {} tokens", report.vocab_size);
 }
 
 // xlnet: <split>.pieces and spiece.model.
@@ -61,7 +61,7 @@ void prepare_pieces(const PrepRequest& request, const PrepSplits& splits) {
     xlnet.model = request.spm_model;
   }
   const auto report = prep::prepare_xlnet_corpus(xlnet);
-  spdlog::info("wrote {} (SentencePiece {} pieces)", request.out, report.vocab_size);
+  spdlog::info("SentencePiece model of {} pieces", report.vocab_size);
 }
 
 // nsmc: a raw corpus <split>.txt and labelled <split>.tsv per split (and valid's, held out).

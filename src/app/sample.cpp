@@ -119,6 +119,22 @@ eval::GenerateOptions generate_options(
   return options;
 }
 
+// Through a memory, each token sees the memory, not a window: --window would change nothing.
+void refuse_unread_window(
+    const SampleRequest& request,
+    const eval::GenerateOptions& options,
+    models::LanguageModelImpl& model) {
+  if (request.window && options.use_memory && !model.continues_cache() &&
+      options.span.mem_len.value_or(0) > 0) {
+    throw UserError(fmt::format(
+        "--window {}: this model samples through its memory of {} tokens (eval.mem_len), "
+        "which sets what each token sees; --window is the span re-read with --no-memory (or set "
+        "eval.mem_len with --set)",
+        *request.window,
+        *options.span.mem_len));
+  }
+}
+
 // The prompt as given, then the continuation: one sample streams as it is drawn, several are
 // printed one after another at the end.
 eval::Generated print_samples(
@@ -178,6 +194,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   const auto ids = prompt_ids(vocab, text, request);
   // 2. The samples on stdout, the speed on stderr.
   const auto options = generate_options(config, request, device);
+  refuse_unread_window(request, options, *model);
   spdlog::info(
       "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "
       "{}, top-k {}, top-p {}, seed {}",

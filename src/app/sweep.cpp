@@ -48,14 +48,14 @@ std::string command_line(const std::vector<std::string>& argv) {
   return fmt::format("{}", fmt::join(words, " "));
 }
 
-// The running child, and the first SIGINT/SIGTERM the sweep received (0: none).
+// The running child, and the first SIGINT/SIGTERM/SIGHUP the sweep received (0: none).
 volatile sig_atomic_t running_child = 0;
 volatile sig_atomic_t stop_signal = 0;
 
 // The sweep passes a signal on to the run it waits for, which checkpoints and exits; the sweep
 // then stops with 128 + the signal (run_sweep) instead of starting the next run.
 void forward_signal(int sig) {
-  if (stop_signal == 0) {
+  if (stop_signal == 0 && sig != SIGUSR1) { // SIGUSR1: a checkpoint, and the sweep goes on
     stop_signal = sig;
   }
   if (running_child > 0) {
@@ -79,8 +79,9 @@ int run_child(const std::vector<std::string>& argv) {
     if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) {
       _exit(128 + SIGTERM); // the sweep is already gone
     }
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) {
+      signal(sig, SIG_DFL);
+    }
     dup2(STDERR_FILENO,
          STDOUT_FILENO); // the sweep's stdout holds its table alone
     std::vector<char*> args;
@@ -171,6 +172,25 @@ RunOutcome sweep_run(
   return outcome;
 }
 
+// A compare.csv or curves.png in the folder is the sweep's own (its mark beside them) or replaced
+// only with --force.
+void check_own_table(const SweepRequest& request) {
+  const auto& dir = request.spec.dir;
+  std::error_code ec;
+  if (request.force || fs::exists(dir / kSweepMark, ec)) {
+    return;
+  }
+  for (const char* name : {lab::kSweepTable, lab::kSweepCurves}) {
+    if (fs::exists(dir / name, ec)) {
+      throw UserError(fmt::format(
+          "--dir {}: {} is there, and no sweep wrote it; pass --force to replace it, or choose "
+          "another --dir",
+          dir.string(),
+          name));
+    }
+  }
+}
+
 // The table and curves of the runs that wrote metrics, on stdout and in the sweep's folder.
 void write_sweep_table(const SweepRequest& request, const std::vector<lab::SweepRun>& runs) {
   std::vector<lab::RunSummary> summaries;
@@ -185,6 +205,7 @@ void write_sweep_table(const SweepRequest& request, const std::vector<lab::Sweep
   }
   const auto table = lab::compare_runs(summaries);
   std::cout << lab::to_markdown(table) << std::flush;
+  run::write_output_file("--dir", request.spec.dir / kSweepMark, "written by xl-sweep\n");
   const auto csv = request.spec.dir / lab::kSweepTable;
   run::write_output_file("--dir", csv, lab::to_csv(table));
   const auto png = request.spec.dir / lab::kSweepCurves;
@@ -199,10 +220,13 @@ int run_sweep(const SweepRequest& request) {
   struct sigaction forward {};
   forward.sa_handler = forward_signal;
   sigemptyset(&forward.sa_mask);
-  sigaction(SIGINT, &forward, nullptr);
-  sigaction(SIGTERM, &forward, nullptr);
-  // A sweep continues in its folder (no --force): only a run's own folder is refused.
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) {
+    sigaction(sig, &forward, nullptr);
+  }
+  // A sweep continues in its folder (no --force): only a run's own folder is refused, and a
+  // table or plot of the user's there.
   run::check_output_folder("--dir", request.spec.dir.string(), true);
+  check_own_table(request);
   const auto runs = lab::expand_sweep(request.spec);
   if (request.dry_run) {
     for (const auto& r : runs) {

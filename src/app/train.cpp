@@ -24,6 +24,7 @@
 #include "xl/train/init_from.h"
 #include "xl/train/parameter_groups.h"
 #include "xl/train/trainer.h"
+#include "xl/train/training_state.h"
 #include "xl/util/error.h"
 
 namespace xl::app {
@@ -113,7 +114,7 @@ run::RunPaths open_run_directory(
     const std::optional<runtime::DistributedEnv>& env,
     runtime::Group* group) {
   if (!env) {
-    auto paths = run::prepare_directory(config, resume);
+    auto paths = run::prepare_directory(config, resume, train::holds_training_state);
     run::setup_logging(config.run.log_level, paths.log);
     return paths;
   }
@@ -121,7 +122,7 @@ run::RunPaths open_run_directory(
   std::string failure;
   if (env->rank == 0) {
     try {
-      paths = run::prepare_directory(config, resume);
+      paths = run::prepare_directory(config, resume, train::holds_training_state);
     } catch (const UserError& e) {
       failure = e.what();
     }
@@ -202,6 +203,7 @@ int run_training(
         device,
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0)));
+    train::require_same_setup(*group, config, *model);
   }
   const run::RunPaths paths = open_run_directory(config, resume, env, group.get());
   spdlog::info("run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
@@ -216,6 +218,7 @@ int run_training(
   }
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   runtime::install_stop_handlers();
+  runtime::install_checkpoint_handler();
   train::Trainer trainer(config, paths, *dataset, model, device, parallel.get());
   const train::TrainResult result = trainer.run(resume, stop_at, finished_ok);
   if (!env || env->rank == 0) {

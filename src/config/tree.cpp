@@ -113,6 +113,24 @@ YAML::Node parse_config_file(const fs::path& path) {
   } catch (const UserError& e) {
     throw ConfigError(e.what());
   }
+  // yaml-cpp reads a NUL or another control byte as part of a key, which a message then shows
+  // as something else (a NUL looked like a tab): named here, where it is.
+  const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\n' && c != '\r' && c != '\t') || byte == 0x7f;
+  });
+  if (bad != text.end()) {
+    const auto at = static_cast<size_t>(bad - text.begin());
+    const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+    throw ConfigError(fmt::format(
+        "{}:{}: a control byte 0x{:02X} at column {}; a config is YAML text: remove it (was the "
+        "file saved as UTF-16, or is it not a config?)",
+        path.string(),
+        std::count(text.begin(), bad, '\n') + 1,
+        static_cast<unsigned char>(*bad),
+        column));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -236,6 +254,25 @@ Tree load_tree(const std::string& path) {
   return load_chain(path, stack);
 }
 
+namespace {
+
+// A shell expands ~ only at the start of a word: in --set run.dir=~/x it reaches xl as is, a
+// folder named "~" (or, alone, YAML's null: the default folder).
+void refuse_unexpanded_home(const Source& source, const std::string& key, const std::string& text) {
+  const auto ends_with = [&](const char* tail) {
+    const std::string_view end(tail);
+    return key.size() > end.size() && key.compare(key.size() - end.size(), end.size(), end) == 0;
+  };
+  if (text.rfind("~/", 0) == 0 || (text == "~" && (ends_with(".dir") || ends_with("from")))) {
+    throw ConfigError(
+        source.str() +
+        ": the shell did not expand ~ here (it does at the start of a word only), and xl does "
+        "not: write the folder out ($HOME/...), or null for the default");
+  }
+}
+
+} // namespace
+
 void apply_override(Tree& tree, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const Source source{"--set " + assignment, 0};
@@ -243,6 +280,7 @@ void apply_override(Tree& tree, const std::string& assignment) {
     throw ConfigError(source.str() + ": expected KEY.PATH=VALUE, e.g. --set model.d_model=512");
   }
   const std::string path = assignment.substr(0, eq);
+  refuse_unexpanded_home(source, path, assignment.substr(eq + 1));
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(eq + 1));

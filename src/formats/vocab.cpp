@@ -19,17 +19,31 @@ namespace {
 
 constexpr const char* kHeader = "#xl-vocab v1";
 
-// Reads a corpus file, refusing missing and empty ones with the role in the
-// message.
-std::string read_corpus(const std::filesystem::path& path) {
-  std::string text = read_file(path, "corpus file");
+// The files read whole, to count them.
+std::vector<std::string> read_corpora(
+    const std::vector<std::filesystem::path>& files,
+    VocabKind kind) {
+  std::vector<std::string> texts;
+  for (const auto& file : files) {
+    texts.push_back(read_corpus(file, kind));
+  }
+  return texts;
+}
+
+std::vector<std::string_view> views(const std::vector<std::string>& texts) {
+  return {texts.begin(), texts.end()};
+}
+
+} // namespace
+
+std::string read_corpus(const std::filesystem::path& path, VocabKind kind) {
+  std::string text = kind == VocabKind::kWord ? read_utf8_text(path, "corpus file")
+                                              : read_file(path, "corpus file");
   if (text.empty()) {
     throw UserError("corpus file is empty: " + path.string());
   }
   return text;
 }
-
-} // namespace
 
 std::string to_string(VocabKind kind) {
   return kind == VocabKind::kWord ? "word" : "byte";
@@ -53,6 +67,15 @@ Vocab Vocab::build_word(
     const std::vector<std::string>& specials,
     int64_t min_freq,
     std::optional<int64_t> max_size) {
+  const auto texts = read_corpora(files, VocabKind::kWord);
+  return build_word_from(views(texts), specials, min_freq, max_size);
+}
+
+Vocab Vocab::build_word_from(
+    const std::vector<std::string_view>& texts,
+    const std::vector<std::string>& specials,
+    int64_t min_freq,
+    std::optional<int64_t> max_size) {
   struct Entry {
     std::string token;
     int64_t count;
@@ -68,8 +91,7 @@ Vocab Vocab::build_word(
       ++entries[it->second].count;
     }
   };
-  for (const auto& file : files) {
-    const std::string text = read_corpus(file);
+  for (const auto text : texts) {
     for (const auto line : split_lines(text)) {
       for (const auto word : split_words(line)) {
         count(word);
@@ -94,9 +116,13 @@ Vocab Vocab::build_word(
 }
 
 Vocab Vocab::build_byte(const std::vector<std::filesystem::path>& files) {
+  const auto texts = read_corpora(files, VocabKind::kByte);
+  return build_byte_from(views(texts));
+}
+
+Vocab Vocab::build_byte_from(const std::vector<std::string_view>& texts) {
   std::array<int64_t, 256> counts{};
-  for (const auto& file : files) {
-    const std::string text = read_corpus(file);
+  for (const auto text : texts) {
     for (const char c : text) {
       ++counts[static_cast<unsigned char>(c)];
     }
@@ -222,7 +248,7 @@ const std::string& Vocab::token(int64_t id) const {
 }
 
 std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const {
-  return encode(read_corpus(path), path.string());
+  return encode(read_corpus(path, kind_), path.string());
 }
 
 std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& where, bool open_end)

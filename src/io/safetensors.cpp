@@ -5,12 +5,14 @@
 
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/utf8.h"
 
 namespace xl::io {
 
@@ -81,11 +83,29 @@ std::pair<nlohmann::json, size_t> read_header(
     throw not_safetensors(
         path, fmt::format("header of {} bytes in a file of {} bytes", header_size, bytes.size()));
   }
-  try {
-    return {nlohmann::json::parse(bytes.substr(8, header_size)), 8 + header_size};
-  } catch (const nlohmann::json::exception& e) {
-    throw not_safetensors(path, std::string("header is not JSON: ") + e.what());
+  if (header_size == 0) {
+    throw not_safetensors(path, "its header is empty (a length of 0)");
   }
+  const std::string_view text(bytes.data() + 8, header_size);
+  if (const auto check = check_utf8(text); check.invalid > 0) {
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "its header is not UTF-8 text (byte 0x{:02X} at {})",
+            static_cast<unsigned char>(text[check.first]),
+            8 + check.first));
+  }
+  auto header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded()) {
+    throw not_safetensors(path, fmt::format("its header of {} bytes is not JSON", header_size));
+  }
+  if (!header.is_object()) {
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "its header is a JSON {}, expected an object of tensors by name", header.type_name()));
+  }
+  return {std::move(header), 8 + header_size};
 }
 
 // The bytes a tensor of `type` and `shape` takes, or more than `data_size` where that is more
@@ -108,6 +128,16 @@ torch::Tensor read_tensor(
     const nlohmann::json& entry,
     const char* data,
     size_t data_size) {
+  if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
+      !entry.contains("shape") || !entry.contains("data_offsets")) {
+    throw not_safetensors(
+        path,
+        fmt::format(
+            "tensor '{}' needs an object with a dtype (text), a shape and data_offsets, found "
+            "{}",
+            name,
+            entry.dump().substr(0, 80)));
+  }
   const std::string dtype = entry.at("dtype").get<std::string>();
   const auto shape_or = integers<int64_t>(entry.at("shape"));
   const auto offsets_or = integers<size_t>(entry.at("data_offsets"));
@@ -161,15 +191,23 @@ SafeTensors SafeTensors::load(const std::filesystem::path& path) {
   for (const auto& [name, entry] : header.items()) {
     try {
       if (name == "__metadata__") {
+        if (!entry.is_object()) {
+          throw not_safetensors(path, "its __metadata__ is no object of texts");
+        }
         for (const auto& [k, v] : entry.items()) {
+          if (!v.is_string()) {
+            throw not_safetensors(
+                path, fmt::format("metadata '{}' is {}, expected text", k, v.dump().substr(0, 40)));
+          }
           out.metadata_[k] = v.get<std::string>();
         }
         continue;
       }
       out.tensors_.emplace(
           name, read_tensor(path, name, entry, bytes.data() + data_start, data_size));
-    } catch (const nlohmann::json::exception& e) {
-      throw not_safetensors(path, fmt::format("entry '{}': {}", name, e.what()));
+    } catch (const nlohmann::json::exception&) { // a shape of the wrong kind, say
+      throw not_safetensors(
+          path, fmt::format("tensor '{}' is malformed: {}", name, entry.dump().substr(0, 80)));
     }
   }
   return out;

@@ -223,9 +223,13 @@ std::vector<SweepRun> expand_sweep(const SweepSpec& spec) {
 }
 
 RunState run_state(const SweepRun& run) {
-  const auto checkpoint = run::paths_of(run::directory_of(run.config)).last_checkpoint();
-  if (!std::filesystem::exists(checkpoint)) {
+  const auto paths = run::paths_of(run::directory_of(run.config));
+  const auto checkpoint = paths.last_checkpoint();
+  if (!run::holds_checkpoints(paths)) {
     return RunState::kNew;
+  }
+  if (!std::filesystem::exists(checkpoint)) {
+    return RunState::kInterrupted; // killed in its first checkpoint: --auto-resume restores it
   }
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(checkpoint, archive);

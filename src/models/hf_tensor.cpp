@@ -49,6 +49,20 @@ void HFImporter::copy(const std::string& name, const torch::Tensor& dest) {
   }
   used_.insert(name);
   const auto& source = weights_.at(name);
+  // dest.copy_ would turn integers and booleans into weights without a word.
+  if (!source.is_floating_point()) {
+    problems_.push_back(fmt::format(
+        "{}: holds {} values, where a weight is floating-point",
+        name,
+        c10::toString(source.scalar_type())));
+    return;
+  }
+  if (!torch::isfinite(source).all().item<bool>()) {
+    const auto bad = torch::logical_not(torch::isfinite(source)).sum().item<int64_t>();
+    problems_.push_back(
+        fmt::format("{}: {} of its {} values are NaN or infinite", name, bad, source.numel()));
+    return;
+  }
   if (source.sizes() != dest.sizes()) {
     problems_.push_back(fmt::format(
         "{}: shape [{}] in the file, [{}] in the model",

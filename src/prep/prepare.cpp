@@ -14,7 +14,9 @@ namespace xl::prep {
 
 namespace {
 
-formats::Vocab load_or_build_vocab(const PrepOptions& options) {
+formats::Vocab load_or_build_vocab(
+    const PrepOptions& options,
+    const std::map<std::string, std::string>& texts) {
   if (options.vocab) {
     formats::Vocab vocab = formats::Vocab::load(*options.vocab);
     if (vocab.kind() != options.kind) {
@@ -24,17 +26,17 @@ formats::Vocab load_or_build_vocab(const PrepOptions& options) {
     }
     return vocab;
   }
-  std::vector<std::filesystem::path> files;
+  std::vector<std::string_view> counted;
   for (const char* split : {"train", "valid", "test"}) {
-    if (options.splits.count(split) != 0 && (options.vocab_from == "all" || files.empty())) {
-      files.push_back(options.splits.at(split));
+    if (texts.count(split) != 0 && (options.vocab_from == "all" || counted.empty())) {
+      counted.emplace_back(texts.at(split));
     }
   }
   if (options.kind == formats::VocabKind::kByte) {
     if (options.unk || options.min_freq > 1 || options.max_size) {
       throw UserError("--unk, --min-freq and --max-size are for word vocabularies (--format word)");
     }
-    return formats::Vocab::build_byte(files);
+    return formats::Vocab::build_byte_from(counted);
   }
   // Words left out must map somewhere.
   const bool unk = options.unk || options.min_freq > 1 || options.max_size;
@@ -48,7 +50,7 @@ formats::Vocab load_or_build_vocab(const PrepOptions& options) {
         *options.max_size,
         fmt::join(specials, " ")));
   }
-  return formats::Vocab::build_word(files, specials, options.min_freq, options.max_size);
+  return formats::Vocab::build_word_from(counted, specials, options.min_freq, options.max_size);
 }
 
 } // namespace
@@ -63,7 +65,12 @@ PrepReport prepare_corpus(const PrepOptions& options) {
   if (options.vocab_from != "train" && options.vocab_from != "all") {
     throw UserError("--vocab-from: expected train or all, found '" + options.vocab_from + "'");
   }
-  const formats::Vocab vocab = load_or_build_vocab(options);
+  // Each split read once (a pipe cannot be read again), then counted and encoded.
+  std::map<std::string, std::string> texts;
+  for (const auto& [name, path] : options.splits) {
+    texts[name] = formats::read_corpus(path, options.kind);
+  }
+  const formats::Vocab vocab = load_or_build_vocab(options, texts);
   PrepReport report;
   report.vocab_size = vocab.size();
   spdlog::info("vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
@@ -71,7 +78,8 @@ PrepReport prepare_corpus(const PrepOptions& options) {
   // folder as it was.
   std::map<std::string, std::vector<int64_t>> encoded;
   for (const auto& [name, path] : options.splits) {
-    encoded[name] = vocab.encode_file(path);
+    encoded[name] = vocab.encode(texts.at(name), path.string());
+    texts.erase(name);
     report.tokens[name] = static_cast<int64_t>(encoded[name].size());
     spdlog::info("{}: {} tokens from {}", name, encoded[name].size(), path.string());
   }
@@ -92,7 +100,15 @@ PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
         "xl-prep needs a training split (--train FILE) to train SentencePiece "
         "on, or an existing model (--spm-model FILE)");
   } else {
-    train_sentencepiece({options.splits.at("train")}, model_path, options.sentencepiece);
+    const auto& train = options.splits.at("train");
+    std::error_code ec;
+    if (std::filesystem::is_fifo(train, ec)) {
+      throw UserError(fmt::format(
+          "--train {} is a pipe: SentencePiece is trained on it and then it is encoded, two "
+          "reads; give a regular file (or reuse a model with --spm-model)",
+          train.string()));
+    }
+    train_sentencepiece({train}, model_path, options.sentencepiece);
   }
   const formats::SentencePiece model(model_path);
   PrepReport report;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "xl/config/config.h"
+#include "xl/run/checkpoint.h"
 #include "xl/run/metrics.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
@@ -75,6 +76,31 @@ std::vector<std::filesystem::path> RunPaths::snapshots() const {
   return out;
 }
 
+namespace {
+
+// What `path` is when it is there but no regular file (a folder, a link to nothing, a pipe, a
+// device), or an empty string.
+std::string not_a_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto link = std::filesystem::symlink_status(path, ec);
+  if (!std::filesystem::exists(link)) {
+    return "";
+  }
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    return "a link to " + std::filesystem::read_symlink(path, ec).string() + ", which is missing";
+  }
+  if (std::filesystem::is_regular_file(status)) {
+    return "";
+  }
+  if (std::filesystem::is_directory(status)) {
+    return "a folder";
+  }
+  return std::filesystem::is_fifo(status) ? "a named pipe" : "a device or socket";
+}
+
+} // namespace
+
 std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
   if (std::filesystem::is_regular_file(name)) {
     return name;
@@ -82,6 +108,18 @@ std::filesystem::path RunPaths::checkpoint(const std::string& name) const {
   const auto path = checkpoints / (name + ".pt");
   if (std::filesystem::is_regular_file(path)) {
     return path;
+  }
+  // A bare name ("best") is the run's; a folder of that name where xl runs is not meant.
+  const bool a_path =
+      name.find('/') != std::string::npos || !std::filesystem::path(name).extension().empty();
+  for (const auto& candidate : {path, std::filesystem::path(a_path ? name : "")}) {
+    if (const auto what = candidate.empty() ? "" : not_a_file(candidate); !what.empty()) {
+      throw UserError(fmt::format(
+          "checkpoint '{}': {} is {}, not a checkpoint file; give a checkpoint's name or file",
+          name,
+          candidate.string(),
+          what));
+    }
   }
   std::vector<std::string> names;
   std::error_code ec;
@@ -173,6 +211,19 @@ void refuse_foreign_folder(const std::filesystem::path& dir) {
       fmt::join(held, ", ")));
 }
 
+// A new run inside another run's folder (or its checkpoints/) would be counted as that run's
+// files, and written over by it: refused, as the other tools refuse outputs inside a run.
+void refuse_inside_another_run(const std::filesystem::path& dir) {
+  const auto parent = std::filesystem::absolute(dir).lexically_normal().parent_path();
+  if (const auto run = enclosing_run(parent)) {
+    throw UserError(fmt::format(
+        "run directory {} is inside the run in {}; a run's folder holds its own files only: "
+        "choose a run.dir outside it",
+        dir.string(),
+        run->string()));
+  }
+}
+
 // Every checkpoint of `paths` (last, best, snapshots, averages: the .pt files of checkpoints/),
 // relative to the run folder, sorted.
 std::vector<std::string> held_checkpoints(const RunPaths& paths) {
@@ -187,38 +238,130 @@ std::vector<std::string> held_checkpoints(const RunPaths& paths) {
   return held;
 }
 
+// The files a resume may continue from, in the order restore_last_checkpoint tries them.
+std::vector<std::filesystem::path> resume_candidates(const RunPaths& paths) {
+  std::vector<std::filesystem::path> candidates;
+  std::error_code ec;
+  for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {
+    if (std::filesystem::exists(file, ec)) {
+      candidates.push_back(file);
+    }
+  }
+  // best.pt is written first and then copied to last.pt: a newer best.pt is what a kill between
+  // the two left.
+  if (candidates.size() == 2 &&
+      std::filesystem::last_write_time(candidates[1], ec) >
+          std::filesystem::last_write_time(candidates[0], ec)) {
+    std::swap(candidates[0], candidates[1]);
+  }
+  auto snapshots = paths.snapshots();
+  candidates.insert(candidates.end(), snapshots.rbegin(), snapshots.rend());
+  return candidates;
+}
+
+struct ResumePoint {
+  std::filesystem::path file;
+  int64_t step = 0;
+};
+
+// The first of resume_candidates that verifies and that `resumable` accepts (any, when null);
+// `passed_over` gets why each one before it could not be resumed.
+std::optional<ResumePoint> find_resume_point(
+    const RunPaths& paths,
+    const ResumableCheck& resumable,
+    std::vector<std::string>& passed_over) {
+  std::error_code ec;
+  if (!std::filesystem::exists(paths.last_checkpoint(), ec)) {
+    passed_over.push_back("last.pt: missing");
+  }
+  for (const auto& file : resume_candidates(paths)) {
+    const std::string name = file.filename().string();
+    torch::serialize::InputArchive archive;
+    int64_t step = 0;
+    try {
+      step = load_checkpoint(file, archive).step;
+    } catch (const UserError& e) {
+      passed_over.push_back(fmt::format("{}: {}", name, e.what()));
+      continue;
+    }
+    if (resumable && !resumable(archive)) {
+      passed_over.push_back(fmt::format(
+          "{}: weights only, no training state (an import or an average: start a new run from "
+          "it with train.init_from)",
+          name));
+      continue;
+    }
+    return ResumePoint{file, step};
+  }
+  return std::nullopt;
+}
+
 // Any checkpoint, not only last.pt: a best.pt left without one (an import, or last.pt removed)
 // would be replaced by a new run's.
-void refuse_held_checkpoints(const RunPaths& paths) {
+void refuse_held_checkpoints(const RunPaths& paths, const ResumableCheck& resumable) {
   if (const auto held = held_checkpoints(paths); !held.empty()) {
-    std::error_code ec;
+    std::vector<std::string> passed_over;
     throw UserError(fmt::format(
         "run directory {} already holds checkpoints ({}); {}choose another run.name or run.dir",
         paths.dir.string(),
         fmt::join(held, ", "),
-        std::filesystem::exists(paths.last_checkpoint(), ec)
-            ? "pass --resume to continue that run, or "
+        find_resume_point(paths, resumable, passed_over)
+            ? "pass --resume (or --auto-resume) to continue that run, or "
             : ""));
   }
 }
 
 } // namespace
 
-void check_new_directory(const config::Config& config) {
+void check_new_directory(const config::Config& config, const ResumableCheck& resumable) {
   const RunPaths paths = paths_of(directory_of(config));
+  refuse_inside_another_run(paths.dir);
   refuse_foreign_folder(paths.dir);
-  refuse_held_checkpoints(paths);
+  refuse_held_checkpoints(paths, resumable);
 }
 
-RunPaths prepare_directory(const config::Config& config, bool resume) {
+bool holds_checkpoints(const RunPaths& paths) {
+  std::error_code ec;
+  return std::filesystem::exists(paths.last_checkpoint(), ec) ||
+      std::filesystem::exists(paths.best_checkpoint(), ec) || !paths.snapshots().empty();
+}
+
+std::filesystem::path restore_last_checkpoint(
+    const RunPaths& paths,
+    const ResumableCheck& resumable) {
+  std::vector<std::string> passed_over;
+  const auto point = find_resume_point(paths, resumable, passed_over);
+  if (!point) {
+    throw UserError(fmt::format(
+        "--resume: no checkpoint to resume from in {} ({})",
+        paths.dir.string(),
+        fmt::join(passed_over, "; ")));
+  }
+  if (point->file != paths.last_checkpoint()) {
+    atomic_copy(point->file, paths.last_checkpoint(), "checkpoint");
+    spdlog::warn(
+        "resuming from {} (step {}), the newest checkpoint that verifies ({}): copied to last.pt",
+        point->file.string(),
+        point->step,
+        passed_over.empty() ? std::string("last.pt is older")
+                            : fmt::format("{}", fmt::join(passed_over, "; ")));
+  }
+  return point->file;
+}
+
+RunPaths prepare_directory(
+    const config::Config& config,
+    bool resume,
+    const ResumableCheck& resumable) {
   RunPaths paths = paths_of(directory_of(config));
   std::error_code ec;
-  if (resume && !std::filesystem::exists(paths.last_checkpoint(), ec)) {
+  if (resume && !holds_checkpoints(paths)) {
     throw UserError(
         "--resume: no checkpoint to resume from in " + paths.dir.string() + " (expected " +
         paths.last_checkpoint().string() + ")");
   }
   if (!resume) {
+    refuse_inside_another_run(paths.dir);
     refuse_foreign_folder(paths.dir);
   }
   std::filesystem::create_directories(paths.dir, ec);
@@ -227,7 +370,7 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
   }
   paths.lock = std::make_shared<const RunLock>(paths.dir);
   if (!resume) { // checked again under the lock: another process may have written since
-    refuse_held_checkpoints(paths);
+    refuse_held_checkpoints(paths, resumable);
   }
   std::filesystem::create_directories(paths.checkpoints, ec);
   if (ec) {
@@ -236,6 +379,9 @@ RunPaths prepare_directory(const config::Config& config, bool resume) {
   // What a save killed half-way left; nobody else writes here while the lock is held.
   for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {
     remove_stale_temporaries(file);
+  }
+  if (resume) {
+    restore_last_checkpoint(paths, resumable);
   }
   // A kill before the first checkpoint leaves a run that starts again without --resume.
   if (const size_t dropped = drop_torn_last_line(paths.metrics)) {

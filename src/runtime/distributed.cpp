@@ -101,6 +101,25 @@ void check_master_address(const DistributedEnv& env) {
   ::freeaddrinfo(found);
 }
 
+// What a failed connection or exchange says, in xl's words rather than c10d's or Gloo's.
+std::string connection_failure(const std::string& cause) {
+  const auto says = [&](const char* text) { return cause.find(text) != std::string::npos; };
+  if (says("EADDRINUSE") || says("ddress already in use")) {
+    return "the port is in use (another job there, or a second process started with RANK=0)";
+  }
+  if (says("ECONNREFUSED") || says("onnection refused")) {
+    return "nothing answers there (rank 0 has not started, or has stopped)";
+  }
+  if (says("ECONNRESET") || says("onnection reset") || says("Broken pipe") || says("EPIPE") ||
+      says("onnection closed")) {
+    return "a peer closed the connection (it stopped)";
+  }
+  if (says("imed out") || says("imeout") || says("ETIMEDOUT")) {
+    return "not every rank answered in time";
+  }
+  return "the connection failed";
+}
+
 // The store every rank joins within `start_timeout`; its operations then wait up to `timeout`.
 c10::intrusive_ptr<c10d::Store> join_store(
     const DistributedEnv& env,
@@ -126,18 +145,28 @@ c10::intrusive_ptr<c10d::Store> join_store(
   try {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
-    const std::string cause = e.what();
+    const std::string why = connection_failure(e.what());
+    if (why.rfind("the port is in use", 0) == 0) {
+      throw UserError(fmt::format(
+          "rank {} of {}: cannot serve the ranks' meeting point at {}:{}: {}; choose another "
+          "MASTER_PORT (torchrun --master-port), or give each process its own RANK",
+          env.rank,
+          env.world_size,
+          env.master_addr,
+          env.master_port,
+          why));
+    }
     throw UserError(fmt::format(
         "rank {} of {}: the {} processes did not all join at {}:{} within {:g} s "
         "(train.dist_start_timeout_s): {}; start every rank (torchrun --nproc-per-node {}) "
-        "with the same MASTER_ADDR and MASTER_PORT",
+        "with the same MASTER_ADDR and MASTER_PORT, each with its own RANK",
         env.rank,
         env.world_size,
         env.world_size,
         env.master_addr,
         env.master_port,
         seconds,
-        cause.substr(0, cause.find('\n')),
+        why,
         env.world_size));
   }
   store->setTimeout(timeout); // from here on the collectives' limit
@@ -208,17 +237,16 @@ const c10::intrusive_ptr<c10d::ProcessGroup>& Group::process_group() const {
 }
 
 UserError Group::lost(const std::string& what, const std::exception& cause) const {
-  const std::string text = cause.what();
   return UserError(fmt::format(
-      "rank {} of {}: {} failed, another rank has probably stopped, or it did not answer "
-      "within {:g} s (train.dist_timeout_s); its own error, or torchrun's, says why: {}; the "
-      "last checkpoint is kept: --resume (or torchrun --max-restarts with --auto-resume) "
-      "continues from it",
+      "rank {} of {}: {} failed: {}; another rank has probably stopped, or it did not answer "
+      "within {:g} s (train.dist_timeout_s): its own error, or torchrun's, says why; the last "
+      "checkpoint is kept: --resume (or torchrun --max-restarts with --auto-resume) continues "
+      "from it",
       rank_,
       size_,
       what,
-      timeout_s_,
-      text.substr(0, text.find('\n'))));
+      connection_failure(cause.what()),
+      timeout_s_));
 }
 
 template <class F>

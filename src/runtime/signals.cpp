@@ -6,6 +6,15 @@
 
 namespace xl::runtime {
 
+namespace {
+
+std::atomic<bool>& checkpoint_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+} // namespace
+
 std::atomic<int>& stop_signal() {
   static std::atomic<int> signal{0};
   return signal;
@@ -19,6 +28,19 @@ void install_stop_handlers() {
   };
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);
+  std::signal(SIGHUP, handler);
+}
+
+bool checkpoint_requested() {
+  return checkpoint_flag().load();
+}
+
+void take_checkpoint_request() {
+  checkpoint_flag().store(false);
+}
+
+void install_checkpoint_handler() {
+  std::signal(SIGUSR1, [](int /*sig*/) { checkpoint_flag().store(true); });
 }
 
 } // namespace xl::runtime

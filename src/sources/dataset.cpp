@@ -270,7 +270,14 @@ std::string getdata_name(const std::filesystem::path& dir) {
 
 void check_data_dir(const config::Config& config) {
   const std::filesystem::path dir = config.data.dir;
-  if (!std::filesystem::is_directory(dir)) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    throw UserError(fmt::format(
+        "data.dir {} is a file, expected the folder xl-prep wrote (data.dir names the folder "
+        "of train.bin, valid.bin, ..., not one file)",
+        dir.string()));
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
     const std::string corpus = getdata_name(dir);
     throw UserError(fmt::format(
         "data.dir not found: {}{}; prepare it with {} or set data.dir",

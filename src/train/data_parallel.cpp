@@ -3,10 +3,109 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <unordered_map>
 
+#include "xl/config/config.h"
+#include "xl/run/checkpoint.h"
+#include "xl/util/files.h"
+
 namespace xl::train {
+
+namespace {
+
+// The model's parameters, a line each: name and shape.
+std::string parameter_shapes(const torch::nn::Module& model) {
+  std::string text;
+  for (const auto& item : model.named_parameters()) {
+    text += fmt::format("{} {}\n", item.key(), fmt::join(item.value().sizes(), "x"));
+  }
+  return text;
+}
+
+// Every rank's `text` (of any length), in rank order: the lengths first, so that every
+// exchange has the same shape on every rank (Gloo aborts the process otherwise).
+std::vector<std::string> gather_texts(runtime::Group& group, const std::string& text) {
+  const auto lengths = group.all_gather(torch::tensor({static_cast<int64_t>(text.size())}));
+  int64_t longest = 0;
+  for (const auto& length : lengths) {
+    longest = std::max(longest, length.item<int64_t>());
+  }
+  auto bytes = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(bytes.data_ptr<uint8_t>(), text.data(), text.size());
+  std::vector<std::string> texts;
+  const auto gathered = group.all_gather(bytes);
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    const auto* data = gathered[r].data_ptr<uint8_t>();
+    texts.emplace_back(
+        reinterpret_cast<const char*>(data), static_cast<size_t>(lengths[r].item<int64_t>()));
+  }
+  return texts;
+}
+
+// The first difference between two ranks' setups, in one line.
+std::string first_difference(
+    const std::string& mine,
+    const std::string& theirs,
+    int rank,
+    const std::string& shapes_mine,
+    const std::string& shapes_theirs) {
+  const auto a = run::flatten_config(theirs);
+  const auto b = run::flatten_config(mine);
+  for (const auto& [key, value] : a) {
+    const auto it = b.find(key);
+    const std::string other = it == b.end() ? "(none)" : it->second;
+    if (other != value) {
+      return fmt::format("{}: rank 0 {}, rank {} {}", key, value, rank, other);
+    }
+  }
+  for (const auto& [key, value] : b) {
+    if (a.count(key) == 0) {
+      return fmt::format("{}: rank 0 (none), rank {} {}", key, rank, value);
+    }
+  }
+  return shapes_mine != shapes_theirs
+      ? fmt::format("the model's parameters (names and shapes) differ on rank {}", rank)
+      : "";
+}
+
+} // namespace
+
+void require_same_setup(
+    runtime::Group& group,
+    const config::Config& config,
+    const torch::nn::Module& model) {
+  const std::string resolved = config::dump(config);
+  const std::string shapes = parameter_shapes(model);
+  const auto digest = static_cast<int64_t>(
+      hash64(shapes.data(), shapes.size(), hash64(resolved.data(), resolved.size())));
+  const auto digests = group.all_gather(torch::tensor({digest}));
+  const bool same = std::all_of(digests.begin(), digests.end(), [&](const torch::Tensor& d) {
+    return d.item<int64_t>() == digests[0].item<int64_t>();
+  });
+  if (same) {
+    return;
+  }
+  // Every rank learns every rank's setup, so that each prints the same line.
+  const auto configs = gather_texts(group, resolved);
+  const auto models = gather_texts(group, shapes);
+  for (size_t r = 1; r < configs.size(); ++r) {
+    const auto difference =
+        first_difference(configs[r], configs[0], static_cast<int>(r), models[r], models[0]);
+    if (!difference.empty()) {
+      throw UserError(fmt::format(
+          "rank {} of {}: the ranks would train different things: {}; start every rank with "
+          "the same config and overrides (torchrun runs one command for all)",
+          group.rank(),
+          group.size(),
+          difference));
+    }
+  }
+}
 
 DataParallel::DataParallel(
     runtime::Group& group,

@@ -183,8 +183,17 @@ void Trainer::start(State& s, bool resume) {
 }
 
 bool Trainer::stop_requested() const {
-  const bool here = runtime::stop_signal().load() != 0;
-  return parallel_ != nullptr ? parallel_->group().any(here) : here;
+  return requests().stop;
+}
+
+Trainer::Requests Trainer::requests() const {
+  Requests asked{runtime::stop_signal().load() != 0, runtime::checkpoint_requested()};
+  if (parallel_ != nullptr) { // one exchange for both
+    auto flags = torch::tensor({asked.stop ? 1.0F : 0.0F, asked.checkpoint ? 1.0F : 0.0F});
+    parallel_->group().all_reduce_sum(flags);
+    asked = {flags[0].item<float>() > 0, flags[1].item<float>() > 0};
+  }
+  return asked;
 }
 
 void Trainer::skip_non_finite(State& s, int64_t step) {
@@ -312,7 +321,8 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
             options));
     s.step = step;
     s.progress->update(step, batch.n_targets);
-    const bool signalled = stop_requested();
+    const Requests asked = requests();
+    const bool signalled = asked.stop;
     // The steps' values are read at logging steps and before a checkpoint, not in between.
     const bool logs = step % t.log_interval == 0;
     const bool reads = logs || signalled || step == s.last_step || step % t.eval_interval == 0;
@@ -326,16 +336,23 @@ TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finis
     if (stops_after(s, step, signalled, result)) {
       break;
     }
+    if (asked.checkpoint) {
+      checkpoint_on_request(s, step);
+    }
   }
   result.first_step = first_step;
-  result.step = s.step;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  summarize(s, result);
+  return result;
+}
+
+void Trainer::summarize(const State& s, TrainResult& result) const {
+  result.step = s.step;
   result.best_valid_loss = s.loop.best_valid;
   result.last_train = s.last_train;
   result.last_valid = s.last_valid;
   result.last_valid_step = s.last_valid_step;
-  result.stopped_early = s.stopped_early && s.step < t.max_step;
-  return result;
+  result.stopped_early = s.stopped_early && s.step < config_.train.max_step;
 }
 
 } // namespace xl::train

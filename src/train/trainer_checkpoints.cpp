@@ -11,6 +11,7 @@
 
 #include "xl/config/config.h"
 #include "xl/run/checkpoint.h"
+#include "xl/runtime/signals.h"
 #include "xl/train/data_parallel.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -135,6 +136,18 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
 bool Trainer::stale(const State& s) const {
   const auto& limit = config_.train.early_stop;
   return limit && s.loop.stale_validations >= *limit;
+}
+
+void Trainer::checkpoint_on_request(State& s, int64_t step) {
+  runtime::take_checkpoint_request();
+  if (s.saved_step == step) {
+    return; // this step was just checkpointed
+  }
+  flush(s); // the steps' values, before the state they led to is saved
+  save(s, false);
+  s.saved_step = step;
+  spdlog::info(
+      "SIGUSR1: checkpointed step {} -> {}, going on", step, paths_.last_checkpoint().string());
 }
 
 void Trainer::keep_snapshot(int64_t step) const {

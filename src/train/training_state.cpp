@@ -215,6 +215,11 @@ std::vector<nn::Memory> read_training_state(
   }
 }
 
+bool holds_training_state(torch::serialize::InputArchive& archive) {
+  c10::IValue value;
+  return archive.try_read("train.best_valid", value);
+}
+
 std::vector<std::string> check_resume(
     const std::string& file,
     const run::CheckpointInfo& info,

@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "e2e_util.h"
 #include "test_util.h"
@@ -106,6 +109,74 @@ TEST(DataParallel, StartUpSaysWhatItWaitsForAndGivesUpWithOneLine) {
   const auto rank_alone = run_command("env RANK=1 " + train_command(dir / "t"), dir.path());
   EXPECT_EQ(rank_alone.status, 2) << rank_alone.output;
   EXPECT_THAT(rank_alone.output, HasSubstr("RANK=1 is set but WORLD_SIZE is not"));
+}
+
+// Two ranks started with different models, or with different learning rates: every rank exits 2
+// with the same line naming the first key that differs and both values, before any exchange a
+// different model would break (Gloo aborted the process there).
+TEST(DataParallel, RanksThatWouldTrainDifferentThingsAreRefusedByEveryRank) {
+  TempDir dir;
+  for (const auto& [key, zero, one] :
+       {std::tuple{"model.d_inner", "48", "64"}, std::tuple{"train.lr", "0.5", "0.002"}}) {
+    SCOPED_TRACE(key);
+    const int port = free_port();
+    const auto rank = [&](int r, const std::string& value) {
+      return as_rank(
+          r,
+          2,
+          port,
+          train_command(
+              dir / "r",
+              "--set train.max_step=4 --set train.warmup_step=0 --set " + std::string(key) + "=" +
+                  value),
+          dir / ("rank" + std::to_string(r) + ".log"));
+    };
+    const auto r = run_command(
+        "(" + rank(1, one) + ") & " + rank(0, zero) +
+            "; zero=$?; wait $!; one=$?; echo \"ranks exited $zero $one\"",
+        dir.path());
+    EXPECT_THAT(r.output, HasSubstr("ranks exited 2 2"));
+    for (int i = 0; i < 2; ++i) {
+      const auto log = read_text(dir / ("rank" + std::to_string(i) + ".log"));
+      EXPECT_THAT(
+          log,
+          HasSubstr(fmt::format(
+              "error: rank {} of 2: the ranks would train different things: {}: rank 0 {}, "
+              "rank 1 {}",
+              i,
+              key,
+              zero,
+              one)));
+      EXPECT_THAT(log, Not(HasSubstr("terminate called")));
+      EXPECT_THAT(log, Not(HasSubstr("gloo")));
+    }
+    fs::remove_all(dir / "r");
+  }
+}
+
+// A port another program holds, or a second process that is rank 0 too: xl's own line, no
+// c10d text.
+TEST(DataParallel, ABusyPortIsNamedInXlsWords) {
+  TempDir dir;
+  const int port = free_port();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  const auto busy = run_command(
+      as_rank(
+          0, 2, port, train_command(dir / "r", "--set train.dist_start_timeout_s=5"), dir / "log") +
+          "; echo \"exit $?\"; cat log",
+      dir.path());
+  ::close(fd);
+  EXPECT_THAT(busy.output, HasSubstr("exit 2"));
+  EXPECT_THAT(busy.output, HasSubstr("cannot serve the ranks' meeting point at 127.0.0.1:"));
+  EXPECT_THAT(busy.output, HasSubstr("the port is in use"));
+  EXPECT_THAT(busy.output, Not(HasSubstr("EADDRINUSE")));
 }
 
 // Two processes, each with half of every batch, train as one process whose batch_chunk splits

@@ -196,26 +196,94 @@ TEST(Integrity, ASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
 // Item 7: a kill after a new best.pt is written and before it is copied to last.pt leaves
 // best.pt newer than last.pt. The resumed run replays from last.pt and ends with the
 // checkpoints and losses of a run that was never killed.
-TEST(Integrity, AKillBetweenBestAndLastResumesToTheUninterruptedCheckpoints) {
+TEST(Integrity, AKillBetweenBestAndLastResumesFromTheNewerBest) {
   TempDir dir;
-  const auto ref = run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
+  const auto ref = run_command(train_command(dir / "ref", "--stop-at-step 30"), dir.path());
   ASSERT_EQ(ref.status, 0) << ref.output;
   torch::serialize::InputArchive archive;
   ASSERT_EQ( // step 20's validation was a new best
       run::load_checkpoint(dir / "ref/checkpoints/best.pt", archive).step,
-      20);
+      30);
+  // The state a kill between the two writes of step 20's new best leaves: best.pt of step 20,
+  // last.pt of step 10, older.
   train_ten_steps(dir);
+  fs::copy_file(dir / "r/checkpoints/last.pt", dir / "last_10.pt");
+  ASSERT_EQ(
+      run_command(train_command(dir / "r", "--resume --stop-at-step 20"), dir.path()).status, 0);
+  ASSERT_EQ(run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
   fs::copy_file(
-      dir / "ref/checkpoints/best.pt",
-      dir / "r/checkpoints/best.pt",
-      fs::copy_options::overwrite_existing);
+      dir / "last_10.pt", dir / "r/checkpoints/last.pt", fs::copy_options::overwrite_existing);
+  fs::last_write_time(
+      dir / "r/checkpoints/last.pt",
+      fs::last_write_time(dir / "r/checkpoints/best.pt") - std::chrono::seconds(1));
   const auto resumed =
-      run_command(train_command(dir / "r", "--resume --stop-at-step 20"), dir.path());
+      run_command(train_command(dir / "r", "--resume --stop-at-step 30"), dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_EQ(checkpoint_step(dir / "r"), 20);
-  EXPECT_EQ(run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 20);
-  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "r"), 10, 20);
-  EXPECT_EQ(split_losses(dir / "r", "valid").at(20), split_losses(dir / "ref", "valid").at(20));
+  EXPECT_THAT(resumed.output, HasSubstr("best.pt (step 20), the newest checkpoint that verifies"));
+  EXPECT_EQ(checkpoint_step(dir / "r"), 30);
+  EXPECT_EQ(run::load_checkpoint(dir / "r/checkpoints/best.pt", archive).step, 30);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "r"), 20, 30);
+  EXPECT_EQ(split_losses(dir / "r", "valid").at(30), split_losses(dir / "ref", "valid").at(30));
+}
+
+// A kill during the first checkpoint (between best.pt and its copy to last.pt, a temporary
+// left), or a first save whose copy fails: --resume and --auto-resume continue from best.pt,
+// saying so, to the uninterrupted run's losses. A folder of weights alone is refused by name.
+TEST(Integrity, AKillInTheFirstCheckpointLeavesARunThatResumes) {
+  TempDir dir;
+  const auto ref = run_command(train_command(dir / "ref", "--stop-at-step 20"), dir.path());
+  ASSERT_EQ(ref.status, 0) << ref.output;
+  for (const std::string how : {"--resume", "--auto-resume"}) {
+    SCOPED_TRACE(how);
+    const fs::path run = dir / ("r" + how);
+    ASSERT_EQ(run_command(train_command(run, "--stop-at-step 10"), dir.path()).status, 0);
+    fs::remove(run / "checkpoints/last.pt");
+    write_file(run / "checkpoints/last.pt.tmp.99999", "half a checkpoint");
+    const auto resumed = run_command(train_command(run, how + " --stop-at-step 20"), dir.path());
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_THAT(
+        resumed.output, HasSubstr("best.pt (step 10), the newest checkpoint that verifies"));
+    EXPECT_THAT(resumed.output, HasSubstr("last.pt: missing"));
+    EXPECT_FALSE(fs::exists(run / "checkpoints/last.pt.tmp.99999"));
+    expect_same_losses_after(train_losses(dir / "ref"), train_losses(run), 10, 20);
+  }
+  // A first save whose copy to last.pt fails (too few file descriptors left: the limit that
+  // lets best.pt be written but not read back, found by trying) is an error that leaves best.pt,
+  // from which --auto-resume continues.
+  bool copy_failed = false;
+  for (int limit = 6; limit <= 24 && !copy_failed; ++limit) {
+    const fs::path run = dir / ("f" + std::to_string(limit));
+    // bash: dash's own redirections need descriptors past such a limit.
+    const auto failed = run_command(
+        "bash -c 'ulimit -n " + std::to_string(limit) + " && exec " +
+            train_command(run, "--stop-at-step 10") + "'",
+        dir.path());
+    copy_failed = failed.status == 2 && fs::exists(run / "checkpoints/best.pt") &&
+        !fs::exists(run / "checkpoints/last.pt");
+    if (!copy_failed) {
+      continue;
+    }
+    SCOPED_TRACE("ulimit -n " + std::to_string(limit));
+    EXPECT_THAT(failed.output, HasSubstr("Too many open files"));
+    const auto resumed =
+        run_command(train_command(run, "--auto-resume --stop-at-step 20"), dir.path());
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_THAT(
+        resumed.output, HasSubstr("the newest checkpoint that verifies (last.pt: missing)"));
+    expect_same_losses_after(train_losses(dir / "ref"), train_losses(run), 10, 20);
+  }
+  EXPECT_TRUE(copy_failed) << "no descriptor limit let best.pt be written and its copy fail";
+  // Weights alone (what xl-import writes) are no state to resume.
+  fs::create_directories(dir / "w/checkpoints");
+  ASSERT_EQ(run_command(train_command(dir / "full", "--stop-at-step 10"), dir.path()).status, 0);
+  const auto averaged =
+      run_command(app("xl-average") + " --run full --checkpoints last --out weights", dir.path());
+  ASSERT_EQ(averaged.status, 0) << averaged.output;
+  fs::copy_file(dir / "full/checkpoints/weights.pt", dir / "w/checkpoints/best.pt");
+  fs::copy_file(dir / "full/config.yaml", dir / "w/config.yaml");
+  const auto refused = run_command(train_command(dir / "w", "--resume"), dir.path());
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("best.pt: weights only, no training state"));
 }
 
 TEST(Integrity, OneTrainerPerRunDirectory) {

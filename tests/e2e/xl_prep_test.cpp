@@ -1,6 +1,11 @@
-// xl-prep as a user runs it: golden counts, the byte format, clear errors.
+// xl-prep as a user runs it: golden counts, the byte format, clear errors, a folder replaced
+// whole.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <thread>
 
 #include "e2e_util.h"
 #include "test_util.h"
@@ -49,6 +54,50 @@ TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
   r = run_command(app("xl-prep") + " --out o", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("xl-prep has nothing to read: give --train, --valid or --test"));
+}
+
+// A kill during xl-prep --force leaves the folder as it was: the new files are written into a
+// staging folder beside it and swapped in whole. A second xl-prep into the same --out while the
+// first runs is refused; a process substitution is read once.
+TEST(XlPrep, AKilledReplacementLeavesTheOldFolderAndASecondWriterIsRefused) {
+  TempDir dir;
+  const std::string valid = testdata("wikitext-2/wiki.valid.tokens").string();
+  const std::string prep = app("xl-prep") + " --test " + valid + " --out wt2";
+  const auto first = run_command(
+      "bash -c '" + app("xl-prep") + " --train <(cat " + valid + ") --test " + valid +
+          " --out wt2'",
+      dir.path());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("train: 217646 tokens"));
+  const auto vocab = read_text(dir / "wt2/vocab.txt");
+  const auto test_bin = read_text(dir / "wt2/test.bin");
+  // A replacement with another vocabulary, held open by its training text's pipe.
+  const pid_t pid = spawn(
+      "bash -c 'exec " + app("xl-prep") + " --train <(cat " + valid + "; sleep 20) --test " +
+          valid + " --max-size 1000 --unk --force --out wt2'",
+      dir.path());
+  for (int i = 0; i < 6000 && !fs::exists(dir / ".wt2.staged"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto second = run_command(
+      app("xl-prep") + " --train " + valid + " --test " + valid + " --force --out wt2", dir.path());
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(second.status, 2) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("xl-prep --out wt2: another process is writing it now"));
+  EXPECT_EQ(read_text(dir / "wt2/vocab.txt"), vocab);
+  EXPECT_EQ(read_text(dir / "wt2/test.bin"), test_bin);
+  // The next xl-prep removes what the killed one left, and replaces the folder whole.
+  const auto again = run_command(
+      app("xl-prep") + " --train " + valid + " --test " + valid +
+          " --max-size 1000 --unk --force --out wt2",
+      dir.path());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_THAT(read_text(dir / "wt2/vocab.txt"), HasSubstr("<unk>"));
+  EXPECT_NE(read_text(dir / "wt2/test.bin"), test_bin);
+  EXPECT_FALSE(fs::exists(dir / ".wt2.staged"));
+  EXPECT_EQ(run_command(prep, dir.path()).status, 2); // files there: --force to replace them
 }
 
 } // namespace

@@ -32,7 +32,7 @@ TEST(Training, StopAndResumeGivesTheUninterruptedLossSequence) {
   const auto again = run_command(train_command(dir / "split"), dir.path());
   EXPECT_EQ(again.status, 2);
   EXPECT_THAT(again.output, HasSubstr("already holds checkpoints (checkpoints/best.pt"));
-  EXPECT_THAT(again.output, HasSubstr("pass --resume to continue that run"));
+  EXPECT_THAT(again.output, HasSubstr("pass --resume (or --auto-resume) to continue that run"));
   const auto second = run_command(train_command(dir / "split", "--resume"), dir.path());
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("resumed"));
@@ -52,7 +52,8 @@ TEST(Training, ABestCheckpointWithoutLastIsNeverReplaced) {
   const auto again = run_command(train_command(dir / "r"), dir.path());
   EXPECT_EQ(again.status, 2) << again.output;
   EXPECT_THAT(again.output, HasSubstr("already holds checkpoints (checkpoints/best.pt)"));
-  EXPECT_THAT(again.output, Not(HasSubstr("--resume")));
+  // best.pt holds the training state: what a kill in the first checkpoint leaves.
+  EXPECT_THAT(again.output, HasSubstr("pass --resume (or --auto-resume) to continue that run"));
   EXPECT_EQ(read_text(dir / "r/checkpoints/best.pt"), best);
 }
 
@@ -84,14 +85,71 @@ TEST(Training, SigkillMidRunLosesNothingBeforeTheLastCheckpoint) {
   EXPECT_EQ(saved % 10, 0); // only the periodic checkpoints were written
 }
 
-TEST(Training, SigtermCheckpointsThenExits) {
+// A stop signal after step 13: the run checkpoints the step it arrived in, not an earlier
+// periodic one, exits 128 + the signal, and resumes exactly.
+void expect_checkpoint_at_signal(int sig) {
   TempDir dir;
   int status = 0;
-  const int64_t saved = interrupt_and_resume(dir, SIGTERM, 13, &status);
+  const int64_t saved = interrupt_and_resume(dir, sig, 13, &status);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-  EXPECT_GE(saved, 13); // the step the signal arrived in, not an earlier periodic one
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  EXPECT_GE(saved, 13);
   EXPECT_LT(saved, 40);
+}
+
+TEST(Training, SigtermCheckpointsThenExits) {
+  expect_checkpoint_at_signal(SIGTERM);
+}
+
+// A closed terminal or ssh session checkpoints and stops as SIGTERM does.
+TEST(Training, SighupCheckpointsThenExits) {
+  expect_checkpoint_at_signal(SIGHUP);
+}
+
+// SIGUSR1, a batch scheduler's warning ahead of a time limit, checkpoints the step at hand and
+// training goes on: the losses stay the uninterrupted run's, and a kill after it resumes from
+// the signal's step (no periodic checkpoint comes before the end here).
+TEST(Training, Sigusr1CheckpointsAndTrainingGoesOn) {
+  TempDir dir;
+  const std::string settings = "--set train.scheduler=constant --set train.eval_interval=1000";
+  const auto reference = run_command(train_command(dir / "ref", settings), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  const pid_t pid =
+      spawn(train_command(dir / "cut", settings + " --set train.max_step=1000000"), dir.path());
+  for (int i = 0; i < 6000 &&
+       (train_losses(dir / "cut").empty() || train_losses(dir / "cut").rbegin()->first < 13);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGUSR1);
+  std::string log;
+  for (int i = 0; i < 6000 && log.find("SIGUSR1: checkpointed step") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = read_text(dir / "cut/train.log");
+  }
+  ASSERT_THAT(log, HasSubstr("SIGUSR1: checkpointed step"));
+  const int64_t signalled = std::stoll(log.substr(log.find("checkpointed step ") + 18));
+  EXPECT_GE(signalled, 13);
+  // Training goes on after the checkpoint, with the reference's losses.
+  for (int i = 0; i < 6000 && train_losses(dir / "cut").rbegin()->first < signalled + 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), 0, signalled + 3);
+  const auto resumed = run_command(train_command(dir / "cut", settings + " --resume"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  int64_t resumed_from = -1;
+  std::istringstream records(read_text(dir / "cut/metrics.jsonl"));
+  for (std::string line; std::getline(records, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("event", "") == "resumed") {
+      resumed_from = record["step"].get<int64_t>();
+    }
+  }
+  EXPECT_EQ(resumed_from, signalled); // the signal's checkpoint, the only one
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), signalled, 40);
 }
 
 // Another model, or settings the saved state depends on, are refused before anything in the

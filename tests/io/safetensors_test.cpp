@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "test_util.h"
 #include "xl/models/transformer_xl/hf.h"
 #include "xl/util/error.h"
@@ -11,6 +13,7 @@ namespace xl::io {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SafeTensors, RoundTripsDtypesShapesAndMetadata) {
   test::TempDir dir;
@@ -64,7 +67,19 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
   };
   EXPECT_THAT(
       load_error(R"({"__metadata__":{"format":[1]}})"),
-      HasSubstr("entry '__metadata__': [json.exception.type_error.302]"));
+      HasSubstr("not a valid safetensors file: metadata 'format' is [1], expected text"));
+  // Headers that are no JSON object: each one line, none of nlohmann's text.
+  for (const auto& [header, said] : std::vector<std::pair<std::string, std::string>>{
+           {"{not json", "its header of 9 bytes is not JSON"},
+           {"[1, 2]", "its header is a JSON array, expected an object of tensors by name"},
+           {"{\"\xff\": 1}", "its header is not UTF-8 text (byte 0xFF at 10)"},
+           {R"({"a": 3})", "tensor 'a' needs an object with a dtype (text), a shape and"},
+           {R"({"a": {"dtype": "F32", "shape": "x", "data_offsets": [0, 4]}})", "tensor 'a'"},
+           {"", "its header is empty (a length of 0)"}}) {
+    const auto error = load_error(header);
+    EXPECT_THAT(error, HasSubstr(said)) << header;
+    EXPECT_THAT(error, Not(HasSubstr("json.exception"))) << header;
+  }
   EXPECT_THAT(
       load_error(R"({"a":{"dtype":"F32","shape":[1000000000,1000000000,1000000000],)"
                  R"("data_offsets":[0,16]}})"),
@@ -79,13 +94,18 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
   EXPECT_EQ(load_error(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"), "loaded");
 }
 
-TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
-  test::TempDir dir;
-  models::TransformerXLImpl model(models::TransformerXLOptions(
+// A Transformer-XL of one layer, vocabulary 30 in two clusters.
+models::TransformerXLOptions one_layer_options() {
+  return models::TransformerXLOptions(
       1,
       nn::DecoderLayerOptions(nn::AttentionOptions(8, 2, 4), 16),
       nn::AdaptiveSoftmaxOptions(nn::AdaptiveOptions(30, 8, 8).cutoffs({10}))
-          .tie_projs({false, true})));
+          .tie_projs({false, true}));
+}
+
+TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
+  test::TempDir dir;
+  models::TransformerXLImpl model(one_layer_options());
   std::map<std::string, torch::Tensor> weights{
       {"transformer.word_emb.emb_layers.0.weight", torch::zeros({30, 8})},
       {"transformer.r_w_bias", torch::zeros({3, 4})},
@@ -100,6 +120,34 @@ TEST(HFImport, ListsMissingUnexpectedAndMisshapenTensors) {
     EXPECT_THAT(e.what(), HasSubstr("transformer.bogus: in the file but not in the model"));
     EXPECT_THAT(e.what(), HasSubstr("transformer.r_r_bias: missing from the file"));
     EXPECT_THAT(e.what(), HasSubstr("crit.cluster_weight: missing from the file"));
+  }
+}
+
+// Weights that are not finite, or not floating-point, would be copied into the model without a
+// word (and evaluated to a perplexity of NaN): each is named.
+TEST(HFImport, RefusesWeightsThatAreNotFiniteOrNotFloatingPoint) {
+  test::TempDir dir;
+  models::TransformerXLImpl model(one_layer_options());
+  auto nan = torch::zeros({2, 4});
+  nan[1][2] = std::numeric_limits<float>::quiet_NaN();
+  nan[0][0] = std::numeric_limits<float>::infinity();
+  save_safetensors(
+      dir / "w.safetensors",
+      {{"transformer.r_w_bias", nan},
+       {"transformer.r_r_bias", torch::ones({2, 4}, torch::kInt64)},
+       {"transformer.word_emb.emb_layers.0.weight", torch::ones({30, 8}, torch::kBool)}});
+  try {
+    models::import_hf_transfo_xl(model, SafeTensors::load(dir / "w.safetensors"));
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("transformer.r_w_bias: 2 of its 8 values are NaN or infinite"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("transformer.r_r_bias: holds Long values, where a weight is floating-point"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("transformer.word_emb.emb_layers.0.weight: holds Bool values, where a weight "
+                  "is floating-point"));
   }
 }
 

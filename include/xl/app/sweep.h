@@ -13,11 +13,17 @@ struct SweepRequest {
   bool evaluate = true;
   /// refuse a config whose memory estimate exceeds the available memory
   bool enforce_memory = true;
+  /// replace a compare.csv or curves.png in the folder that no sweep wrote
+  bool force = false;
 };
+
+/// The file that marks a folder's compare.csv and curves.png as a sweep's own.
+inline constexpr const char* kSweepMark = ".xl-sweep";
 
 /// Trains every run of a sweep one after another with xl-train (a finished run is skipped, an
 /// interrupted one resumed), evaluates each with xl-eval, then prints xl-compare's table and
-/// writes <dir>/compare.csv and <dir>/curves.png. SIGINT and SIGTERM are passed on to the
+/// writes <dir>/compare.csv and <dir>/curves.png (a pair that no sweep wrote, there before, is
+/// refused unless `force`). SIGINT and SIGTERM are passed on to the
 /// running child (which checkpoints and exits) and stop the sweep; a child gets SIGTERM when the
 /// sweep dies. Returns the process exit status: 128 + the signal that stopped a run or the
 /// sweep, 1 when a run failed.

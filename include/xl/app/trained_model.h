@@ -22,6 +22,13 @@ struct TrainedModel {
   int64_t step = 0;
 };
 
+/// Refuses (UserError) a config whose model or data section is not that of checkpoint
+/// `checkpoint_name` of the run at `paths`.
+void require_checkpoint_config(
+    const config::Config& config,
+    const run::RunPaths& paths,
+    const std::string& checkpoint_name);
+
 /// Checkpoint `checkpoint_name` of the run at `paths`, on `device`. A config or vocabulary other
 /// than the checkpoint's, or a model larger than the memory left (unless `enforce_memory` is
 /// false; `use` names what it is for in that message), is a UserError.

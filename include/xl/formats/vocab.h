@@ -31,6 +31,11 @@ struct UnknownCount {
 /// "word" or "byte".
 std::string to_string(VocabKind kind);
 
+/// A corpus file read whole, for a vocabulary of `kind`: missing and empty files are refused
+/// naming the file; a word corpus must be UTF-8 text (read_utf8_text: a NUL byte or more than
+/// 1% of bytes outside UTF-8 is refused, as --format xlnet refuses it), a byte corpus any file.
+std::string read_corpus(const std::filesystem::path& path, VocabKind kind);
+
 class Vocab {
  public:
   /// Counts the whitespace tokens of `files`, in the given order (one `<eos>` per line), and
@@ -42,8 +47,16 @@ class Vocab {
       const std::vector<std::string>& specials = {"<eos>"},
       int64_t min_freq = 0,
       std::optional<int64_t> max_size = std::nullopt);
+  /// build_word over texts read already (read_corpus): a pipe is read once.
+  static Vocab build_word_from(
+      const std::vector<std::string_view>& texts,
+      const std::vector<std::string>& specials = {"<eos>"},
+      int64_t min_freq = 0,
+      std::optional<int64_t> max_size = std::nullopt);
   /// Counts the bytes of `files`.
   static Vocab build_byte(const std::vector<std::filesystem::path>& files);
+  /// build_byte over texts read already.
+  static Vocab build_byte_from(const std::vector<std::string_view>& texts);
   /// Reads a file written by save(); a malformed file is a UserError naming the
   /// line.
   static Vocab load(const std::filesystem::path& path);

@@ -2,7 +2,10 @@
 // checkpoints/.
 #pragma once
 
+#include <torch/serialize.h>
+
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,17 +64,40 @@ RunPaths paths_of(const std::filesystem::path& dir);
 /// whose run.dir names another run directory: training it would continue the other run.
 void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config);
 
+/// Whether an opened checkpoint holds what a resume needs, not weights alone (the trainer's
+/// train::holds_training_state).
+using ResumableCheck = std::function<bool(torch::serialize::InputArchive&)>;
+
 /// Refuses, before any work, a new run's directory that prepare_directory would refuse: one
-/// holding checkpoints or files that are not a run's. Creates nothing.
-void check_new_directory(const config::Config& config);
+/// inside another run, holding checkpoints or files that are not a run's (the message suggests
+/// --resume where a checkpoint that `resumable` accepts is there). Creates nothing.
+void check_new_directory(const config::Config& config, const ResumableCheck& resumable);
+
+/// Whether the run directory holds any checkpoint a resume could start from: last.pt, best.pt
+/// or a snapshot (--auto-resume then resumes, and says so when none of them can).
+bool holds_checkpoints(const RunPaths& paths);
+
+/// The checkpoint a resume of `paths` continues from: of last.pt and best.pt the one written
+/// last (a kill between the two writes of a new best, or during the first checkpoint, leaves
+/// best.pt the newer, or the only one), else the other, else the snapshots from the newest; the
+/// first that verifies and that `resumable` accepts (any, when null). When that is not last.pt
+/// it is copied to last.pt, which the trainer reads, and a warning says which and why. None is
+/// a UserError naming each file and why it cannot be resumed. The caller holds the run's lock.
+std::filesystem::path restore_last_checkpoint(
+    const RunPaths& paths,
+    const ResumableCheck& resumable);
 
 /// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
 /// same run is refused), removes the temporary files a killed save left, and writes the
 /// resolved config into it atomically (not when resuming: the trainer writes it once the
-/// checkpoint accepted the config, so a refused resume changes nothing). Starting a new run where checkpoints
-/// already exist is refused, so that a finished run is never overwritten by
-/// accident, as is one in a folder holding other files; resuming a directory without a
-/// checkpoint is refused too.
-RunPaths prepare_directory(const config::Config& config, bool resume);
+/// checkpoint accepted the config, so a refused resume changes nothing). Starting a new run
+/// where checkpoints already exist is refused, so that a finished run is never overwritten by
+/// accident, as is one in a folder holding other files. A resume continues from the newest
+/// checkpoint it can (restore_last_checkpoint, with `resumable`), and is refused when there is
+/// none.
+RunPaths prepare_directory(
+    const config::Config& config,
+    bool resume,
+    const ResumableCheck& resumable = nullptr);
 
 } // namespace xl::run

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "xl/config/schema.h"
 #include "xl/runtime/distributed.h"
 
 namespace c10d {
@@ -15,6 +16,15 @@ class Reducer;
 }
 
 namespace xl::train {
+
+/// Refuses (UserError on every rank, the same line) ranks that would train different things: a
+/// resolved config, or a model's parameter names and shapes, other than rank 0's. The message
+/// names the first key that differs and both values. Every rank calls it, before any other
+/// exchange of tensors whose shapes the config sets.
+void require_same_setup(
+    runtime::Group& group,
+    const config::Config& config,
+    const torch::nn::Module& model);
 
 class DataParallel {
  public:

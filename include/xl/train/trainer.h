@@ -77,6 +77,8 @@ class Trainer {
   void validate_and_checkpoint(State& s, int64_t step, bool signalled);
   /// Whether train.early_stop validations in a row brought no new best.
   bool stale(const State& s) const;
+  /// SIGUSR1 (on any rank, Requests::checkpoint): a checkpoint of `step`, and training goes on
+  void checkpoint_on_request(State& s, int64_t step);
   /// 5. whether the run stops after `step`: a stop signal (`result` gets it; the step was
   /// checkpointed), or train.early_stop at this step's validation
   bool stops_after(State& s, int64_t step, bool signalled, TrainResult& result) const;
@@ -87,6 +89,14 @@ class Trainer {
   void write_record(State& s, nlohmann::json record) const;
   /// Whether a stop signal arrived, on any rank.
   bool stop_requested() const;
+  /// What the signals asked, on any rank: to stop, or for a checkpoint (SIGUSR1).
+  struct Requests {
+    bool stop = false;
+    bool checkpoint = false;
+  };
+  Requests requests() const;
+  /// What a run that went through its loop reports of `s`.
+  void summarize(const State& s, TrainResult& result) const;
   void save(State& s, bool best);
   /// train.keep_snapshots: last.pt, just written at `step`, copied to checkpoints/step_<step>.pt,
   /// and the oldest snapshots beyond the number to keep removed

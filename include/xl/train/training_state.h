@@ -77,6 +77,10 @@ std::vector<nn::Memory> read_training_state(
     const torch::Device& device,
     const std::string& file);
 
+/// Whether `archive` holds what write_training_state wrote (a resume can start from it), not
+/// weights alone (an import, an average).
+bool holds_training_state(torch::serialize::InputArchive& archive);
+
 /// What a resume from `file` (written with `info`) by `config` over `data` may change: the
 /// settings it changes ("train.lr: 0.001 -> 0.002"). Another model or data, another
 /// vocabulary, and changes the saved state depends on (the batches, the optimizer, the random

@@ -29,6 +29,16 @@ void validate_xlnet(const config::Config& c) {
         "a classifier needs 2 classes or more (0: pretraining, no classification head), "
         "found 1");
   }
+  // A review is <cls>, at least one piece and <sep>.
+  if (m.section<XLNetConfig>().n_class >= 2 && c.train.tgt_len < 3) {
+    config::fail_rule(
+        c,
+        "train.tgt_len",
+        fmt::format(
+            "a classifier reads reviews of train.tgt_len positions, <cls> and <sep> among them: "
+            "at least 3, found {}",
+            c.train.tgt_len));
+  }
   // The default is in every dumped config; another value would be ignored by a pretraining.
   if (m.section<XLNetConfig>().n_class == 0 &&
       m.section<XLNetConfig>().summary != SequenceSummary::kLast) {
