@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,9 @@ int main(int /*argc*/, char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
     setenv("GOMP_SPINCOUNT", "10000", 1);
   }
+  // SIGUSR1, which batch schedulers send every process of a job ahead of its time limit, would
+  // end the program while LibTorch loads; ignored through the exec, until xl-train asks for it.
+  std::signal(SIGUSR1, SIG_IGN);
   // The launcher's own file (through any link to it) names the program.
   char self[PATH_MAX];
   const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -33,6 +33,13 @@ std::vector<xl::lab::RunSummary> summarize_runs(const std::vector<std::string>& 
           dir,
           runs.back().unreadable);
     }
+    if (runs.back().malformed > 0) {
+      spdlog::warn(
+          "{}: {} records of metrics.jsonl have a step that is no whole number >= 0 or a loss "
+          "that is no number (skipped)",
+          dir,
+          runs.back().malformed);
+    }
   }
   return runs;
 }

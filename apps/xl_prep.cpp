@@ -81,7 +81,7 @@ void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
          "--progress-seconds",
          request.xlnet.sentencepiece.progress_seconds,
          "xlnet: a line that SentencePiece's training goes on at least this often")
-      ->check(CLI::PositiveNumber);
+      ->check(xl::app::number_between(0.1, 86400.0));
 }
 
 } // namespace

@@ -351,4 +351,37 @@ def cases(work):
     add("xl-eval", ["--run", r, "--set", f"data.dir={work / 'bytes'}", "--max-steps", "1"])
     add("xl-export", ["--run", r, "--config", CHAR, "--set", f"data.dir={work / 'bytes'}",
                       "--out", work / "exp"])
+
+    # A second probe's findings (docs/integrity.md): configs that are no tree of values.
+    for config in ["loop_model.yaml", "loop_train.yaml", "loop_list.yaml", "doc_end.yaml",
+                   "str_tag.yaml", "base_empty.yaml"]:
+        add("xl-train", ["--config", work / config, "--set", f"data.dir={work / 'words'}"]
+            + new_run())
+    add("xl-sweep", ["-c", work / "loop_train.yaml", "--dir", work / "sweep", "--grid",
+                     "train.lr=1,2", "--dry-run"])
+    # Scratch space that is no folder; outputs over the input, with --force too.
+    for tmpdir in [work / "missing", work / "afile"]:
+        out.append(("xl-eval", [BIN / "xl-eval", "--run", r, "--file", text],
+                    {"TMPDIR": str(tmpdir)}))
+    for flag in ["--per-token", "--json", "--dump-batches"]:
+        add("xl-eval", ["--run", r, "--file", work / "victim.txt", flag, work / "victim.txt",
+                        "--force"])
+    add("xl-predict", ["--run", x_run, "--file", work / "victim.txt", "--out",
+                       work / "victim.txt", "--force"])
+    # A lock that is a link; progress intervals no clock keeps; a seed past 64 bits.
+    add("xl-train", ["--config", work / "rlock" / "config.yaml", "--set",
+                     f"run.dir={work / 'rlock'}", "--resume"])
+    for value in ["nan", "0", "1e-300", "1e400", "-1"]:
+        add("xl-prep", xlnet_prep + ["--progress-seconds", value])
+    add("xl-sample", sample + ["--seed", "18446744073709551615"])
+    # Results that cannot be written: a full standard output.
+    for command in [f"{BIN / 'xl-eval'} --run {r} --max-steps 1",
+                    f"{BIN / 'xl-train'} -c {TXL} --dump-config",
+                    f"{BIN / 'xl-compare'} {r}"]:
+        out.append(("stdout", ["bash", "-c", f"exec {command} >/dev/full"], {}))
+    # Corpora of no words, a vocabulary of special tokens alone; no examples; a broken run.
+    add("xl-prep", ["--train", work / "blanks.txt", "--out", work / "prep"])
+    add("xl-prep", prep + ["--min-freq", "1000000"])
+    add("xl-predict", ["--run", x_run, "--file", work / "blank_lines.txt"])
+    add("xl-compare", [work / "rbroken"])
     return out

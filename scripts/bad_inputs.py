@@ -174,6 +174,23 @@ def prepare(work):
     (work / "own_sweep" / "compare.csv").write_text("the user's own table\n")
     (work / "dangling.pt").symlink_to(work / "missing.pt")
     (work / "zero.pt").symlink_to("/dev/zero")
+    # Configs with an alias inside the node it names, text after the document's end, a number
+    # tagged as text, an empty base.
+    (work / "loop_model.yaml").write_text(f"base: {TXL}\nmodel: &m\n  transformer_xl: *m\n")
+    (work / "loop_train.yaml").write_text(f"base: {TXL}\ntrain: &t\n  x: *t\n")
+    (work / "loop_list.yaml").write_text(f"base: {TXL}\nmodel:\n  cutoffs: &c [1, *c]\n")
+    (work / "doc_end.yaml").write_text(f"base: {TXL}\n...\ntrain:\n  lr: 1\n")
+    (work / "str_tag.yaml").write_text(f"base: {TXL}\ntrain:\n  lr: !!str 0.003\n")
+    (work / "base_empty.yaml").write_text("base: ''\n")
+    (work / "blanks.txt").write_text(" \n\t\n\n   \n")
+    (work / "blank_lines.txt").write_text("\n\n\n")
+    (work / "victim.txt").write_text("the user's own text, an input\n")
+    # A copy of r whose config.yaml was broken by hand, and one whose .lock is a link.
+    shutil.copytree(work / "r", work / "rbroken")
+    (work / "rbroken" / "config.yaml").write_text("model: [unclosed\n")
+    shutil.copytree(work / "r", work / "rlock")
+    (work / "rlock" / ".lock").unlink(missing_ok=True)
+    (work / "rlock" / ".lock").symlink_to(work / "victim.txt")
     # A copy of r whose best.pt is a folder.
     shutil.copytree(work / "r", work / "rdir")
     (work / "rdir" / "checkpoints" / "best.pt").unlink()

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <string_view>
 
@@ -105,6 +106,13 @@ CLI::Validator count_from(int64_t min) {
         int64_t n = 0;
         const char* end = value.data() + value.size();
         const auto [stop, error] = std::from_chars(value.data(), end, n);
+        if (error == std::errc::result_out_of_range && stop == end) {
+          return fmt::format(
+              "expected a count from {} to {} (64 bits), found '{}'",
+              min,
+              std::numeric_limits<int64_t>::max(),
+              value);
+        }
         if (value.empty() || error != std::errc() || stop != end || n < min) {
           return fmt::format("expected a count >= {}, found '{}'", min, value);
         }
@@ -122,6 +130,21 @@ CLI::Validator finite_number() {
         if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE ||
             !std::isfinite(x)) {
           return fmt::format("expected a finite number, found '{}'", value);
+        }
+        return "";
+      },
+      "NUMBER");
+}
+
+CLI::Validator number_between(double low, double high) {
+  return CLI::Validator(
+      [low, high](const std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(value.c_str(), &end);
+        if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE ||
+            !(x >= low && x <= high)) {
+          return fmt::format("expected a number from {:g} to {:g}, found '{}'", low, high, value);
         }
         return "";
       },
@@ -284,14 +307,34 @@ std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
 
 } // namespace
 
+namespace {
+
+// A tool whose results went to a full disk or a closed standard output did not deliver them:
+// an error, never a silent exit 0.
+int checked_output(int status) {
+  std::cout.flush();
+  const bool lost = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!lost) {
+    return status;
+  }
+  std::cerr << "error: the standard output could not be written (closed, or its disk full): "
+               "the results are incomplete"
+            << std::endl;
+  return status == 0 ? kUserErrorExit : status;
+}
+
+} // namespace
+
 int run_main(char** argv, const std::function<int()>& body) {
   remember_invocation(argv[0]);
   tune_allocator();
   // Past a file-size limit a write fails with EFBIG, which the writers report, instead of
   // killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A scheduler's warning ahead of a time limit (SIGUSR1) ends no tool; xl-train checkpoints.
+  std::signal(SIGUSR1, SIG_IGN);
   try {
-    return body();
+    return checked_output(body());
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return kUserErrorExit;

@@ -67,6 +67,7 @@ struct Outputs {
 
 Outputs check_outputs(const EvalRequest& request) {
   run::OutputFiles files(request.force);
+  files.add_input("--file", request.file);
   Outputs out;
   out.json = files.add("--json", request.json);
   out.per_token = files.add("--per-token", request.per_token);
@@ -96,13 +97,27 @@ nlohmann::json record_fields(
     const std::string& setting,
     const nlohmann::json& values) {
   const auto owner = run::enclosing_run(trained.checkpoint);
-  const bool own = owner && run::enclosing_run(paths.dir) == owner;
+  // A file copied in from another run of the same model: its seed, which a resume never
+  // changes, is not this run's.
+  const auto seed_of = [](const std::string& yaml) {
+    const auto keys = run::flatten_config(yaml);
+    const auto it = keys.find("train.seed");
+    return it == keys.end() ? std::string() : it->second;
+  };
+  const std::string seed = seed_of(trained.saved_config);
+  const bool same_seed = seed.empty() || seed == std::to_string(config.train.seed);
+  const bool own = owner && run::enclosing_run(paths.dir) == owner && same_seed;
   if (!own && !request.file) {
     spdlog::warn(
-        "{} is not a checkpoint of {}: its result is recorded there as an evaluation of a "
+        "{} is not a checkpoint of {}{}: its result is recorded there as an evaluation of a "
         "checkpoint from elsewhere",
         trained.checkpoint.string(),
-        paths.dir.string());
+        paths.dir.string(),
+        same_seed ? ""
+                  : fmt::format(
+                        " (it was trained with train.seed {}, the run with {})",
+                        seed,
+                        config.train.seed));
   }
   nlohmann::json fields{{"step", trained.step}};
   if (request.file) {

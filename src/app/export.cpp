@@ -32,10 +32,11 @@ int run_export(const config::Config& config, const ExportRequest& request) {
     throw;
   }
   hf["xl_version"] = version_line();
-  const auto [model, checkpoint, step] =
+  const auto trained =
       load_trained_model(config, paths, request.checkpoint, *dataset, torch::kCPU, true);
   run::create_output_folder("--out", out);
-  io::save_safetensors(out / "model.safetensors", models::hf_state(*model), {{"format", "pt"}});
+  io::save_safetensors(
+      out / "model.safetensors", models::hf_state(*trained.model), {{"format", "pt"}});
   atomic_write(out / "config.json", hf.dump(2) + "\n");
   const auto vocabulary = dataset->vocabulary_file();
   std::filesystem::copy_file(
@@ -51,8 +52,8 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   std::cout << fmt::format(
                    "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
                    "in Python: {}.from_pretrained(\"{}\")",
-                   checkpoint.string(),
-                   step,
+                   trained.checkpoint.string(),
+                   trained.step,
                    hf["architectures"][0].get<std::string>(),
                    out.string(),
                    vocabulary.filename().string(),

@@ -76,6 +76,10 @@ class ExampleReader {
   int64_t examples() const {
     return examples_;
   }
+  // Blank lines left out.
+  int64_t blank_lines() const {
+    return blank_;
+  }
 
  private:
   struct Stop {};
@@ -88,13 +92,15 @@ class ExampleReader {
 
   void add_line(std::string_view line) {
     const std::string where = fmt::format("{}:{}", file_.string(), ++line_);
-    if (line_ == 1) {
-      if (format_ == "auto") {
-        format_ = line == prep::kNsmcHeader    ? "nsmc"
-            : formats::starts_with_label(line) ? "labelled"
-                                               : "text";
-        spdlog::info("{} reads as {} (--format)", file_.string(), format_);
-      }
+    // A blank line holds no example (xl-prep leaves empty reviews out too); the line numbers of
+    // the others stay the file's.
+    if (line.find_first_not_of(" \t\r\v\f") == std::string_view::npos) {
+      ++blank_;
+      return;
+    }
+    if (!detected_) {
+      detected_ = true;
+      detect(line, where);
       if (format_ == "nsmc") {
         if (line != prep::kNsmcHeader) {
           throw UserError(fmt::format(
@@ -114,12 +120,33 @@ class ExampleReader {
     ++examples_;
   }
 
+  // --format auto: from the first line that is not blank.
+  void detect(std::string_view line, const std::string& where) {
+    if (format_ != "auto") {
+      return;
+    }
+    format_ = line == prep::kNsmcHeader    ? "nsmc"
+        : formats::starts_with_label(line) ? "labelled"
+                                           : "text";
+    spdlog::info("{} reads as {} (--format)", file_.string(), format_);
+    // "positive<TAB>...", "-1<TAB>...": labelled text whose labels are no class numbers.
+    if (const size_t tab = line.find('\t'); format_ == "text" && tab != std::string_view::npos) {
+      spdlog::warn(
+          "{}: '{}' before a tab is no class number (0, 1, ...), so every line is read as plain "
+          "text, tabs and all, without gold labels; --format labelled says which lines are wrong",
+          where,
+          line.substr(0, std::min<size_t>(tab, 40)));
+    }
+  }
+
   fs::path file_;
   std::string format_;
   int64_t part_size_;
   Part part_;
   int64_t line_ = 0;
   int64_t examples_ = 0;
+  bool detected_ = false;
+  int64_t blank_ = 0;
 };
 
 // The lines of a file, for the progress's total; 0 (none known) for a pipe, read once.
@@ -185,6 +212,13 @@ class Predictor {
     });
     if (reader_.examples() == 0) {
       throw UserError(fmt::format("{} holds no examples to predict", request_.file));
+    }
+    if (reader_.blank_lines() > 0) {
+      spdlog::warn(
+          "{}: {} blank lines left out (no text to classify); the rows keep the file's line "
+          "numbers",
+          request_.file,
+          reader_.blank_lines());
     }
   }
 
@@ -268,6 +302,7 @@ int run_prediction(const config::Config& config, const PredictRequest& request) 
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::paths_of(request.run_dir);
   run::OutputFiles outputs(request.force);
+  outputs.add_input("--file", request.file);
   const auto out = outputs.add("--out", request.out);
   // 2. The classifier; a signal from here on stops after the batch at hand.
   runtime::setup_runtime(config.train);

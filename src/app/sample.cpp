@@ -185,7 +185,7 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   const torch::Device device = runtime::pick_device(config.train);
   auto sampling = config;
   sampling.eval.batch_size = request.samples;
-  const auto [model, checkpoint, step] = load_trained_model(
+  const auto trained = load_trained_model(
       sampling, paths, request.checkpoint, *dataset, device, request.enforce_memory, "sampling");
   const std::string text = !request.prompt_file ? request.prompt
       : vocab.kind() == formats::VocabKind::kWord
@@ -194,20 +194,20 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
   const auto ids = prompt_ids(vocab, text, request);
   // 2. The samples on stdout, the speed on stderr.
   const auto options = generate_options(config, request, device);
-  refuse_unread_window(request, options, *model);
+  refuse_unread_window(request, options, *trained.model);
   spdlog::info(
       "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "
       "{}, top-k {}, top-p {}, seed {}",
       request.samples,
       request.tokens,
-      checkpoint.string(),
-      step,
+      trained.checkpoint.string(),
+      trained.step,
       ids.size(),
       request.temperature,
       request.top_k,
       request.top_p,
       request.seed);
-  const auto generated = print_samples(*model, vocab, text, ids, options, request.samples);
+  const auto generated = print_samples(*trained.model, vocab, text, ids, options, request.samples);
   const auto n = static_cast<double>(generated.tokens.numel());
   spdlog::info(
       "{} tokens in {:.2f} s: {:.1f} tokens/s, {}; the prompt read in {:.2f} s; the samples' "

@@ -248,8 +248,12 @@ int run_sweep(const SweepRequest& request) {
   }
   write_sweep_table(request, runs);
   if (!failed.empty()) {
-    spdlog::error("failed: {}", fmt::join(failed, ", "));
-    return 1;
+    throw UserError(fmt::format(
+        "{} of {} runs failed: {} (each one's error is above); the same command resumes the "
+        "sweep once they are fixed",
+        failed.size(),
+        runs.size(),
+        fmt::join(failed, ", ")));
   }
   return 0;
 }

@@ -27,11 +27,17 @@ TrainedModel load_trained_model(
     bool enforce_memory,
     const char* use) {
   // The checkpoint's config and vocabulary first: another data.dir is named as such, before the
-  // model's settings are judged against its vocabulary.
+  // model's settings are judged against its vocabulary. The data may sit elsewhere, and other
+  // splits may be read: the vocabulary is what must be the checkpoint's.
   const auto checkpoint = paths.checkpoint(checkpoint_name);
   torch::serialize::InputArchive archive;
   const auto info = run::load_checkpoint(checkpoint, archive);
-  run::require_matching_config(checkpoint, info.config, config::dump(config), {"model", "data"});
+  run::require_matching_config(
+      checkpoint,
+      info.config,
+      config::dump(config),
+      {"model", "data"},
+      {"data.dir", "data.valid", "data.test"});
   run::require_same_vocabulary(
       checkpoint, info.vocabulary, dataset.vocabulary_fingerprint(), dataset.vocabulary_file());
   models::check_memory(
@@ -39,7 +45,8 @@ TrainedModel load_trained_model(
       use,
       device,
       enforce_memory);
-  TrainedModel out{models::build_model(config, dataset.vocab_size()), checkpoint, info.step};
+  TrainedModel out{
+      models::build_model(config, dataset.vocab_size()), checkpoint, info.step, info.config};
   io::read_module(archive, "model", *out.model, out.checkpoint.string());
   out.model->to(device);
   return out;

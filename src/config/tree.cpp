@@ -93,8 +93,11 @@ size_t second_document_line(const std::string& text) {
     if (first == std::string_view::npos || line[first] == '#') {
       continue;
     }
-    if (line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\r')) {
-      separated = content;
+    // `---` starts a document, `...` ends one: anything after either is another document.
+    const auto marker = line.substr(0, 3);
+    if ((marker == "---" || marker == "...") &&
+        (line.size() == 3 || line[3] == ' ' || line[3] == '\r')) {
+      separated = separated || content;
       continue;
     }
     if (separated) {
@@ -105,16 +108,9 @@ size_t second_document_line(const std::string& text) {
   return 0;
 }
 
-// The file's top-level mapping (an empty file is an empty one).
-YAML::Node parse_config_file(const fs::path& path) {
-  std::string text;
-  try {
-    text = read_file(path, "config file");
-  } catch (const UserError& e) {
-    throw ConfigError(e.what());
-  }
-  // yaml-cpp reads a NUL or another control byte as part of a key, which a message then shows
-  // as something else (a NUL looked like a tab): named here, where it is.
+// yaml-cpp reads a NUL or another control byte as part of a key, which a message then shows as
+// something else (a NUL looked like a tab): named here, where it is.
+void refuse_control_bytes(const fs::path& path, const std::string& text) {
   const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
     const auto byte = static_cast<unsigned char>(c);
     return (byte < 0x20 && c != '\n' && c != '\r' && c != '\t') || byte == 0x7f;
@@ -131,6 +127,44 @@ YAML::Node parse_config_file(const fs::path& path) {
         static_cast<unsigned char>(*bad),
         column));
   }
+}
+
+// An alias inside the node it names (`a: &x {b: *x}`) makes a node that contains itself:
+// converting it would never end. `where` names the file (with the node's line) or the --set.
+void refuse_recursive_aliases(
+    const std::string& where,
+    bool lines,
+    const YAML::Node& node,
+    std::vector<YAML::Node>& ancestors) {
+  for (const auto& above : ancestors) {
+    if (above.is(node)) {
+      throw ConfigError(fmt::format(
+          "{}{}: an alias refers to the node that holds it, which would contain itself; name "
+          "another node with *alias, or write the values out",
+          where,
+          lines ? ":" + std::to_string(node.Mark().line + 1) : std::string()));
+    }
+  }
+  if (!node.IsMap() && !node.IsSequence()) {
+    return;
+  }
+  ancestors.push_back(node);
+  for (const auto& item : node) {
+    const YAML::Node child = node.IsMap() ? YAML::Node(item.second) : YAML::Node(item);
+    refuse_recursive_aliases(where, lines, child, ancestors);
+  }
+  ancestors.pop_back();
+}
+
+// The file's top-level mapping (an empty file is an empty one).
+YAML::Node parse_config_file(const fs::path& path) {
+  std::string text;
+  try {
+    text = read_file(path, "config file");
+  } catch (const UserError& e) {
+    throw ConfigError(e.what());
+  }
+  refuse_control_bytes(path, text);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -145,10 +179,14 @@ YAML::Node parse_config_file(const fs::path& path) {
     throw ConfigError(
         path.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
-  // YAML::Load reads the first document only: a second one (after `---`) would be ignored.
+  std::vector<YAML::Node> ancestors;
+  refuse_recursive_aliases(path.string(), true, root, ancestors);
+  // YAML::Load reads the first document only: a second one (after `---` or `...`) would be
+  // ignored.
   if (const size_t line = second_document_line(text); line > 0) {
     throw ConfigError(fmt::format(
-        "{}:{}: a second YAML document (after ---); a config is one document: merge the two, "
+        "{}:{}: a second YAML document (after --- or ...); a config is one document: merge the "
+        "two, "
         "or put the second in its own file",
         path.string(),
         line));
@@ -184,6 +222,12 @@ std::vector<fs::path> base_files(const fs::path& path, const YAML::Node& base) {
   }
   std::vector<fs::path> files;
   for (const auto& name : names) {
+    if (name.empty()) {
+      throw ConfigError(
+          base_source.str() +
+          ": base: an empty file name; name the config to inherit from, or "
+          "remove the key");
+    }
     const fs::path base_path = path.parent_path() / name;
     try {
       check_input(base_path, base_source.str() + ": base file");
@@ -287,6 +331,8 @@ void apply_override(Tree& tree, const std::string& assignment) {
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source.str() + ": value is not valid YAML: " + e.msg);
   }
+  std::vector<YAML::Node> ancestors;
+  refuse_recursive_aliases(source.str(), false, value, ancestors);
   std::vector<std::string> keys;
   size_t start = 0;
   while (true) {

@@ -7,13 +7,22 @@
 
 namespace xl::config {
 
+namespace {
+
+// A quoted scalar ("0.1"), or one tagged as text (!!str 0.1): a string, never a number.
+bool string_scalar(const YAML::Node& node) {
+  return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
+}
+
+} // namespace
+
 std::string show(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) {
     return "null";
   }
   if (node.IsScalar()) {
     const std::string& text = node.Scalar();
-    return node.Tag() == "!" ? "the string \"" + text + "\"" : "'" + text + "'";
+    return string_scalar(node) ? "the string \"" + text + "\"" : "'" + text + "'";
   }
   if (node.IsSequence()) {
     return "a list";
@@ -24,7 +33,7 @@ std::string show(const YAML::Node& node) {
 namespace {
 
 bool plain_scalar(const YAML::Node& node) {
-  return node.IsScalar() && node.Tag() != "!";
+  return node.IsScalar() && !string_scalar(node);
 }
 
 } // namespace

@@ -136,8 +136,22 @@ std::pair<size_t, bool> piece_end(std::string_view buffer, bool whole_words, siz
 
 } // namespace
 
+namespace {
+
+// UTF-8's byte-order mark, which some editors put first: no part of the text.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+} // namespace
+
+void drop_byte_order_mark(std::string& text) {
+  if (std::string_view(text).substr(0, 3) == kByteOrderMark) {
+    text.erase(0, kByteOrderMark.size());
+  }
+}
+
 std::string read_utf8_text(const std::filesystem::path& path, const std::string& what) {
   std::string text = read_file(path, what);
+  drop_byte_order_mark(text);
   Utf8Verdict verdict(path, what, true);
   verdict.add(text);
   verdict.finish("unknown pieces");
@@ -164,6 +178,12 @@ void read_text_pieces(
   read_file_chunks(path, what, [&](const void* data, size_t size) {
     any = true;
     buffer.append(static_cast<const char*>(data), size);
+    // Words: a byte-order mark first is none of them (bytes keep it).
+    if (whole_words && consumed == 0 && buffer.size() >= 3 &&
+        std::string_view(buffer).substr(0, 3) == kByteOrderMark && searched == 0) {
+      buffer.erase(0, kByteOrderMark.size());
+      consumed = kByteOrderMark.size();
+    }
     if (buffer.size() < kTextPiece) {
       return;
     }

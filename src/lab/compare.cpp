@@ -93,8 +93,13 @@ class MetricsFold {
     ++summary_.records;
     const bool evaluation = r.contains("mode"); // xl-eval's, written after the training
     track_time(r, evaluation);
-    if (!r.contains("split") || !r["split"].is_string() || !r.contains("loss") ||
-        !r["loss"].is_number()) {
+    if (!r.contains("split")) {
+      return; // an event
+    }
+    const bool step_ok =
+        !r.contains("step") || (r["step"].is_number_integer() && r["step"].get<int64_t>() >= 0);
+    if (!r["split"].is_string() || !r.contains("loss") || !r["loss"].is_number() || !step_ok) {
+      ++summary_.malformed;
       return;
     }
     const auto split = r["split"].get<std::string>();
@@ -186,10 +191,19 @@ RunSummary summarize_run(const std::filesystem::path& dir) {
   RunSummary summary;
   summary.dir = dir;
   const auto config_path = dir / "config.yaml";
+  std::error_code exists;
+  if (!std::filesystem::exists(config_path, exists)) {
+    throw UserError(fmt::format(
+        "{}: not a run directory (it holds no config.yaml); name the folders xl-train wrote",
+        dir.string()));
+  }
   try {
     summary.config = run::flatten_config(read_file(config_path, "run config"));
-  } catch (const std::exception& e) {
-    throw UserError(fmt::format("{}: not a run directory ({})", dir.string(), e.what()));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format(
+        "{}: the run's config cannot be read ({}); was it edited by hand?",
+        config_path.string(),
+        e.what()));
   }
   std::error_code ec;
   if (!std::filesystem::exists(dir / "metrics.jsonl", ec)) {

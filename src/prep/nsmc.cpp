@@ -41,7 +41,9 @@ struct NsmcDocuments {
 };
 
 NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
-  const std::string text = read_file(tsv, "NSMC file");
+  // Each review's UTF-8 is checked on its own, naming its line.
+  std::string text = read_file(tsv, "NSMC file");
+  formats::drop_byte_order_mark(text);
   const auto lines = formats::split_lines(text);
   NsmcDocuments out;
   // Line 1 is the header "id document label": a file without it would lose its first review,

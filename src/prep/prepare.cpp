@@ -50,7 +50,29 @@ formats::Vocab load_or_build_vocab(
         *options.max_size,
         fmt::join(specials, " ")));
   }
-  return formats::Vocab::build_word_from(counted, specials, options.min_freq, options.max_size);
+  auto vocab =
+      formats::Vocab::build_word_from(counted, specials, options.min_freq, options.max_size);
+  // A vocabulary of special tokens alone models nothing.
+  if (vocab.size() == static_cast<int64_t>(specials.size())) {
+    const bool words = vocab.size() > 0 &&
+        formats::Vocab::build_word_from(counted, specials).size() >
+            static_cast<int64_t>(specials.size());
+    if (!words) {
+      throw UserError(
+          "the corpus holds no words, only blanks and line breaks: give a text of "
+          "words");
+    }
+    throw UserError(
+        options.min_freq > 1
+            ? fmt::format(
+                  "--min-freq {} leaves no word in the vocabulary: no word of the corpus appears "
+                  "that often; lower it",
+                  options.min_freq)
+            : fmt::format(
+                  "--max-size {} leaves no room for a word beside the special tokens; raise it",
+                  options.max_size.value_or(0)));
+  }
+  return vocab;
 }
 
 } // namespace

@@ -138,7 +138,14 @@ CheckpointInfo read_info(
 
 std::map<std::string, std::string> flatten_config(const std::string& yaml) {
   std::map<std::string, std::string> out;
-  flatten(YAML::Load(yaml), "", out);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) { // a config.yaml edited by hand
+    throw UserError(fmt::format(
+        "not valid YAML at line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  flatten(root, "", out);
   // A config written by an older xl lacks the keys added since; their defaults are the
   // behaviour that xl had.
   config::Config defaults;
@@ -330,7 +337,8 @@ void require_matching_config(
     const std::filesystem::path& checkpoint,
     const std::string& checkpoint_config,
     const std::string& current_config,
-    const std::vector<std::string>& sections) {
+    const std::vector<std::string>& sections,
+    const std::set<std::string>& may_differ) {
   // Another family differs in nearly every key: its type says it in one line.
   for (const auto& d : differing_keys(checkpoint_config, current_config, {"model"})) {
     if (d.key == "model.type") {
@@ -342,12 +350,23 @@ void require_matching_config(
           d.current));
     }
   }
-  const auto differences = config_differences(checkpoint_config, current_config, sections);
+  std::vector<std::string> differences;
+  bool moved = false;
+  for (const auto& d : differing_keys(checkpoint_config, current_config, sections)) {
+    if (may_differ.count(d.key) == 0) {
+      differences.push_back(fmt::format("{}: checkpoint {}, config {}", d.key, d.saved, d.current));
+      moved = moved || d.key == "data.dir";
+    }
+  }
   if (!differences.empty()) {
     throw UserError(fmt::format(
-        "checkpoint {} was made with a different config:\n  {}",
+        "checkpoint {} was made with a different config:\n  {}{}",
         checkpoint.string(),
-        fmt::join(differences, "\n  ")));
+        fmt::join(differences, "\n  "),
+        moved ? "\n  (a resume reads the data it was trained on: if that folder moved, a link "
+                "from its old place to the new one resumes the run; xl-eval, xl-sample and "
+                "xl-predict take data of the same vocabulary anywhere)"
+              : ""));
   }
 }
 

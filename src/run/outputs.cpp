@@ -140,6 +140,31 @@ fs::path check_output_file(const std::string& flag, const std::string& path, boo
   return file;
 }
 
+namespace {
+
+// The same file through any path: links, "..", or another hard link to it.
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return resolved(a) == resolved(b) || fs::equivalent(a, b, ec);
+}
+
+void refuse_output_over_input(
+    const std::string& input_flag,
+    const fs::path& input,
+    const std::string& output_flag,
+    const fs::path& output) {
+  if (same_file(input, output)) {
+    throw UserError(fmt::format(
+        "{} {} is the file {} reads: an output never replaces its input (--force neither); name "
+        "another file",
+        output_flag,
+        output.string(),
+        input_flag));
+  }
+}
+
+} // namespace
+
 std::optional<fs::path> OutputFiles::add(
     const std::string& flag,
     const std::optional<std::string>& path) {
@@ -148,12 +173,25 @@ std::optional<fs::path> OutputFiles::add(
   }
   fs::path file = check_output_file(flag, *path, force_);
   for (const auto& [other_flag, other] : checked_) {
-    if (resolved(other) == resolved(file)) {
+    if (same_file(other, file)) {
       throw UserError(fmt::format("{} and {} name the same file: {}", other_flag, flag, *path));
     }
   }
+  for (const auto& [input_flag, input] : inputs_) {
+    refuse_output_over_input(input_flag, input, flag, file);
+  }
   checked_.emplace_back(flag, file);
   return file;
+}
+
+void OutputFiles::add_input(const std::string& flag, const std::optional<std::string>& path) {
+  if (!path) {
+    return;
+  }
+  for (const auto& [output_flag, output] : checked_) {
+    refuse_output_over_input(flag, *path, output_flag, output);
+  }
+  inputs_.emplace_back(flag, *path);
 }
 
 fs::path check_output_folder(const std::string& flag, const std::string& path, bool force) {

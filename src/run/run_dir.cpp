@@ -22,7 +22,15 @@ namespace xl::run {
 
 RunLock::RunLock(const std::filesystem::path& dir) {
   const auto path = dir / ".lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: the pid written below would go through a link into another file.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && errno == ELOOP) {
+    throw UserError(fmt::format(
+        "{} is a link: a run's lock is a file of its own, never written through a link; remove "
+        "the link (rm {}) and start again",
+        path.string(),
+        path.string()));
+  }
   if (fd_ < 0) {
     throw UserError(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
   }
@@ -170,7 +178,10 @@ void check_config_belongs(const std::filesystem::path& config_file, const config
       config_file.has_parent_path() ? config_file.parent_path() : std::filesystem::path(".");
   const auto run = enclosing_run(folder);
   const auto dir = directory_of(config);
-  if (!run || config_file.filename() != "config.yaml" ||
+  // --set run.dir=NEW names the folder on purpose: a new run with that run's settings.
+  const auto source = config.sources.find("run.dir");
+  const bool chosen = source != config.sources.end() && source->second.file.rfind("--set", 0) == 0;
+  if (chosen || !run || config_file.filename() != "config.yaml" ||
       std::filesystem::weakly_canonical(std::filesystem::absolute(folder)) != *run ||
       std::filesystem::weakly_canonical(std::filesystem::absolute(dir)) == *run) {
     return;
@@ -238,8 +249,9 @@ std::vector<std::string> held_checkpoints(const RunPaths& paths) {
   return held;
 }
 
-// The files a resume may continue from, in the order restore_last_checkpoint tries them.
-std::vector<std::filesystem::path> resume_candidates(const RunPaths& paths) {
+// last.pt and best.pt where they are, the one written last first: best.pt is written first and
+// then copied to last.pt, so a newer best.pt is what a kill between the two left.
+std::vector<std::filesystem::path> last_and_best(const RunPaths& paths) {
   std::vector<std::filesystem::path> candidates;
   std::error_code ec;
   for (const auto& file : {paths.last_checkpoint(), paths.best_checkpoint()}) {
@@ -247,15 +259,11 @@ std::vector<std::filesystem::path> resume_candidates(const RunPaths& paths) {
       candidates.push_back(file);
     }
   }
-  // best.pt is written first and then copied to last.pt: a newer best.pt is what a kill between
-  // the two left.
   if (candidates.size() == 2 &&
       std::filesystem::last_write_time(candidates[1], ec) >
           std::filesystem::last_write_time(candidates[0], ec)) {
     std::swap(candidates[0], candidates[1]);
   }
-  auto snapshots = paths.snapshots();
-  candidates.insert(candidates.end(), snapshots.rbegin(), snapshots.rend());
   return candidates;
 }
 
@@ -264,8 +272,34 @@ struct ResumePoint {
   int64_t step = 0;
 };
 
-// The first of resume_candidates that verifies and that `resumable` accepts (any, when null);
-// `passed_over` gets why each one before it could not be resumed.
+// The step of `file` when it verifies and `resumable` accepts it; else why not, in
+// `passed_over`.
+std::optional<int64_t> resumable_step(
+    const std::filesystem::path& file,
+    const ResumableCheck& resumable,
+    std::vector<std::string>& passed_over) {
+  const std::string name = file.filename().string();
+  torch::serialize::InputArchive archive;
+  int64_t step = 0;
+  try {
+    step = load_checkpoint(file, archive).step;
+  } catch (const UserError& e) {
+    passed_over.push_back(fmt::format("{}: {}", name, e.what()));
+    return std::nullopt;
+  }
+  if (resumable && !resumable(archive)) {
+    passed_over.push_back(fmt::format(
+        "{}: weights only, no training state (an import or an average: start a new run from it "
+        "with train.init_from)",
+        name));
+    return std::nullopt;
+  }
+  return step;
+}
+
+// The newer of last.pt and best.pt that verifies and that `resumable` accepts (any, when
+// null), else the snapshot of the highest step (the one in the file, not in its name) that
+// does; `passed_over` gets why each one tried before could not be resumed.
 std::optional<ResumePoint> find_resume_point(
     const RunPaths& paths,
     const ResumableCheck& resumable,
@@ -274,26 +308,19 @@ std::optional<ResumePoint> find_resume_point(
   if (!std::filesystem::exists(paths.last_checkpoint(), ec)) {
     passed_over.push_back("last.pt: missing");
   }
-  for (const auto& file : resume_candidates(paths)) {
-    const std::string name = file.filename().string();
-    torch::serialize::InputArchive archive;
-    int64_t step = 0;
-    try {
-      step = load_checkpoint(file, archive).step;
-    } catch (const UserError& e) {
-      passed_over.push_back(fmt::format("{}: {}", name, e.what()));
-      continue;
+  for (const auto& file : last_and_best(paths)) {
+    if (const auto step = resumable_step(file, resumable, passed_over)) {
+      return ResumePoint{file, *step};
     }
-    if (resumable && !resumable(archive)) {
-      passed_over.push_back(fmt::format(
-          "{}: weights only, no training state (an import or an average: start a new run from "
-          "it with train.init_from)",
-          name));
-      continue;
-    }
-    return ResumePoint{file, step};
   }
-  return std::nullopt;
+  std::optional<ResumePoint> newest;
+  for (const auto& file : paths.snapshots()) {
+    const auto step = resumable_step(file, resumable, passed_over);
+    if (step && (!newest || *step > newest->step)) {
+      newest = ResumePoint{file, *step};
+    }
+  }
+  return newest;
 }
 
 // Any checkpoint, not only last.pt: a best.pt left without one (an import, or last.pt removed)

@@ -5,11 +5,13 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "xl/util/error.h"
@@ -134,6 +136,29 @@ double cgroup_value(const char* path) {
   }
 }
 
+// What `ulimit -v` (RLIMIT_AS) and `ulimit -d` (RLIMIT_DATA) leave the process, past which an
+// allocation fails however much memory the machine has.
+double address_space_left() {
+  double left = std::numeric_limits<double>::infinity();
+  std::map<std::string, double> used; // VmSize, VmData in bytes
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib) {
+      used[key] = kib * 1024;
+    }
+  }
+  for (const auto& [resource, key] : {std::pair{RLIMIT_AS, "VmSize:"}, {RLIMIT_DATA, "VmData:"}}) {
+    rlimit limit{};
+    if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      left = std::min(left, static_cast<double>(limit.rlim_cur) - used[key]);
+    }
+  }
+  return left;
+}
+
 double cpu_available_memory() {
   std::ifstream meminfo("/proc/meminfo");
   double available = std::numeric_limits<double>::infinity();
@@ -157,7 +182,7 @@ double cpu_available_memory() {
     available =
         std::min(available, limit - (used < std::numeric_limits<double>::infinity() ? used : 0));
   }
-  return std::max(available, 0.0);
+  return std::max(std::min(available, address_space_left()), 0.0);
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "xl/sources/windows.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/scratch_file.h"
 
 namespace xl::sources {
 
@@ -100,7 +101,7 @@ class TokenDataset : public Dataset {
       reading.unit = "tokens";
       reading.count.units = file_tokens_->size();
     } else {
-      auto text = std::make_unique<formats::TextTokens>(file, vocab, fs::temp_directory_path());
+      auto text = std::make_unique<formats::TextTokens>(file, vocab, scratch_dir());
       reading.unit = unit_ == formats::VocabKind::kByte ? "bytes" : "words";
       reading.count = text->unknown();
       reading.unknown_as = vocab.has_unknown_token() ? "<unk>" : "left out";

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -30,6 +31,21 @@ int unlinked_file(const std::filesystem::path& dir) {
 }
 
 } // namespace
+
+std::filesystem::path scratch_dir() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (tmpdir == nullptr || *tmpdir == '\0') {
+    return "/tmp";
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(tmpdir, ec)) {
+    throw UserError(fmt::format(
+        "TMPDIR={} is not a folder (scratch files go there); set it to one, or unset it for "
+        "/tmp",
+        tmpdir));
+  }
+  return tmpdir;
+}
 
 ScratchFile::ScratchFile(const std::filesystem::path& dir, std::string what)
     : what_(std::move(what)), dir_(dir.empty() ? std::filesystem::path(".") : dir) {

@@ -101,7 +101,9 @@ fs::path resolved(const fs::path& target, const std::string& what) {
 } // namespace
 
 StagedFolder::StagedFolder(const fs::path& target, std::string what)
-    : target_(resolved(target, what)), staging_(staging_of(target_)), what_(std::move(what)) {
+    : target_(resolved(target, what)),
+      staging_(staging_of(target_)),
+      what_(std::move(what) + " " + target.string()) {
   std::error_code made;
   fs::create_directories(staging_.parent_path(), made); // the folders above a new target
   // swap_in's two renames, killed between them: the old folder back where it was.
@@ -122,10 +124,9 @@ StagedFolder::StagedFolder(const fs::path& target, std::string what)
     }
     if (live) {
       throw UserError(fmt::format(
-          "{} {}: another process is writing it now (its staging folder {} is locked); wait "
-          "for it to end",
+          "{}: another process is writing it now (its staging folder {} is locked); wait for "
+          "it to end",
           what_,
-          target_.string(),
           staging_.string()));
     }
     std::error_code ec;
@@ -133,9 +134,8 @@ StagedFolder::StagedFolder(const fs::path& target, std::string what)
   }
   if (lock_fd_ < 0) {
     throw UserError(fmt::format(
-        "{} {}: cannot make its staging folder {}: {}",
+        "{}: cannot make its staging folder {}: {}",
         what_,
-        target_.string(),
         staging_.string(),
         std::strerror(errno)));
   }
@@ -182,11 +182,7 @@ void StagedFolder::commit() {
 void StagedFolder::swap_in(bool replacing) const {
   const auto failed = [&](const std::string& how) {
     return UserError(fmt::format(
-        "{} {}: cannot {} ({}); the old folder is as it was",
-        what_,
-        target_.string(),
-        how,
-        std::strerror(errno)));
+        "{}: cannot {} ({}); the old folder is as it was", what_, how, std::strerror(errno)));
   };
   if (!replacing) {
     if (std::rename(staging_.c_str(), target_.c_str()) != 0) {

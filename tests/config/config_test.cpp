@@ -369,8 +369,25 @@ TEST(ConfigErrors, StringsAreUtf8AndAFileIsOneDocument) {
   const auto two = write_file(dir / "two.yaml", "data:\n  dir: d\n---\ntrain:\n  lr: 1\n");
   EXPECT_THAT(
       error_of(two.string()),
-      HasSubstr(two.string() + ":4: a second YAML document (after ---); a config is one document"));
+      HasSubstr(
+          two.string() +
+          ":4: a second YAML document (after --- or ...); a config is one "
+          "document"));
   EXPECT_EQ(error_of(write_file(dir / "end.yaml", "data:\n  dir: d\n---\n").string()), "");
+  // "..." ends a document: what follows it would be ignored.
+  const auto ended = write_file(dir / "ended.yaml", "data:\n  dir: d\n...\ntrain:\n  lr: 1\n");
+  EXPECT_THAT(error_of(ended.string()), HasSubstr(ended.string() + ":4: a second YAML document"));
+  EXPECT_EQ(error_of(write_file(dir / "end2.yaml", "data:\n  dir: d\n...\n").string()), "");
+  // An alias inside the node it names would make a node that holds itself.
+  const auto loop = write_file(dir / "loop.yaml", "train: &t\n  x: *t\n");
+  EXPECT_THAT(error_of(loop.string()), HasSubstr("an alias refers to the node that holds it"));
+  EXPECT_THAT(
+      error_of(path, {"train.lr=&a [*a]"}),
+      HasSubstr("--set train.lr=&a [*a]: an alias refers to the node that holds it"));
+  // A number tagged as text is text, as a quoted one is.
+  EXPECT_THAT(
+      error_of(write_file(dir / "tag.yaml", "train:\n  lr: !!str 0.003\n").string()),
+      HasSubstr("train.lr"));
 }
 
 TEST(ConfigChoices, ParseIntoEnumsAndDumpByName) {

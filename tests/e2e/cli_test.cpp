@@ -209,10 +209,12 @@ TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
            {sample + "--top-p 0", "--top-p 0: expected a probability above 0"},
            {sample + "--seed -1", "--seed: expected a count >= 0, found '-1'"},
            {sample + "--seed 99999999999999999999999",
-            "--seed: expected a count >= 0, found '99999999999999999999999'"},
+            "--seed: expected a count from 0 to 9223372036854775807 (64 bits), found "
+            "'99999999999999999999999'"},
            {sample + "--temperature ''", "--temperature: expected a finite number, found ''"},
            {sample + "--top-k 99999999999999999999",
-            "--top-k: expected a count >= 0, found '99999999999999999999'"},
+            "--top-k: expected a count from 0 to 9223372036854775807 (64 bits), found "
+            "'99999999999999999999'"},
            {sample + "--top-k -1", "--top-k: expected a count >= 0, found '-1'"},
            {sample + "--samples 100000000", "sampling needs about"},
            {prep + "--vocab-size 0", "--vocab-size 0: expected more than the 17 special"},

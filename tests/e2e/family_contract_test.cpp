@@ -237,6 +237,24 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
     EXPECT_EQ(refused.status, 2);
     EXPECT_THAT(refused.output, HasSubstr("is a classifier: its predictions"));
     EXPECT_THAT(refused.output, HasSubstr("xl-predict --run"));
+    // Blank lines hold no example: left out, the others keep their line numbers; labels that
+    // are no class numbers read as text, with a warning.
+    write_file(dir / "blank.txt", "좋은 영화\n\n  \npositive\t별로\n");
+    const auto blank =
+        run_command(family_app("xl-predict") + run + " --file blank.txt --out b.tsv", dir.path());
+    ASSERT_EQ(blank.status, 0) << blank.output;
+    EXPECT_THAT(blank.output, HasSubstr("2 blank lines left out"));
+    const auto rows_b = read_text(dir / "b.tsv");
+    EXPECT_THAT(rows_b, HasSubstr("\n1\t"));
+    EXPECT_THAT(rows_b, HasSubstr("\n4\t"));
+    write_file(dir / "plus.tsv", "+1\t좋은 영화\n-1\t별로\n");
+    const auto plus = run_command(family_app("xl-predict") + run + " --file plus.tsv", dir.path());
+    ASSERT_EQ(plus.status, 0) << plus.output;
+    EXPECT_THAT(plus.output, HasSubstr("'+1' before a tab is no class number"));
+    write_file(dir / "empty_lines.txt", "\n\n\n");
+    EXPECT_EQ(
+        run_command(family_app("xl-predict") + run + " --file empty_lines.txt", dir.path()).status,
+        2);
   } else {
     write_file(dir / "long.txt", users_text(f.data, 60));
     // Shorter than a segment or a window: two reviews, or a few words.

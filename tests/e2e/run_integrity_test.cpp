@@ -286,6 +286,24 @@ TEST(Integrity, AKillInTheFirstCheckpointLeavesARunThatResumes) {
   EXPECT_THAT(refused.output, HasSubstr("best.pt: weights only, no training state"));
 }
 
+// Without last.pt and best.pt, a resume continues from the snapshot of the highest step it
+// holds, whatever its file is called.
+TEST(Integrity, AResumeFromSnapshotsTakesTheStepInsideThem) {
+  TempDir dir;
+  ASSERT_EQ(
+      run_command(
+          train_command(dir / "r", "--stop-at-step 20 --set train.keep_snapshots=2"), dir.path())
+          .status,
+      0);
+  fs::remove(dir / "r/checkpoints/last.pt");
+  fs::remove(dir / "r/checkpoints/best.pt");
+  fs::rename(dir / "r/checkpoints/step_10.pt", dir / "r/checkpoints/step_30.pt");
+  const auto resumed =
+      run_command(train_command(dir / "r", "--resume --stop-at-step 25"), dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("checkpoints/step_20.pt (step 20), the newest checkpoint"));
+}
+
 TEST(Integrity, OneTrainerPerRunDirectory) {
   TempDir dir;
   const pid_t pid = spawn(train_command(dir / "r", "--set train.max_step=1000000"), dir.path());

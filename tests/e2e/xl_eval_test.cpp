@@ -125,6 +125,7 @@ TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
 }
 
 // Ctrl-C during an evaluation: what it had is the result, PARTIAL, and the status 128 + 2.
+// SIGINT stops an evaluation with what it had; SIGUSR1 (a scheduler's warning) does not end it.
 TEST(Evaluation, AnInterruptedEvaluationSaysWhatItHad) {
   TempDir dir;
   ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=6"), dir.path()).status, 0);
@@ -132,13 +133,41 @@ TEST(Evaluation, AnInterruptedEvaluationSaysWhatItHad) {
       "true; " + app("xl-eval") + // in the folder run_command went to, not in a background shell
           " --run r --set eval.batch_size=1 run.progress_seconds=0.2 >out.txt 2>&1 & pid=$!; "
           "for i in $(seq 300); do grep -q ' batch ' out.txt && break; sleep 0.1; done; "
-          "kill -INT $pid; wait $pid; echo \"status $?\"; cat out.txt",
+          "kill -USR1 $pid; sleep 0.3; kill -INT $pid; wait $pid; echo \"status $?\"; "
+          "cat out.txt",
       dir.path());
   EXPECT_THAT(r.output, HasSubstr("status 130"));
   EXPECT_THAT(r.output, HasSubstr("test | loss "));
   EXPECT_THAT(r.output, HasSubstr(" | PARTIAL: "));
   const auto records = read_text(dir / "r/metrics.jsonl");
   EXPECT_THAT(records.substr(records.rfind("{\"")), HasSubstr("\"partial\":true"));
+}
+
+// The run's data at a new place (the same vocabulary) is evaluated; a checkpoint copied in from
+// another run of the same model is recorded as one from elsewhere, with the reason.
+TEST(Evaluation, TheSameDataElsewhereAndACheckpointOfAnotherRun) {
+  TempDir dir;
+  const std::string short_run = "--set train.max_step=6 train.warmup_step=0";
+  ASSERT_EQ(run_command(train_command(dir / "r", short_run), dir.path()).status, 0);
+  fs::copy(corpus_dir(), dir / "moved", fs::copy_options::recursive);
+  const auto moved =
+      run_command(app("xl-eval") + " --run r --set data.dir=moved --max-steps 1", dir.path());
+  ASSERT_EQ(moved.status, 0) << moved.output;
+  EXPECT_THAT(moved.output, HasSubstr("test | loss "));
+  ASSERT_EQ(
+      run_command(train_command(dir / "other", short_run + " --set train.seed=8"), dir.path())
+          .status,
+      0);
+  fs::copy_file(
+      dir / "other/checkpoints/best.pt",
+      dir / "r/checkpoints/best.pt",
+      fs::copy_options::overwrite_existing);
+  const auto copied = run_command(app("xl-eval") + " --run r --max-steps 1", dir.path());
+  ASSERT_EQ(copied.status, 0) << copied.output;
+  EXPECT_THAT(copied.output, HasSubstr("(it was trained with train.seed 8, the run with 7)"));
+  const auto records = read_text(dir / "r/metrics.jsonl");
+  const auto last = records.substr(records.rfind('\n', records.size() - 2) + 1);
+  EXPECT_THAT(last, HasSubstr("\"elsewhere\":true"));
 }
 
 // One run evaluated with two memories and a stride: three columns, each named by its setting,

@@ -79,6 +79,20 @@ TEST(ReadUtf8Text, RefusesBinaryAndOtherEncodingsAndCountsAFewStrayBytes) {
   EXPECT_EQ(read_utf8_text(dir / "few.txt", "corpus file"), few);
 }
 
+// A byte-order mark some editors write first is no part of a text of words (it made the first
+// word unknown); bytes keep it.
+TEST(ReadUtf8Text, AByteOrderMarkIsNoPartOfTheText) {
+  test::TempDir dir;
+  test::write_file(dir / "bom.txt", "\xEF\xBB\xBFthe game\non\n");
+  EXPECT_EQ(read_utf8_text(dir / "bom.txt", "corpus file"), "the game\non\n");
+  for (const bool words : {true, false}) {
+    std::string read;
+    read_text_pieces(
+        dir / "bom.txt", "text", words, [&](std::string_view piece, bool) { read.append(piece); });
+    EXPECT_EQ(read, words ? "the game\non\n" : "\xEF\xBB\xBFthe game\non\n") << words;
+  }
+}
+
 TEST(SplitLines, UniversalNewlines) {
   EXPECT_EQ(strings(split_lines("a\nb\r\nc\rd")), (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(strings(split_lines(" \n\n x \n")), (std::vector<std::string>{" ", "", " x "}));

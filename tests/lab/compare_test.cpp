@@ -117,6 +117,25 @@ TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
 {"split":"test","step":20,"mode":"memory","loss":0.5,"bpc":0.72,"elsewhere":true}
 )");
   write_file(dir / "c/config.yaml", "run:\n  name: c\n");
+  // Records of a split whose fields are of the wrong kind are counted apart, and left out.
+  write_file(
+      dir / "e/metrics.jsonl",
+      R"({"split":"train","step":"abc","loss":"low"}
+{"split":"train","step":-5,"loss":1.0}
+{"split":"train","step":1e30,"loss":1.0}
+{"split":"train","step":3,"loss":2.0}
+{"event":"start"}
+)");
+  write_file(dir / "e/config.yaml", "run:\n  name: e\n");
+  const auto e = summarize_run(dir / "e");
+  EXPECT_EQ(e.records, 5);
+  EXPECT_EQ(e.malformed, 3);
+  EXPECT_EQ(e.steps, 3);
+  write_file(dir / "f/metrics.jsonl", "{}\n");
+  write_file(dir / "f/config.yaml", "model: [unclosed\n");
+  EXPECT_THAT(
+      test::user_error([&] { summarize_run(dir / "f"); }),
+      HasSubstr("the run's config cannot be read (not valid YAML at line "));
   write_file(dir / "d/metrics.jsonl", "garbage\n\n");
   write_file(dir / "d/config.yaml", "run:\n  name: d\n");
   const auto c = summarize_run(dir / "c");

@@ -94,6 +94,10 @@ TEST(ConvertNsmc, BadRowsNameTheFileAndLine) {
       convert("id\tdocument\tlabel\n1\tok\t1\n2\tcaf\xe9\t0\n"),
       HasSubstr("r.txt:3: not valid UTF-8 (the byte 0xE9 at column 6)"));
   EXPECT_FALSE(std::filesystem::exists(dir / "raw.txt"));
+  // A byte-order mark before the header is no part of it (the header "differed" invisibly).
+  test::write_file(dir / "r.txt", "\xEF\xBB\xBFid\tdocument\tlabel\n1\tok\t1\n");
+  EXPECT_NO_THROW(prep::convert_nsmc(dir / "r.txt", dir / "raw.txt", dir / "l.tsv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "raw.txt"));
 }
 
 } // namespace

@@ -52,6 +52,10 @@ CLI::Validator positive_count();
 /// reads "" as 0 and lets NaN through).
 CLI::Validator finite_number();
 
+/// A check for a number from `low` to `high` (NaN and infinities are not), with both bounds in
+/// the message.
+CLI::Validator number_between(double low, double high);
+
 /// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status
 /// 0.
 bool load_config(const ConfigFlags& flags, config::Config& out);

@@ -26,7 +26,7 @@ inline constexpr const char* kSweepMark = ".xl-sweep";
 /// refused unless `force`). SIGINT and SIGTERM are passed on to the
 /// running child (which checkpoints and exits) and stop the sweep; a child gets SIGTERM when the
 /// sweep dies. Returns the process exit status: 128 + the signal that stopped a run or the
-/// sweep, 1 when a run failed.
+/// sweep; a run that failed is a UserError naming the failed runs, after the others ran.
 int run_sweep(const SweepRequest& request);
 
 } // namespace xl::app

@@ -20,6 +20,8 @@ struct TrainedModel {
   models::LanguageModel model;
   std::filesystem::path checkpoint;
   int64_t step = 0;
+  /// the resolved config the checkpoint holds (YAML)
+  std::string saved_config;
 };
 
 /// Refuses (UserError) a config whose model or data section is not that of checkpoint

@@ -17,7 +17,11 @@ namespace xl::formats {
 /// Reads the text file `path` (read_file, `what` names it) for a tokenizer that expects
 /// UTF-8: a NUL byte or more than 1% of bytes outside UTF-8 (binary data, another encoding) is a
 /// UserError; fewer are counted in a warning, and SentencePiece reads them as unknown pieces.
+/// A UTF-8 byte-order mark first (some editors write one) is dropped: no part of the text.
 std::string read_utf8_text(const std::filesystem::path& path, const std::string& what);
+
+/// Drops the UTF-8 byte-order mark `text` starts with, if it does.
+void drop_byte_order_mark(std::string& text);
 
 /// The size a piece of read_text_pieces reaches before it is cut.
 inline constexpr size_t kTextPiece = size_t{1} << 20;

@@ -53,6 +53,8 @@ struct RunSummary {
   /// metrics.jsonl's records, and its lines that are no JSON record (complete lines only)
   int64_t records = 0;
   int64_t unreadable = 0;
+  /// records of a split whose step is no whole number >= 0 or whose loss is no number (skipped)
+  int64_t malformed = 0;
   /// "ppl", "bpc", "acc" (a classifier's records: its first "acc/<name>") or ""
   std::string metric;
   /// the curves by step: the last record of each step (a resumed run's replaces the killed

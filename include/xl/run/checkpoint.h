@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,11 +75,14 @@ ResumeChanges resume_changes(
     const std::string& checkpoint_config,
     const std::string& current_config);
 
-/// Throws a UserError listing config_differences() when there are any.
+/// Throws a UserError listing config_differences() when there are any, but the keys of
+/// `may_differ` (a reader that checks the vocabulary itself takes the data at a new data.dir).
+/// A data.dir that differs is explained: the data moved, or another folder was named.
 void require_matching_config(
     const std::filesystem::path& checkpoint,
     const std::string& checkpoint_config,
     const std::string& current_config,
-    const std::vector<std::string>& sections);
+    const std::vector<std::string>& sections,
+    const std::set<std::string>& may_differ = {});
 
 } // namespace xl::run

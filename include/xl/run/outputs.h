@@ -44,10 +44,14 @@ class OutputFiles {
   std::optional<std::filesystem::path> add(
       const std::string& flag,
       const std::optional<std::string>& path);
+  /// Records a file the tool reads for `flag` (nothing when it is unset): an output naming it,
+  /// before or after, is a UserError, with `force` too (it would be written over as it is read).
+  void add_input(const std::string& flag, const std::optional<std::string>& path);
 
  private:
   bool force_;
   std::vector<std::pair<std::string, std::filesystem::path>> checked_;
+  std::vector<std::pair<std::string, std::filesystem::path>> inputs_;
 };
 
 /// Checks the folder a tool is about to write several files into for `flag`, and returns it:

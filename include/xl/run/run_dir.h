@@ -79,8 +79,9 @@ bool holds_checkpoints(const RunPaths& paths);
 
 /// The checkpoint a resume of `paths` continues from: of last.pt and best.pt the one written
 /// last (a kill between the two writes of a new best, or during the first checkpoint, leaves
-/// best.pt the newer, or the only one), else the other, else the snapshots from the newest; the
-/// first that verifies and that `resumable` accepts (any, when null). When that is not last.pt
+/// best.pt the newer, or the only one), else the other, else the snapshot of the highest step
+/// (the one it holds, whatever its name); the first that verifies and that `resumable` accepts
+/// (any, when null). When that is not last.pt
 /// it is copied to last.pt, which the trainer reads, and a warning says which and why. None is
 /// a UserError naming each file and why it cannot be resumed. The caller holds the run's lock.
 std::filesystem::path restore_last_checkpoint(

@@ -11,6 +11,10 @@
 
 namespace xl {
 
+/// Where scratch files go: $TMPDIR, or /tmp when it is unset or empty. A TMPDIR that is not a
+/// folder is a UserError naming it.
+std::filesystem::path scratch_dir();
+
 class ScratchFile {
  public:
   /// A new empty scratch file in `dir`; `what` names it in errors (a folder that cannot hold

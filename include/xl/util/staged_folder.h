@@ -35,6 +35,7 @@ class StagedFolder {
 
   std::filesystem::path target_;
   std::filesystem::path staging_;
+  /// the writer and the target as given, for messages ("xl-prep --out data/wt2")
   std::string what_;
   int lock_fd_ = -1;
   bool committed_ = false;
