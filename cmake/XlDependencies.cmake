@@ -70,3 +70,19 @@ foreach(dep fmt spdlog)
   endif()
   file(CREATE_LINK ${XL_${dep}_HEADERS}/${dep} ${XL_SHIM_INCLUDE}/${dep} SYMBOLIC)
 endforeach()
+
+# xl_add_dependencies_target(<name> [IMPORTED]): the target of what every part of xl compiles
+# and links against: xl_dependencies in xl's own build, xl::dependencies (IMPORTED) in a project
+# that found xl (lib/cmake/xl/xlConfig.cmake includes this file).
+function(xl_add_dependencies_target name)
+  add_library(${name} INTERFACE ${ARGN})
+  target_include_directories(${name} SYSTEM BEFORE INTERFACE ${XL_SHIM_INCLUDE})
+  target_link_libraries(${name} INTERFACE
+    ${TORCH_LIBRARIES} ${XL_YAML_TARGET} spdlog::spdlog fmt::fmt CLI11::CLI11
+    nlohmann_json::nlohmann_json xl_sentencepiece Threads::Threads PkgConfig::XL_CAIRO)
+  # libtorch.so exports a broken copy of some std::filesystem functions (remove_all crashes).
+  # Naming libstdc++ first on every link line makes the dynamic linker bind those symbols to
+  # the real libstdc++ before it looks into libtorch.so.
+  target_link_options(${name} INTERFACE "LINKER:--push-state,--no-as-needed" "-lstdc++"
+    "LINKER:--pop-state")
+endfunction()

@@ -64,6 +64,16 @@ fs::path prepare_digits_corpus(const fs::path& dir) {
   return options.out;
 }
 
+std::map<std::string, std::string> files_of(const fs::path& folder) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (entry.is_regular_file()) {
+      files[entry.path().string()] = read_text(entry.path());
+    }
+  }
+  return files;
+}
+
 std::string nsmc_documents(size_t first, size_t count, const std::string& separator) {
   std::istringstream in(read_text(testdata("nsmc/ratings_train.txt")));
   std::string line;

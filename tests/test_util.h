@@ -86,6 +86,9 @@ std::map<int64_t, double> train_losses(const fs::path& run);
 /// The same for the records of `split` ("valid": the validations during training).
 std::map<int64_t, double> split_losses(const fs::path& run, const std::string& split);
 
+/// Every file below `folder` (a run directory) and its bytes: what a reader must leave as it was.
+std::map<std::string, std::string> files_of(const fs::path& folder);
+
 /// A word corpus prepared by xl-prep in `dir`/data (returned): the line "0 1 2 3 4 5 6 7 8 9"
 /// 200 times in each of the train, valid and test splits, where every token predicts the next.
 fs::path prepare_digits_corpus(const fs::path& dir);

@@ -35,7 +35,8 @@ void add_common_flags(CLI::App& app) {
 
 std::string version_line() {
   return fmt::format(
-      "xl {} (LibTorch {}, {})",
+      "xl {} ({}; LibTorch {}, {})",
+      project_version(),
       version(),
       TORCH_VERSION,
       torch::cuda::is_available() ? fmt::format("{} CUDA device(s)", torch::cuda::device_count())
@@ -273,10 +274,6 @@ std::string shell_quote(const std::string& argument) {
   return quoted + "'";
 }
 
-namespace {
-
-// What the file system refused, in one line, when the cause is the user's path or machine (a
-// name too long, no permission, a full disk, too many open files) rather than xl; else "".
 std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
   const int code = e.code().value();
   if (e.code().category() != std::generic_category() &&
@@ -304,8 +301,6 @@ std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
       code == ENAMETOOLONG ? " (a name has at most 255 bytes): choose a shorter one" : "";
   return path + e.code().message() + hint;
 }
-
-} // namespace
 
 namespace {
 

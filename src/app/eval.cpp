@@ -23,6 +23,7 @@
 #include "xl/sources/batch.h"
 #include "xl/sources/dataset.h"
 #include "xl/util/error.h"
+#include "xl/util/scratch_file.h"
 
 namespace xl::app {
 
@@ -57,23 +58,6 @@ class BatchDump {
   std::map<std::string, torch::Tensor> tensors_;
   int64_t batches_ = 0;
 };
-
-// The files the request writes, checked before anything is read.
-struct Outputs {
-  std::optional<fs::path> json;
-  std::optional<fs::path> per_token;
-  std::optional<fs::path> dump_batches;
-};
-
-Outputs check_outputs(const EvalRequest& request) {
-  run::OutputFiles files(request.force);
-  files.add_input("--file", request.file);
-  Outputs out;
-  out.json = files.add("--json", request.json);
-  out.per_token = files.add("--per-token", request.per_token);
-  out.dump_batches = files.add("--dump-batches", request.dump_batches);
-  return out;
-}
 
 // --per-token lists a language model's tokens; a classifier's predictions are xl-predict's.
 void refuse_per_token_of_classifier(const EvalRequest& request, const sources::Dataset& data) {
@@ -165,21 +149,28 @@ void add_reading(eval::EvalReport& report, const sources::TextReading& reading) 
   report.record["read"] = std::move(read);
 }
 
-// The evaluation: the batches of the split or the file, each scored, dumped and listed as asked.
-struct Evaluated {
-  eval::EvalResult result;
-  std::string setting;
-  nlohmann::json values;
-  std::optional<sources::TextReading> reading;
-};
+} // namespace
 
-Evaluated evaluate(
+EvalOutputs check_eval_outputs(const EvalRequest& request) {
+  run::OutputFiles files(request.force);
+  files.add_input("--file", request.file);
+  EvalOutputs out;
+  out.json = files.add("--json", request.json);
+  out.per_token = files.add("--per-token", request.per_token);
+  out.dump_batches = files.add("--dump-batches", request.dump_batches);
+  return out;
+}
+
+Evaluated evaluate_request(
     const config::Config& config,
     const EvalRequest& request,
-    const Outputs& outputs,
+    const EvalOutputs& outputs,
     sources::Dataset& dataset,
-    models::LanguageModelImpl& model,
-    const torch::Device& device) {
+    const TrainedModel& trained,
+    const torch::Device& device,
+    bool list_tokens) {
+  refuse_per_token_of_classifier(request, dataset);
+  auto& model = *trained.model;
   auto batches = request.file ? dataset.file_batches(*request.file)
                               : dataset.eval_batches(config.eval.split, false);
   auto reading = std::move(batches.reading);
@@ -191,10 +182,12 @@ Evaluated evaluate(
   setup.options.max_batches = request.max_steps;
   setup.options.unigram = dataset.unigram_baseline();
   setup.options.stop = [] { return runtime::stop_signal().load() != 0; };
-  std::optional<eval::PerTokenListing> listing;
-  if (outputs.per_token) {
-    listing.emplace(
-        *outputs.per_token, in_order, [&](int64_t id) { return dataset.token_text(id); });
+  std::shared_ptr<eval::PerTokenListing> listing;
+  if (outputs.per_token || list_tokens) {
+    listing = std::make_shared<eval::PerTokenListing>(
+        outputs.per_token.value_or(scratch_dir() / "per-token"), in_order, [&dataset](int64_t id) {
+          return dataset.token_text(id);
+        });
     setup.options.log_probs = true;
     setup.options.on_output = [&](const sources::Batch& batch, const models::ModelOutput& out) {
       listing->add(batch, out.log_probs.to(torch::kCPU, torch::kFloat));
@@ -214,25 +207,22 @@ Evaluated evaluate(
   if (outputs.dump_batches) {
     dump.write(*outputs.dump_batches, setup.source->continues_streams());
   }
-  if (listing) {
+  if (outputs.per_token) {
     const int64_t rows = listing->write(config.run.progress_seconds);
     spdlog::info("listed {} tokens in {}", rows, outputs.per_token->string());
   }
-  return {std::move(result), setup.setting, setup.values, std::move(reading)};
+  return {std::move(result), setup.setting, setup.values, std::move(reading), listing};
 }
-
-} // namespace
 
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
   // 1. The outputs are checked before anything is read.
   run::setup_logging(config.run.log_level);
   const run::RunPaths paths = run::paths_of(request.run_dir);
-  const Outputs outputs = check_outputs(request);
+  const EvalOutputs outputs = check_eval_outputs(request);
   // 2. The model and its data; a signal from here on stops the evaluation after its batch.
   runtime::setup_runtime(config.train);
   runtime::install_stop_handlers();
   const auto dataset = models::open_dataset(config);
-  refuse_per_token_of_classifier(request, *dataset);
   const torch::Device device = runtime::pick_device(config.train);
   const auto trained = load_trained_model(
       config, paths, request.checkpoint, *dataset, device, request.enforce_memory);
@@ -242,7 +232,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   }
   spdlog::info("the checkpoint {} (step {})", trained.checkpoint.string(), trained.step);
   // 3. The evaluation.
-  const auto done = evaluate(config, request, outputs, *dataset, *trained.model, device);
+  const auto done = evaluate_request(config, request, outputs, *dataset, trained, device);
   const int signal = runtime::stop_signal().load();
   if (done.result.batches == 0 && signal != 0) {
     std::cout << fmt::format("stopped by signal {} before any batch was scored", signal)

@@ -177,23 +177,20 @@ class Predictor {
         request_(request),
         reader_(request.file, request.format, config.eval.batch_size * sources::kGroupBatches),
         progress_(count_lines(request.file)),
-        evaluator_(model, options(device)) {
+        classifier_(data, model, device, config.train.bf16) {
     progress_.count_as("ex");
   }
 
   // Writes the TSV to `sink`.
   void run(const ByteSink& sink) {
     reader_.read([&](Part& part) {
-      rows_.assign(part.examples.size(), "");
-      part_ = &part;
-      const auto source = data_.example_batches(part.examples, request_.file);
-      while (auto batch = source->next()) {
-        if (runtime::stop_signal().load() != 0) {
-          stopped_ = true;
-          return false; // the part at hand is left out whole
-        }
-        evaluator_.consume(*batch, false);
+      const auto probs = classifier_.classify(
+          part.examples, request_.file, [] { return runtime::stop_signal().load() != 0; });
+      if (!probs) {
+        stopped_ = true;
+        return false; // the part at hand is left out whole
       }
+      add_rows(part, *probs);
       if (!header_written_ && classes_ > 0) {
         const std::string header = header_line();
         sink(header.data(), header.size());
@@ -203,7 +200,7 @@ class Predictor {
         sink(row.data(), row.size());
       }
       done_ += static_cast<int64_t>(rows_.size());
-      written_ = evaluator_.result();
+      written_ = classifier_.result();
       progress_.update(done_, static_cast<int64_t>(rows_.size()));
       if (progress_.due(config_.run.progress_seconds)) {
         spdlog::info("{}", progress_.line("example"));
@@ -243,16 +240,6 @@ class Predictor {
   }
 
  private:
-  eval::EvalOptions options(const torch::Device& device) {
-    eval::EvalOptions o;
-    o.device = device;
-    o.bf16 = config_.train.bf16;
-    o.on_output = [this](const sources::Batch& batch, const models::ModelOutput& out) {
-      add_rows(batch, out.logits);
-    };
-    return o;
-  }
-
   std::string header_line() const {
     std::string header = "line\tpredicted";
     for (int64_t c = 0; c < classes_; ++c) {
@@ -261,21 +248,20 @@ class Predictor {
     return header + (reader_.labelled() ? "\tgold\n" : "\n");
   }
 
-  // Each row's prediction, at its example's place in the part.
-  void add_rows(const sources::Batch& batch, const torch::Tensor& logits) {
-    const auto probs = torch::softmax(logits.to(torch::kCPU, torch::kDouble), 1).contiguous();
+  // Each example's row, in the part's order.
+  void add_rows(const Part& part, const torch::Tensor& probs) {
     const auto predicted = probs.argmax(1);
     const auto p = probs.accessor<double, 2>();
-    const auto index = batch.target_index.accessor<int64_t, 2>();
     classes_ = probs.size(1);
-    for (int64_t r = 0; r < probs.size(0); ++r) {
-      const auto e = static_cast<size_t>(index[0][r]);
-      std::string row = fmt::format("{}\t{}", part_->lines[e], predicted[r].item<int64_t>());
+    rows_.assign(part.examples.size(), "");
+    for (int64_t e = 0; e < probs.size(0); ++e) {
+      const auto i = static_cast<size_t>(e);
+      std::string row = fmt::format("{}\t{}", part.lines[i], predicted[e].item<int64_t>());
       for (int64_t c = 0; c < classes_; ++c) {
-        row += fmt::format("\t{:.6f}", p[r][c]);
+        row += fmt::format("\t{:.6f}", p[e][c]);
       }
-      row += reader_.labelled() ? fmt::format("\t{}\n", part_->examples[e].label) : "\n";
-      rows_[e] = std::move(row);
+      row += reader_.labelled() ? fmt::format("\t{}\n", part.examples[i].label) : "\n";
+      rows_[i] = std::move(row);
     }
   }
 
@@ -284,8 +270,7 @@ class Predictor {
   const PredictRequest& request_;
   ExampleReader reader_;
   run::Progress progress_;
-  eval::Evaluator evaluator_;
-  Part* part_ = nullptr;
+  ExampleClassifier classifier_;
   std::vector<std::string> rows_;
   int64_t classes_ = 0;
   bool header_written_ = false;
@@ -296,6 +281,44 @@ class Predictor {
 };
 
 } // namespace
+
+ExampleClassifier::ExampleClassifier(
+    sources::Dataset& data,
+    models::LanguageModelImpl& model,
+    const torch::Device& device,
+    bool bf16)
+    : data_(data), evaluator_(model, options(device, bf16)) {}
+
+eval::EvalOptions ExampleClassifier::options(const torch::Device& device, bool bf16) {
+  eval::EvalOptions o;
+  o.device = device;
+  o.bf16 = bf16;
+  // Each batch row's probabilities, at its example's place (the batch's target_index).
+  o.on_output = [this](const sources::Batch& batch, const models::ModelOutput& out) {
+    const auto probs = torch::softmax(out.logits.to(torch::kCPU, torch::kDouble), 1);
+    const auto rows = batch.target_index[0].to(torch::kLong);
+    if (probs_.size(1) != probs.size(1)) {
+      probs_ = torch::zeros({probs_.size(0), probs.size(1)}, torch::kDouble);
+    }
+    probs_.index_copy_(0, rows, probs);
+  };
+  return o;
+}
+
+std::optional<torch::Tensor> ExampleClassifier::classify(
+    const std::vector<formats::LabelledText>& examples,
+    const std::string& name,
+    const std::function<bool()>& stop) {
+  probs_ = torch::zeros({static_cast<int64_t>(examples.size()), 0}, torch::kDouble);
+  const auto source = data_.example_batches(examples, name);
+  while (auto batch = source->next()) {
+    if (stop && stop()) {
+      return std::nullopt;
+    }
+    evaluator_.consume(*batch, false);
+  }
+  return probs_.contiguous();
+}
 
 int run_prediction(const config::Config& config, const PredictRequest& request) {
   // 1. The output is checked before anything is read.

@@ -21,11 +21,9 @@
 
 namespace xl::app {
 
-namespace {
-
 // Checked here, with messages of their own: a NaN passes CLI11's range checks, and a
 // temperature below 1e-6 overflows the scaled log-probabilities.
-void check_request(const config::Config& config, const SampleRequest& request) {
+void check_sample_request(const config::Config& config, const SampleRequest& request) {
   const models::ModelFamily& family = models::model_family(config);
   if (!family.no_sampling.empty()) {
     std::vector<std::string> generating;
@@ -55,6 +53,8 @@ void check_request(const config::Config& config, const SampleRequest& request) {
     throw UserError(fmt::format("--seed {}: expected a whole number >= 0", request.seed));
   }
 }
+
+namespace {
 
 // The prompt's ids: words outside the vocabulary are read as <unk> (with a warning, since
 // stdout echoes them as written), and an empty prompt is a new line, what follows a line break
@@ -146,15 +146,10 @@ eval::Generated print_samples(
     int64_t samples) {
   const auto prompt = torch::tensor(ids).unsqueeze(1).repeat({1, samples}); // [P, B]
   std::cout << text << std::flush;
-  const auto is_word = [&](int64_t id) {
-    return vocab.kind() == formats::VocabKind::kWord && vocab.token(id) != "<eos>";
-  };
-  bool after_word = is_word(ids.back());
+  TextStream stream(vocab, ids.back());
   auto generated = eval::generate(model, prompt, options, [&](const torch::Tensor& drawn) {
     if (samples == 1) {
-      const int64_t id = drawn[0].item<int64_t>();
-      std::cout << vocab.decode({id}, after_word) << std::flush;
-      after_word = is_word(id);
+      std::cout << stream.next(drawn[0].item<int64_t>()) << std::flush;
     }
   });
   if (samples > 1) {
@@ -162,9 +157,8 @@ eval::Generated print_samples(
     for (int64_t b = 0; b < samples; ++b) {
       const auto row = rows[b];
       std::cout << fmt::format("\n--- sample {} ---\n", b + 1) << text
-                << vocab.decode(
-                       {row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel()},
-                       is_word(ids.back()));
+                << TextStream(vocab, ids.back())
+                       .whole({row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel()});
     }
   }
   std::cout << std::endl;
@@ -173,11 +167,40 @@ eval::Generated print_samples(
 
 } // namespace
 
+TextStream::TextStream(const formats::Vocab& vocab, int64_t last_prompt_id)
+    : vocab_(vocab), after_word_(is_word(last_prompt_id)) {}
+
+bool TextStream::is_word(int64_t id) const {
+  return vocab_.kind() == formats::VocabKind::kWord && vocab_.token(id) != "<eos>";
+}
+
+std::string TextStream::whole(const std::vector<int64_t>& ids) const {
+  return vocab_.decode(ids, after_word_);
+}
+
+std::string TextStream::next(int64_t id) {
+  std::string text = vocab_.decode({id}, after_word_);
+  after_word_ = is_word(id);
+  return text;
+}
+
+SamplePlan plan_sampling(
+    const config::Config& config,
+    const SampleRequest& request,
+    const formats::Vocab& vocab,
+    const std::string& text,
+    models::LanguageModelImpl& model,
+    const torch::Device& device) {
+  SamplePlan plan{prompt_ids(vocab, text, request), generate_options(config, request, device)};
+  refuse_unread_window(request, plan.options, model);
+  return plan;
+}
+
 int run_sample(const config::Config& config, const SampleRequest& request) {
   // 1. The request, the model (the samples are the batch rows the memory check counts) and
   //    the prompt: words are UTF-8 text, bytes (enwik8) may be anything.
   run::setup_logging(config.run.log_level);
-  check_request(config, request);
+  check_sample_request(config, request);
   const run::RunPaths paths = run::paths_of(request.run_dir);
   runtime::setup_runtime(config.train);
   const auto dataset = models::open_dataset(config);
@@ -191,10 +214,8 @@ int run_sample(const config::Config& config, const SampleRequest& request) {
       : vocab.kind() == formats::VocabKind::kWord
       ? formats::read_utf8_text(*request.prompt_file, "prompt file")
       : read_file(*request.prompt_file, "prompt file");
-  const auto ids = prompt_ids(vocab, text, request);
+  const auto [ids, options] = plan_sampling(config, request, vocab, text, *trained.model, device);
   // 2. The samples on stdout, the speed on stderr.
-  const auto options = generate_options(config, request, device);
-  refuse_unread_window(request, options, *trained.model);
   spdlog::info(
       "sampling {} x {} tokens from {} (step {}) after a prompt of {} tokens: temperature "
       "{}, top-k {}, top-p {}, seed {}",

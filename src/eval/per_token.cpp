@@ -94,7 +94,7 @@ void PerTokenListing::add(const sources::Batch& batch, const torch::Tensor& log_
     target_ids = batch.targets.contiguous();
     targets = target_ids.data_ptr<int64_t>();
   }
-  std::string lines;
+  std::vector<Scored> scored;
   for (int64_t i = 0; i < index.numel(); ++i) {
     if (at[i] < 0 || (counted != nullptr && !counted[i])) {
       continue; // padding
@@ -102,50 +102,67 @@ void PerTokenListing::add(const sources::Batch& batch, const torch::Tensor& log_
     if (tokens_ != nullptr) {
       scratch_->write_at(static_cast<uint64_t>(at[i]) * sizeof(float), &lp[i], sizeof(float));
     } else {
-      lines += row(at[i], token_text_(targets[i]), lp[i]);
-      ++rows_;
+      scored.push_back({at[i], targets[i], lp[i], 0.0F});
     }
   }
-  if (!lines.empty()) {
-    scratch_->append(lines.data(), lines.size());
+  if (!scored.empty()) {
+    scratch_->append(scored.data(), scored.size() * sizeof(Scored));
+    rows_ += static_cast<int64_t>(scored.size());
   }
 }
 
-int64_t PerTokenListing::write(double progress_seconds) const {
+int64_t PerTokenListing::each_row(const RowSink& sink, double progress_seconds) const {
   const int64_t total = tokens_ != nullptr ? tokens_->size() : rows_;
   run::Progress progress(total);
-  atomic_write(out_, [&](const ByteSink& sink) {
-    sink(kHeader, std::char_traits<char>::length(kHeader));
-    if (tokens_ == nullptr) {
-      std::vector<char> buffer(1 << 20);
-      for (uint64_t at = 0; at < scratch_->size(); at += buffer.size()) {
-        const size_t n = std::min<uint64_t>(buffer.size(), scratch_->size() - at);
-        scratch_->read_at(at, buffer.data(), n);
-        sink(buffer.data(), n);
-      }
-      return;
-    }
-    std::vector<float> scores(kBlock);
-    for (int64_t first = 0; first < total; first += kBlock) {
-      const int64_t n = std::min(kBlock, total - first);
+  std::vector<float> scores(kBlock);
+  std::vector<Scored> scored(kBlock);
+  for (int64_t first = 0; first < total; first += kBlock) {
+    const int64_t n = std::min(kBlock, total - first);
+    if (tokens_ != nullptr) {
       scratch_->read_at(
           static_cast<uint64_t>(first) * sizeof(float),
           scores.data(),
           static_cast<size_t>(n) * sizeof(float));
       const auto ids = tokens_->slice(first, n);
       const auto* id = ids.data_ptr<int64_t>();
-      std::string lines;
       for (int64_t i = 0; i < n; ++i) {
-        lines += row(first + i, token_text_(id[i]), scores[static_cast<size_t>(i)]);
+        sink(first + i, token_text_(id[i]), scores[static_cast<size_t>(i)]);
       }
-      sink(lines.data(), lines.size());
-      progress.update(first + n, n);
-      if (progress.due(progress_seconds)) {
-        spdlog::info("{}", progress.line("--per-token row"));
+    } else {
+      scratch_->read_at(
+          static_cast<uint64_t>(first) * sizeof(Scored),
+          scored.data(),
+          static_cast<size_t>(n) * sizeof(Scored));
+      for (int64_t i = 0; i < n; ++i) {
+        const Scored& s = scored[static_cast<size_t>(i)];
+        sink(s.index, token_text_(s.id), s.log_prob);
       }
     }
-  });
+    progress.update(first + n, n);
+    if (progress_seconds > 0 && progress.due(progress_seconds)) {
+      spdlog::info("{}", progress.line("--per-token row"));
+    }
+  }
   return total;
+}
+
+int64_t PerTokenListing::write(double progress_seconds) const {
+  int64_t rows = 0;
+  atomic_write(out_, [&](const ByteSink& sink) {
+    sink(kHeader, std::char_traits<char>::length(kHeader));
+    std::string lines;
+    rows = each_row(
+        [&](int64_t index, const std::string& token, float log_prob) {
+          lines += row(index, token, log_prob);
+          if (lines.size() >= (1U << 20)) {
+            sink(lines.data(), lines.size());
+            lines.clear();
+          }
+        },
+        progress_seconds);
+    sink(lines.data(), lines.size());
+  });
+  return rows;
 }
 
 } // namespace xl::eval

@@ -140,6 +140,14 @@ const formats::Vocab& Dataset::text_vocab() const {
       vocabulary_fingerprint().empty() ? "random" : vocabulary_fingerprint()));
 }
 
+std::vector<int64_t> Dataset::encode_text(const std::string& text) const {
+  return text_vocab().encode(text, "the text", /*open_end=*/true);
+}
+
+std::string Dataset::decode_ids(const std::vector<int64_t>& ids) const {
+  return text_vocab().decode(ids);
+}
+
 std::unique_ptr<BatchSource> Dataset::example_batches(
     const std::vector<formats::LabelledText>& /*examples*/,
     const std::string& name) {

@@ -87,17 +87,6 @@ std::string users_text(const fs::path& data, size_t lines) {
   return text;
 }
 
-// Every file of a run directory and its bytes.
-std::map<std::string, std::string> files_of(const fs::path& run) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(run)) {
-    if (entry.is_regular_file()) {
-      files[entry.path().string()] = read_text(entry.path());
-    }
-  }
-  return files;
-}
-
 // The loss xl-eval reports for a split ("test | loss 5.1234 | ...").
 double reported_loss(const std::string& output) {
   const auto at = output.find(" | loss ");

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ void add_run_flags(
     ConfigFlags& flags,
     std::string& run_dir,
     std::string& checkpoint);
+
+/// What the file system refused, in one line, when the cause is the user's path or machine (a
+/// name too long, no permission, a full disk, too many open files) rather than xl; else "".
+std::string file_system_refusal(const std::filesystem::filesystem_error& e);
 
 /// A check for flags that count: an integer >= min (a readable message, where CLI11's
 /// NonNegativeNumber prints the largest double).

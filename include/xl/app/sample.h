@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xl/config/schema.h"
+#include "xl/eval/generate.h"
+#include "xl/formats/vocab.h"
 
 namespace xl::app {
 
@@ -34,6 +37,44 @@ struct SampleRequest {
   std::optional<int64_t> window;
   /// refuse a config whose memory estimate exceeds the available memory
   bool enforce_memory = true;
+};
+
+/// Refuses, before anything is loaded, a request the run cannot serve (a family that does not
+/// generate, a temperature or top-p out of range).
+void check_sample_request(const config::Config& config, const SampleRequest& request);
+
+/// The generation a request asks for: the prompt's ids and the options.
+struct SamplePlan {
+  std::vector<int64_t> ids;
+  eval::GenerateOptions options;
+};
+
+/// Plans the continuation of `text` (words outside the vocabulary as <unk>, with a warning;
+/// an empty text is a new line) by `model`, as the run's eval section and the request say: what
+/// xl-sample and the library's Model::generate draw from.
+SamplePlan plan_sampling(
+    const config::Config& config,
+    const SampleRequest& request,
+    const formats::Vocab& vocab,
+    const std::string& text,
+    models::LanguageModelImpl& model,
+    const torch::Device& device);
+
+/// The text of generated ids as they come, spaced as the vocabulary decodes a continuation of
+/// the prompt whose last id it is given.
+class TextStream {
+ public:
+  TextStream(const formats::Vocab& vocab, int64_t last_prompt_id);
+  /// The text of the next id.
+  std::string next(int64_t id);
+  /// The text of all the ids at once, from where the stream is.
+  std::string whole(const std::vector<int64_t>& ids) const;
+
+ private:
+  bool is_word(int64_t id) const;
+
+  const formats::Vocab& vocab_;
+  bool after_word_;
 };
 
 /// Generates text from a checkpoint of a causal language model run (eval/generate.h): the prompt

@@ -39,11 +39,25 @@ class PerTokenListing {
   /// is long; returns its rows.
   int64_t write(double progress_seconds) const;
 
+  /// Receives a row: the token's position, its text and log p (NaN: not scored).
+  using RowSink = std::function<void(int64_t index, const std::string& token, float log_prob)>;
+  /// Each row in the file's order (what write() writes), in bounded memory, with a progress line
+  /// at least every `progress_seconds` (0: none); returns their count.
+  int64_t each_row(const RowSink& sink, double progress_seconds = 0.0) const;
+
  private:
+  /// a target scored in scoring order: its position, its id, its log p
+  struct Scored {
+    int64_t index;
+    int64_t id;
+    float log_prob;
+    float padding;
+  };
+
   std::filesystem::path out_;
   const formats::Tokens* tokens_;
   std::function<std::string(int64_t)> token_text_;
-  /// text order: a float per token (NaN: not scored); scoring order: the rows' lines
+  /// text order: a float per token (NaN: not scored); scoring order: a Scored per row
   std::unique_ptr<ScratchFile> scratch_;
   int64_t rows_ = 0;
 };

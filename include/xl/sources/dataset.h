@@ -79,6 +79,11 @@ class Dataset {
   /// The word or byte vocabulary that encodes prompts and decodes generated text; a UserError
   /// for data without one.
   virtual const formats::Vocab& text_vocab() const;
+  /// The ids of `text` under the data's vocabulary (a last line without a line break gets no
+  /// <eos>) or SentencePiece model, and the text of `ids`: the library's Model::encode and
+  /// decode. From text_vocab() unless a family's data has another.
+  virtual std::vector<int64_t> encode_text(const std::string& text) const;
+  virtual std::string decode_ids(const std::vector<int64_t>& ids) const;
   /// Builds the training batches now, so that options the data cannot serve fail before a run
   /// writes anything; the next train_source() hands them out.
   void prepare_training() {

@@ -80,6 +80,27 @@ class XLNetDataset : public sources::Dataset {
   fs::path vocabulary_file() const override {
     return pieces_ ? pieces_->path() : fs::path();
   }
+  std::vector<int64_t> encode_text(const std::string& text) const override {
+    return model_pieces().encode(text);
+  }
+  // The pieces joined, each U+2581 (SentencePiece's word start) a space.
+  std::string decode_ids(const std::vector<int64_t>& ids) const override {
+    const auto& pieces = model_pieces();
+    std::string text;
+    for (const int64_t id : ids) {
+      if (id < 0 || id >= pieces.size()) {
+        throw UserError(fmt::format(
+            "piece id {} is outside the SentencePiece vocabulary of {}", id, pieces.size()));
+      }
+      text += pieces.piece(id);
+    }
+    static const std::string kWordStart = "\xE2\x96\x81";
+    for (size_t at = text.find(kWordStart); at != std::string::npos;
+         at = text.find(kWordStart, at)) {
+      text.replace(at, kWordStart.size(), " ");
+    }
+    return text.empty() || text[0] != ' ' ? text : text.substr(1);
+  }
   const sources::UnigramBaseline* unigram_baseline() override {
     if (!pieces_ || classification()) {
       return nullptr;
@@ -152,6 +173,12 @@ class XLNetDataset : public sources::Dataset {
   }
 
  private:
+  const formats::SentencePiece& model_pieces() const {
+    if (!pieces_) {
+      throw UserError("random data has no SentencePiece model to encode and decode text with");
+    }
+    return *pieces_;
+  }
   bool classification() const {
     return c_.model.section<XLNetConfig>().n_class > 0;
   }

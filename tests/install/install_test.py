@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""xl as a library, installed: `cmake --install` into a temporary prefix, then examples/ built
+against that prefix alone and run on a tiny run (ctest: e2e.install, after the build).
+
+Checks that
+  - the installed tree holds no path of the source or build folder (they are the machine's
+    that built it), and still works moved to another folder;
+  - xl/xl.h compiles alone with only the installed include folder and LibTorch's;
+  - examples/ configures with -DCMAKE_PREFIX_PATH=<prefix>;<torch> and builds;
+  - score_text gives xl-eval --file's perplexity to 1e-6, and generate_text xl-sample's text
+    for the same seed (the installed commands' own).
+
+  XL_BUILD_DIR=build python3 tests/install/install_test.py [--keep]
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("XL_BUILD_DIR", ROOT / "build")).resolve()
+PYTHON = ROOT / ".venv" / "bin" / "python"
+if not PYTHON.exists():
+    PYTHON = pathlib.Path(sys.executable)
+
+
+def run(args, **kwargs):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(map(str, args))}\n{r.stdout}{r.stderr}")
+    return r
+
+
+def holding(prefix, needle, allowed):
+    """The installed files whose bytes hold `needle` other than as the start of `allowed` (where
+    a dependency is: LibTorch in the project's .venv, which the commands' RPATH names)."""
+    found = []
+    for path in prefix.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes().replace(allowed.encode(), b"")
+            if needle.encode() in data:
+                found.append(str(path.relative_to(prefix)))
+    return found
+
+
+def main():
+    keep = "--keep" in sys.argv
+    work = pathlib.Path(tempfile.mkdtemp(prefix="xl-install-test-"))
+    installed = work / "installed"
+    run(["cmake", "--install", BUILD, "--prefix", installed])
+    torch_prefix = run([PYTHON, "-c", "import torch; print(torch.utils.cmake_prefix_path)"])
+    torch_prefix = pathlib.Path(torch_prefix.stdout.strip())
+    torch_root = str(torch_prefix.parent.parent)  # .../site-packages/torch
+    for folder in {ROOT, BUILD}:
+        leaks = holding(installed, str(folder) + "/", torch_root)
+        if leaks:
+            sys.exit(f"the installed tree names {folder}: {', '.join(sorted(leaks)[:10])}")
+    # Moved after installing: nothing in it may depend on where it was put.
+    prefix = work / "moved"
+    installed.rename(prefix)
+    torch_include = pathlib.Path(torch_root) / "include"
+    run(["c++", "-std=c++17", "-fsyntax-only", "-I", prefix / "include", "-I", torch_include,
+         "-x", "c++", prefix / "include" / "xl" / "xl.h"])
+    examples = work / "examples-build"
+    run(["cmake", "-S", ROOT / "examples", "-B", examples, "-G", "Ninja",
+         "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix};{torch_prefix}"])
+    run(["cmake", "--build", examples])
+
+    # A tiny run, with the installed commands.
+    bin_dir = prefix / "bin"
+    text = work / "text"
+    text.mkdir()
+    valid = subprocess.check_output(["xz", "-dc", ROOT / "data/wikitext-2/wiki.valid.tokens.xz"])
+    (text / "train.txt").write_bytes(valid)
+    (text / "mine.txt").write_text(
+        "the film was released in the united states \n"
+        " = = reception = = \n"
+        "critics praised the game , and it sold well in japan . \n")
+    run([bin_dir / "xl-prep", "--train", text / "train.txt", "--valid", text / "train.txt",
+         "--test", text / "train.txt", "--out", work / "data"])
+    run([bin_dir / "xl-train", "--config", ROOT / "configs/txl/tiny.yaml", "--set",
+         f"data.dir={work / 'data'}", "--set", f"run.dir={work / 'run'}", "--set",
+         "train.max_step=20", "--set", "train.warmup_step=2"])
+
+    evaluated = run([bin_dir / "xl-eval", "--run", work / "run", "--file", text / "mine.txt",
+                     "--json", work / "eval.json"])
+    want = json.loads((work / "eval.json").read_text())["ppl"]
+    scored = run([examples / "score_text", work / "run", text / "mine.txt"]).stdout
+    got = float(scored.split()[1])
+    if abs(got - want) > 1e-6 * want:
+        sys.exit(f"score_text: ppl {got!r}, xl-eval --file: {want!r}\n{evaluated.stdout}")
+
+    sampled = run([bin_dir / "xl-sample", "--run", work / "run", "--prompt", "the game",
+                   "--tokens", "30", "--seed", "3"]).stdout
+    generated = run([examples / "generate_text", work / "run", "the game", "30", "3"]).stdout
+    if generated != sampled:
+        sys.exit(f"generate_text gave\n{generated!r}\nxl-sample\n{sampled!r}")
+    print(f"installed, moved, built the examples: ppl {got:.6f} as xl-eval's, "
+          f"{len(generated.split())} words as xl-sample's")
+    if keep:
+        print(f"kept {work}")
+    else:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
