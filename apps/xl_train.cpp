@@ -3,6 +3,7 @@
 //            [--resume | --auto-resume] [--stop-at-step N]
 #include "xl/app/cli.h"
 #include "xl/app/train.h"
+#include "xl/run/resume.h"
 #include "xl/run/run_dir.h"
 
 int main(int argc, char** argv) {

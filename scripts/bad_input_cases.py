@@ -6,6 +6,10 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / os.environ.get("XL_BUILD_DIR", "build") / "bin"
+# Every family's smallest configs, by the registry's convention (configs/<folder>/tiny*.yaml,
+# test::tiny_configs): the generic cases run on each, so a new family is probed with no edit here.
+TINY_CONFIGS = sorted((ROOT / "configs").glob("*/tiny*.yaml"))
+# The cases of one family's keys and data.
 TXL = ROOT / "configs" / "txl" / "tiny.yaml"
 XLNET_CLS = ROOT / "configs" / "xlnet" / "tiny_cls.yaml"
 XLNET = ROOT / "configs" / "xlnet" / "tiny.yaml"
@@ -118,6 +122,12 @@ def cases(work):
             ("eval.split", ["train"])]:
         for value in bad:
             out.append(("xl-train", train + new_run() + ["--set", f"{key}={value}"], {}))
+    # What every family refuses alike.
+    for tiny in TINY_CONFIGS:
+        for assignment in ["modle.x=1", "data.dir=/nonexistent", "train.lr=-1", "model.n_layer=0",
+                           "model.d_model=0", "train.max_step=0"]:
+            out.append(("xl-train", [BIN / "xl-train", "--config", tiny, "--set", assignment]
+                        + new_run(), {}))
     # Values each family refuses: heads beyond the window, a pretraining that caches nothing.
     out.append(("xl-train", [BIN / "xl-train", "--config", CHAR, "--set",
                              f"data.dir={work / 'words'}", "--set",

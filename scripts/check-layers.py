@@ -14,6 +14,12 @@ its folders'). This script fails, naming the file and line, when
     files other than its own and the registry's (src/models/registry.cpp), or code outside
     config/ and the family folders compares a type with a family's name (`type == "xlnet"`).
     The rest of xl asks the family's descriptor (models/family.h) instead;
+  - a source of a folder (src/<folder>/*.cpp, include/xl/<folder>/*.h, a family's folder too)
+    is not named, in backticks, in that folder's row of the table in docs/architecture.md
+    (`| \`folder/\` | ... |`), or a folder has no row;
+  - a file of src/, apps/ or include/ includes a CUDA header (c10/cuda, ATen/cuda, the CUDA
+    runtime's) other than the runtime files that talk to CUDA (CUDA_FILES): the rest of xl asks
+    runtime/cuda.h, and the graph code's interface needs none;
   - a family's folder includes the front door of models/ (factory.h, memory_estimate.h,
     registry.h, hf.h: what asks the registry), which sits above the families; a family builds
     from the kit below them (kit.h, memory_shape.h, family.h, language_model.h, ...).
@@ -183,6 +189,58 @@ def check_families(root, errors):
                         "and the family folders (ask the descriptor, models/family.h)")
 
 
+CUDA_INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](c10/cuda/|ATen/cuda/|cuda_runtime|cuda\.h)')
+CUDA_FILES = {Path("src/runtime/cuda.cpp"), Path("src/runtime/cuda_graph_capture.cpp")}
+
+
+def check_cuda_includes(root, errors):
+    """CUDA's headers in the files of CUDA_FILES only."""
+    for top in ("src", "apps", "include"):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in (".h", ".cpp") or not path.is_file():
+                continue
+            name = path.relative_to(root)
+            if name in CUDA_FILES:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if CUDA_INCLUDE.match(line):
+                    errors.append(
+                        f"{name}:{number}: includes a CUDA header; outside "
+                        f"{', '.join(sorted(map(str, CUDA_FILES)))} xl asks runtime/cuda.h")
+
+
+ROW = re.compile(r"^\|\s*`([a-z0-9_/]+)/`\s*\|(.*)\|\s*$")
+NAMED = re.compile(r"`([^`]+)`")
+
+
+def check_rows(root, doc, errors):
+    """Every source of a folder is named in the folder's row of the table."""
+    rows = {}
+    for number, line in enumerate(doc.read_text().splitlines(), 1):
+        match = ROW.match(line)
+        if match:
+            named = set()
+            for token in NAMED.findall(match.group(2)):
+                for word in re.split(r"[\s,()]+", token):
+                    named.add(Path(word).name.split(".")[0])
+            rows[match.group(1)] = (named, number)
+    folders = {}
+    for top, suffix in ((root / "src", ".cpp"), (root / "include" / "xl", ".h")):
+        for path in sorted(top.rglob("*" + suffix)):
+            relative = path.relative_to(top)
+            if len(relative.parts) >= 2:
+                folders.setdefault(str(relative.parent), set()).add(path.stem)
+    for folder, stems in sorted(folders.items()):
+        if folder not in rows:
+            errors.append(f"{doc.relative_to(root)}: the folder {folder}/ has no row in the table")
+            continue
+        named, number = rows[folder]
+        for stem in sorted(stems - named):
+            errors.append(
+                f"{doc.relative_to(root)}:{number}: the row of {folder}/ does not name "
+                f"`{stem}` ({folder}/{stem}.*): say in a few words what it is")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
@@ -194,6 +252,8 @@ def main():
     check_cmake(args.root / "src" / "CMakeLists.txt", layers, errors)
     check_includes(args.root, layers, errors)
     check_families(args.root, errors)
+    check_rows(args.root, doc, errors)
+    check_cuda_includes(args.root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

@@ -1,6 +1,5 @@
 #include "xl/app/train.h"
 
-#include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +15,7 @@
 #include "xl/run/logging.h"
 #include "xl/run/progress.h"
 #include "xl/run/run_dir.h"
+#include "xl/runtime/cuda.h"
 #include "xl/runtime/device.h"
 #include "xl/runtime/distributed.h"
 #include "xl/runtime/signals.h"
@@ -100,7 +100,7 @@ torch::Device training_device(
   torch::Device device = runtime::pick_device(config.train);
   if (env && device.is_cuda()) {
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env->local_rank));
-    c10::cuda::set_device(device.index());
+    runtime::set_cuda_device(device);
   }
   return device;
 }

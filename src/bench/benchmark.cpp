@@ -1,24 +1,24 @@
 #include "xl/bench/benchmark.h"
 
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <functional>
 #include <memory>
 
+#include "xl/bench/iteration_counts.h"
 #include "xl/config/config.h"
 #include "xl/eval/evaluator.h"
 #include "xl/eval/setup.h"
 #include "xl/models/factory.h"
+#include "xl/models/layer_stack.h"
 #include "xl/models/memory_estimate.h"
 #include "xl/models/registry.h"
+#include "xl/runtime/cuda.h"
 #include "xl/runtime/device.h"
-#include "xl/runtime/op_counter.h"
-#include "xl/runtime/profile.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/optimizer.h"
 #include "xl/train/parameter_groups.h"
@@ -33,16 +33,14 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 void reset_peak(const torch::Device& device) {
   if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+    runtime::reset_cuda_peaks(device);
   }
 }
 
 // Peak bytes: the CUDA allocator's peak since reset_peak, or the process's peak RSS.
 double peak_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
-    const auto stats =
-        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
-    return static_cast<double>(stats.allocated_bytes[0].peak);
+    return static_cast<double>(runtime::cuda_allocated(device).peak_allocated);
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -58,99 +56,6 @@ struct Work {
 
 Work work_of(const sources::Batch& batch) {
   return {batch.n_targets, batch.tokens.numel()};
-}
-
-// One more iteration after the timed ones, counted (the callbacks that count slow it down):
-// its operator calls, autograd nodes, host reads and blocking uploads.
-template <class F>
-void add_op_counts(
-    const std::string& mode,
-    const BenchOptions& options,
-    const torch::Device& device,
-    nlohmann::json& record,
-    F& iteration) {
-  runtime::OpCounts counts;
-  std::map<std::string, int64_t> names;
-  {
-    const runtime::OpCounter counter(options.top_ops > 0);
-    iteration();
-    runtime::synchronize(device);
-    counts = counter.counts();
-    names = counter.by_name();
-  }
-  if (options.top_ops > 0) {
-    std::vector<std::pair<int64_t, std::string>> ranked;
-    for (const auto& [name, calls] : names) {
-      ranked.emplace_back(calls, name);
-    }
-    std::sort(ranked.rbegin(), ranked.rend());
-    ranked.resize(std::min(ranked.size(), static_cast<size_t>(options.top_ops)));
-    nlohmann::json top = nlohmann::json::array();
-    for (const auto& [calls, name] : ranked) {
-      spdlog::info("{:8s} {:>7} {}", mode, calls, name);
-      top.push_back({{"name", name}, {"calls", calls}});
-    }
-    record["top_ops"] = top;
-  }
-  record["ops_per_iteration"] = counts.ops;
-  record["backward_nodes_per_iteration"] = counts.backward_nodes;
-  record["host_reads_per_iteration"] = counts.host_reads;
-  record["blocking_uploads_per_iteration"] = counts.blocking_uploads;
-  spdlog::info(
-      "{:8s} per iteration: {} operator calls, {} autograd nodes, {} host reads, {} blocking "
-      "uploads",
-      mode,
-      counts.ops,
-      counts.backward_nodes,
-      counts.host_reads,
-      counts.blocking_uploads);
-  if (counts.replays > 0) {
-    record["graphed_ops_per_iteration"] = counts.graphed;
-    record["graph_replays_per_iteration"] = counts.replays;
-    record["host_calls_per_iteration"] = counts.host_calls();
-    spdlog::info(
-        "{:8s} per iteration: {} graph replays{}: {} operator calls by the host",
-        mode,
-        counts.replays,
-        counts.graphed > 0 ? fmt::format(" standing for {} emulated operator calls", counts.graphed)
-                           : "",
-        counts.host_calls());
-  }
-}
-
-// One more iteration under the profiler: the device's busy time against the wall time, and the
-// kernels (GPU) or operators (CPU) that took the longest.
-template <class F>
-void add_profile(
-    const std::string& mode,
-    const BenchOptions& options,
-    const torch::Device& device,
-    nlohmann::json& record,
-    F& iteration) {
-  const auto profile = runtime::profile_work(
-      device, [&] { iteration(); }, options.profile);
-  nlohmann::json top = nlohmann::json::array();
-  if (device.is_cuda()) {
-    spdlog::info(
-        "{:8s} profiled: {:.2f} ms wall, the device busy {:.2f} ms ({:.0f}%) in {} kernels and "
-        "copies",
-        mode,
-        profile.wall_ms,
-        profile.device_busy_ms,
-        100.0 * profile.device_busy_ms / profile.wall_ms,
-        profile.device_activities);
-  } else {
-    spdlog::info("{:8s} profiled: {:.2f} ms wall; operators, inclusive:", mode, profile.wall_ms);
-  }
-  for (const auto& entry : profile.top) {
-    spdlog::info("{:8s} {:>9.3f} ms {:>6} x {:.160s}", mode, entry.ms, entry.calls, entry.name);
-    top.push_back({{"name", entry.name}, {"calls", entry.calls}, {"ms", entry.ms}});
-  }
-  record["profile"] = {
-      {"wall_ms", profile.wall_ms},
-      {"device_busy_ms", profile.device_busy_ms},
-      {"device_activities", profile.device_activities},
-      {"top", top}};
 }
 
 // Times `iteration` (returning its Work) over warmup + steps calls, then counts one more.
@@ -190,9 +95,10 @@ nlohmann::json measure(
       record["input_tokens_per_s"].get<double>(),
       record["ms_per_iteration"].get<double>(),
       record["peak_memory_mib"].get<double>());
-  add_op_counts(mode, options, device, record, iteration);
+  const std::function<void()> again = [&] { iteration(); };
+  add_op_counts(mode, options, device, record, again);
   if (options.profile > 0) {
-    add_profile(mode, options, device, record, iteration);
+    add_profile(mode, options, device, record, again);
   }
   return record;
 }
@@ -328,7 +234,8 @@ void use_graphs(
     throw UserError(
         "--emulate-graphs is for the CPU: on CUDA, train.cuda_graphs runs the graphs themselves");
   }
-  if (const auto why_not = model.use_graphs(runtime::GraphReplay::kEmulated); !why_not.empty()) {
+  if (const auto why_not = models::use_graphs(model, runtime::GraphReplay::kEmulated);
+      !why_not.empty()) {
     spdlog::info("--emulate-graphs: {} runs eagerly: {}", c.model.type.name, why_not);
   }
 }
@@ -376,9 +283,9 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
       torch::get_num_threads(),
       device.str(),
       c.train.bf16 ? ", bf16 autocast" : "",
-      !model->uses_graphs()  ? ""
-          : device.is_cuda() ? ", CUDA graphs"
-                             : ", graphs emulated");
+      !models::uses_graphs(*model) ? ""
+          : device.is_cuda()       ? ", CUDA graphs"
+                                   : ", graphs emulated");
   spdlog::info("{}", header);
   if (wants(options, "train")) {
     results.push_back(bench_train(b));

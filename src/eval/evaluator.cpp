@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "xl/models/layer_stack.h"
 #include "xl/run/progress.h"
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
@@ -38,8 +39,9 @@ void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
   }
   // Windows read no row again: nothing to keep for them. A model running graphs reads no
   // cache: its replays would leave one behind.
-  args.cache =
-      options_.cache_projections && continues_streams && !model_.uses_graphs() ? &cache_ : nullptr;
+  args.cache = options_.cache_projections && continues_streams && !models::uses_graphs(model_)
+      ? &cache_
+      : nullptr;
   auto out =
       model_.forward(batch.to(options_.device), continues_streams ? mems_ : nn::Memory{}, args);
   totals_.add(out.terms);

@@ -83,10 +83,9 @@ Vocab Vocab::build_word_from(
   std::vector<Entry> entries;
   std::unordered_map<std::string, size_t> position;
   const auto count = [&](std::string_view token) {
-    auto it = position.find(std::string(token));
-    if (it == position.end()) {
-      position.emplace(std::string(token), entries.size());
-      entries.push_back({std::string(token), 1});
+    const auto [it, first] = position.try_emplace(std::string(token), entries.size());
+    if (first) {
+      entries.push_back({it->first, 1});
     } else {
       ++entries[it->second].count;
     }

@@ -9,6 +9,7 @@
 
 #include "xl/config/config.h"
 #include "xl/run/checkpoint.h"
+#include "xl/run/resume.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"

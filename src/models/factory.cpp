@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "xl/models/layer_stack.h"
 #include "xl/models/registry.h"
 
 namespace xl::models {
@@ -16,16 +17,16 @@ std::string use_cuda_graphs(
     const torch::Device& device) {
   const auto asked = config.train.cuda_graphs;
   if (!device.is_cuda()) {
-    model.use_graphs(std::nullopt);
+    use_graphs(model, std::nullopt);
     return asked.value_or(false) ? "train.cuda_graphs is true, but the device is the CPU: the "
                                    "layers run eagerly"
                                  : "";
   }
   if (!asked.value_or(true)) {
-    model.use_graphs(std::nullopt);
+    use_graphs(model, std::nullopt);
     return "";
   }
-  const auto why_not = model.use_graphs(runtime::GraphReplay::kCuda);
+  const auto why_not = use_graphs(model, runtime::GraphReplay::kCuda);
   return why_not.empty()
       ? "train.cuda_graphs: the layer stack runs as a CUDA graph from its first call whose shapes "
         "repeat (a full memory, or none kept)"

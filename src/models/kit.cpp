@@ -31,29 +31,6 @@ nn::InitOptions init_options(const config::ModelConfig& m) {
       .normal_std(m.init_std);
 }
 
-std::vector<torch::Tensor> run_layer(
-    bool recompute,
-    const nn::Block& layer,
-    const std::vector<torch::Tensor>& inputs) {
-  return recompute ? nn::recompute(layer, inputs) : layer(inputs);
-}
-
-std::string graphs_for(
-    std::optional<runtime::GraphReplay> replay,
-    bool recompute,
-    std::unique_ptr<runtime::GraphCache>& graphs) {
-  graphs.reset();
-  if (!replay) {
-    return "";
-  }
-  if (recompute) {
-    return "activation checkpointing recomputes each layer with the random state it sets on the "
-           "host, which a graph cannot replay";
-  }
-  graphs = std::make_unique<runtime::GraphCache>(*replay);
-  return "";
-}
-
 DecodingCache::DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t batch)
     : cache(args.next_token ? args.cache : nullptr) {
   if (cache == nullptr) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <ATen/cuda/CUDAContextLight.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "xl/run/tensorboard.h"
 #include "xl/runtime/cpu_cache.h"
+#include "xl/runtime/cuda.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 #include "xl/util/version.h"
@@ -116,12 +116,8 @@ nlohmann::json start_record(const torch::Device& device, int64_t step) {
       {"version", version()},
       {"libtorch", TORCH_VERSION},
       {"device",
-       device.is_cuda()
-           ? fmt::format(
-                 "{} ({})",
-                 device.str(),
-                 at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0)->name)
-           : std::string("cpu")},
+       device.is_cuda() ? fmt::format("{} ({})", device.str(), runtime::cuda_device_name(device))
+                        : std::string("cpu")},
       {"threads", torch::get_num_threads()},
       {"thread_wait", thread_wait()},
       // XL_ALLOCATOR=malloc leaves large blocks to malloc (app/cli.cpp)

@@ -1,8 +1,6 @@
 #include "xl/runtime/device.h"
 
 #include <ATen/cpu/Utils.h>
-#include <ATen/cuda/CUDAContextLight.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -14,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "xl/runtime/cuda.h"
 #include "xl/util/error.h"
 
 namespace xl::runtime {
@@ -191,10 +190,8 @@ double available_memory(const torch::Device& device) {
   if (!device.is_cuda()) {
     return cpu_available_memory();
   }
-  const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-  return static_cast<double>(at::cuda::getDeviceProperties(index)->totalGlobalMem) -
-      static_cast<double>(stats.reserved_bytes[0].current);
+  return static_cast<double>(cuda_total_memory(device)) -
+      static_cast<double>(cuda_allocated(device).reserved);
 }
 
 std::string device_name(const torch::Device& device) {

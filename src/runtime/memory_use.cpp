@@ -1,12 +1,12 @@
 #include "xl/runtime/memory_use.h"
 
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <malloc.h>
 
 #include <fstream>
 #include <string>
 
 #include "xl/runtime/cpu_cache.h"
+#include "xl/runtime/cuda.h"
 
 namespace xl::runtime {
 
@@ -37,10 +37,9 @@ MemoryUse memory_use(const torch::Device& device) {
   use.heap_free_mib = static_cast<double>(heap.fordblks) / kMiB;
   use.cpu_allocators_mib = use.cpu_cache_mib + use.heap_mib;
   if (device.is_cuda()) {
-    const auto stats =
-        c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
-    use.cuda_allocated_mib = static_cast<double>(stats.allocated_bytes[0].current) / kMiB;
-    use.cuda_reserved_mib = static_cast<double>(stats.reserved_bytes[0].current) / kMiB;
+    const auto allocated = cuda_allocated(device);
+    use.cuda_allocated_mib = static_cast<double>(allocated.allocated) / kMiB;
+    use.cuda_reserved_mib = static_cast<double>(allocated.reserved) / kMiB;
   }
   return use;
 }

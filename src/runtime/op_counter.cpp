@@ -4,6 +4,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "xl/runtime/cuda_graph.h"
+
 namespace xl::runtime {
 
 OpCounts OpCounts::operator-(const OpCounts& other) const {
@@ -124,19 +126,17 @@ OpCounts snapshot() {
 
 } // namespace
 
-GraphedRegion::GraphedRegion() {
-  ++graphed_depth;
-}
-
-GraphedRegion::~GraphedRegion() {
-  --graphed_depth;
-}
-
-void count_graph_replay() {
-  ++totals().replays;
-}
-
 OpCounter::OpCounter(bool count_names) : by_name_(count_names) {
+  // The graph code calls these (an emulated run's operators count as graphed too).
+  static const bool hooked = [] {
+    GraphHooks h;
+    h.replayed = [] { ++totals().replays; };
+    h.emulation_begins = [] { ++graphed_depth; };
+    h.emulation_ends = [] { --graphed_depth; };
+    set_graph_hooks(h);
+    return true;
+  }();
+  (void)hooked;
   Registration& r = registration();
   const std::lock_guard<std::mutex> lock(r.mutex);
   if (r.live++ == 0) {

@@ -32,12 +32,12 @@ class TokenDataset : public Dataset {
         n_token_(corpus_->vocab().size()),
         unit_(corpus_->vocab().kind()),
         ext_len_(options.ext_len) {
-    if (!options.bytes_only.empty() && unit_ != formats::VocabKind::kByte) {
+    if (options.bytes_only && unit_ != formats::VocabKind::kByte) {
       throw UserError(fmt::format(
-          "{}: the {} reads bytes, but this is a {}-level vocabulary of {}; prepare the "
+          "{}: model.type {} reads bytes, but this is a {}-level vocabulary of {}; prepare the "
           "corpus with xl-prep --format byte",
           (fs::path(c.data.dir) / c.data.vocab).string(),
-          options.bytes_only,
+          c.model.type.name,
           to_string(unit_),
           n_token_));
     }
@@ -52,7 +52,7 @@ class TokenDataset : public Dataset {
             torch::randint(n_token, {size}, torch::kLong),
             "random tokens")),
         n_token_(n_token),
-        unit_(options.bytes_only.empty() ? formats::VocabKind::kWord : formats::VocabKind::kByte),
+        unit_(options.bytes_only ? formats::VocabKind::kByte : formats::VocabKind::kWord),
         ext_len_(options.ext_len) {}
 
   int64_t vocab_size() const override {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "xl/kernels/multi_tensor.h"
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
-#include "xl/train/multi_tensor.h"
 
 namespace xl::train {
 
@@ -210,12 +210,12 @@ torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double cl
   if (grads.empty()) {
     return params.empty() ? torch::zeros({}) : torch::zeros({}, params.front().options());
   }
-  if (cpu_multi_tensor_applies({grads})) {
-    const auto total = static_cast<float>(std::sqrt(cpu_sum_of_squares(grads)));
+  if (kernels::cpu_multi_tensor_applies({grads})) {
+    const auto total = static_cast<float>(std::sqrt(kernels::cpu_sum_of_squares(grads)));
     // A factor of 1 changes nothing, and a non-finite norm skips the update anyway.
     const float factor = std::min(1.0F, 1.0F / (total + 1e-6F) * static_cast<float>(clip));
     if (clip > 0 && std::isfinite(total) && factor < 1.0F) {
-      cpu_scale_(grads, factor);
+      kernels::cpu_scale_(grads, factor);
     }
     return torch::scalar_tensor(total, grads.front().options());
   }

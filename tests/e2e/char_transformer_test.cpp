@@ -101,7 +101,7 @@ TEST(CharTransformerE2E, BadInputIsAOneLineError) {
   const std::string char_train = app("xl-train") + " --config " + kSourceDir +
       "/configs/char/tiny.yaml --set run.dir=run --set data.dir=";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {char_train + "word", "the character transformer reads bytes"},
+           {char_train + "word", "model.type char_transformer reads bytes"},
            {app("xl-train") + " --config " + kSourceDir +
                 "/configs/txl/wt103_base.yaml --set data.dir=byte",
             "must be below the vocabulary size"},

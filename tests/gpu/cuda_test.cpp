@@ -6,6 +6,7 @@
 
 #include "xl/config/schema.h"
 #include "xl/eval/evaluator.h"
+#include "xl/models/layer_stack.h"
 #include "xl/models/transformer_xl/model.h"
 #include "xl/nn/masks.h"
 #include "xl/nn/rel_decoder_layer.h"
@@ -190,7 +191,9 @@ TEST_F(Cuda, GraphedStepsGiveTheEagerNumbers) {
     model->to(torch::kCUDA);
     model->train();
     EXPECT_EQ(
-        model->use_graphs(graphs ? std::optional(runtime::GraphReplay::kCuda) : std::nullopt), "");
+        models::use_graphs(
+            *model, graphs ? std::optional(runtime::GraphReplay::kCuda) : std::nullopt),
+        "");
     config::TrainConfig t;
     auto optimizer = train::make_optimizer(t, model->parameters());
     train::StepOptions step_options;

@@ -9,8 +9,8 @@
 #include "families/test_families.h"
 #include "test_util.h"
 #include "xl/config/config.h"
-#include "xl/models/char_transformer/config.h"
 #include "xl/models/factory.h"
+#include "xl/models/layer_stack.h"
 
 namespace xl::models {
 namespace {
@@ -45,7 +45,7 @@ TEST(Registry, CudaGraphsFollowTheKeyAndSayWhyNot) {
         const auto c = config::load(std::string(test::kSourceDir) + "/" + tiny, sets);
         auto model = build_model(c, 3000);
         const auto said = use_cuda_graphs(*model, c, device);
-        return std::make_pair(said, model->uses_graphs());
+        return std::make_pair(said, uses_graphs(*model));
       };
   const std::string txl = "configs/txl/tiny.yaml";
   EXPECT_EQ(line(txl, {}, torch::kCPU), std::make_pair(std::string(), false));
@@ -131,21 +131,16 @@ TEST(Registry, DescriptorsAreComplete) {
 // Each family's hf_tensors takes its own models only, so that models::hf_tensors finds the
 // family of a model by asking each in turn.
 TEST(Registry, HuggingFaceNamesClaimOnlyTheirOwnModels) {
-  for (const ModelFamily& f : model_families()) {
-    config::Config c;
-    c.model.type = f.name;
-    c.model.n_layer = 1;
-    c.model.d_model = 8;
-    c.model.n_head = 2;
-    c.model.d_head = 4;
-    c.model.d_inner = 16;
-    c.model.section<models::CharTransformerConfig>().n_ctx = c.train.tgt_len;
-    const auto model = f.build(c, 40);
+  test::register_test_families();
+  for (const auto& tiny : test::tiny_configs()) {
+    const auto c = config::load(std::string(test::kSourceDir) + "/" + tiny);
+    const ModelFamily& f = model_family(c);
+    const auto model = f.build(c, 3000); // above every tiny config's cutoffs
     for (const ModelFamily& other : model_families()) {
       if (other.hf_tensors == nullptr) {
         continue;
       }
-      SCOPED_TRACE(f.name + " asked of " + other.name);
+      SCOPED_TRACE(tiny + " asked of " + other.name);
       EXPECT_EQ(other.hf_tensors(*model).has_value(), other.name == f.name);
     }
   }

@@ -11,8 +11,13 @@
 #include <cmath>
 #include <mutex>
 
+#include "xl/kernels/philox.h"
+
 namespace xl::nn {
 namespace {
+
+using kernels::kDropoutBlock;
+using kernels::philox4x32;
 
 // The seed the next dropout call takes: the default CPU generator's next 64-bit draw.
 uint64_t peek_seed() {

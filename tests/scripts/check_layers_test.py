@@ -23,6 +23,13 @@ models: nn
 1  nn
 0  util
 ```
+
+| folder | what it holds |
+|---|---|
+| `util/` | `a` (the first) |
+| `nn/` | `b.h` |
+| `models/` | `c`, `registry` (`models/registry.cpp`, the families' list) |
+| `models/cat/` | `model` |
 """
 
 CMAKE = """xl_layer(util SOURCES
@@ -124,6 +131,24 @@ class CheckLayers(unittest.TestCase):
         self.assertIn("src/models/cat/model.cpp:3: the family folder models/cat/ includes the "
                       "front door xl/models/factory.h", err)
         self.assertNotIn("model.cpp:2", err)
+
+    def test_a_source_its_row_does_not_name_fails(self):
+        code, err = self.check(self.tree(files={"src/nn/e.cpp": "", "include/xl/nn/f.h": ""}))
+        self.assertEqual(code, 1)
+        self.assertIn("docs/architecture.md:18: the row of nn/ does not name `e` (nn/e.*)", err)
+        self.assertIn("the row of nn/ does not name `f` (nn/f.*)", err)
+        self.assertNotIn("`b`", err)
+
+    def test_a_folder_without_a_row_fails(self):
+        code, err = self.check(self.tree(files={"src/models/dog/model.cpp": ""}))
+        self.assertEqual(code, 1)
+        self.assertIn("the folder models/dog/ has no row in the table", err)
+
+    def test_a_cuda_header_outside_the_cuda_files_fails(self):
+        code, err = self.check(self.tree(files={
+            "src/nn/b.cpp": '#include "xl/nn/b.h"\n#include <c10/cuda/CUDAFunctions.h>\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("src/nn/b.cpp:2: includes a CUDA header; outside src/runtime/cuda.cpp, src/runtime/cuda_graph_capture.cpp", err)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "xl/eval/evaluator.h"
 #include "xl/models/factory.h"
+#include "xl/models/layer_stack.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/sources/dataset.h"
@@ -199,8 +200,8 @@ GraphRun graph_run(
   model->train();
   GraphRun run;
   if (graphs) {
-    run.why_not = model->use_graphs(runtime::GraphReplay::kEmulated);
-    EXPECT_EQ(model->uses_graphs(), run.why_not.empty());
+    run.why_not = models::use_graphs(*model, runtime::GraphReplay::kEmulated);
+    EXPECT_EQ(models::uses_graphs(*model), run.why_not.empty());
   }
   std::vector<nn::Memory> mems(1);
   run.sums = train_steps(c, *model, batches, continues, false, mems);
@@ -265,7 +266,7 @@ std::string expect_graphed_runs_resume_exactly(const config::Config& config) {
     torch::manual_seed(11);
     const auto dataset = models::random_dataset(c, n_token, 20000);
     auto model = models::build_model(c, n_token);
-    why_not = model->use_graphs(runtime::GraphReplay::kEmulated);
+    why_not = models::use_graphs(*model, runtime::GraphReplay::kEmulated);
     train::Trainer trainer(c, run::prepare_directory(c, resume), *dataset, model, torch::kCPU);
     trainer.run(resume, stop);
   };

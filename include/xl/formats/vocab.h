@@ -1,9 +1,7 @@
-// Vocabularies: word-level as Transformer-XL builds it for WikiText (whitespace
-// tokens,
-// `<eos>` per line, specials first, then by descending frequency with ties in
-// first-seen order, like Python's Counter.most_common), and byte-level for
-// enwik8/text8-style data (the bytes that occur, by descending frequency, ties
-// by byte value).
+// Vocabularies: word-level as Transformer-XL builds it for WikiText (whitespace tokens, `<eos>`
+// per line, specials first, then by descending frequency with ties in first-seen order, like
+// Python's Counter.most_common), and byte-level for enwik8/text8-style data (the bytes that
+// occur, by descending frequency, ties by byte value).
 #pragma once
 
 #include <cstdint>
@@ -57,8 +55,7 @@ class Vocab {
   static Vocab build_byte(const std::vector<std::filesystem::path>& files);
   /// build_byte over texts read already.
   static Vocab build_byte_from(const std::vector<std::string_view>& texts);
-  /// Reads a file written by save(); a malformed file is a UserError naming the
-  /// line.
+  /// Reads a file written by save(); a malformed file is a UserError naming the line.
   static Vocab load(const std::filesystem::path& path);
 
   /// Writes the vocabulary atomically: a header line, then one token per line.
@@ -78,10 +75,9 @@ class Vocab {
   int64_t index(std::string_view token) const;
   const std::string& token(int64_t id) const;
 
-  /// Encodes a text file: word vocabularies give each line's tokens plus
-  /// `<eos>` (unknown words map to `<unk>` when the vocabulary has it, and are
-  /// an error otherwise); byte vocabularies give the raw bytes. Errors name the
-  /// file and line.
+  /// Encodes a text file: word vocabularies give each line's tokens plus `<eos>` (unknown words
+  /// map to `<unk>` when the vocabulary has it, and are an error otherwise); byte vocabularies
+  /// give the raw bytes. Errors name the file and line.
   std::vector<int64_t> encode_file(const std::filesystem::path& path) const;
   /// Encodes `text` as encode_file() does, `where` naming it in errors; with `open_end`, a last
   /// line without a line break gets no `<eos>` (a prompt to continue).

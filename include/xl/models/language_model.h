@@ -20,7 +20,6 @@
 #include "xl/models/loss.h"
 #include "xl/nn/attention_core.h"
 #include "xl/nn/memory.h"
-#include "xl/runtime/cuda_graph.h"
 #include "xl/sources/batch.h"
 
 namespace xl::models {
@@ -91,18 +90,6 @@ class LanguageModelImpl : public torch::nn::Module {
   /// generation reads each new token alone as long as the context fits the window, instead of
   /// re-reading the window.
   virtual bool continues_cache() const {
-    return false;
-  }
-
-  /// From now on, runs the part of each forward whose shapes stay the same from call to call
-  /// (a layer stack once its memory is full) as graphs replayed through `replay`
-  /// (runtime/cuda_graph.h), or eagerly again (nullopt). Returns "" when it does, else why the
-  /// family cannot (it then runs eagerly). A forward given a ProjectionCache runs eagerly.
-  virtual std::string use_graphs(std::optional<runtime::GraphReplay> replay) {
-    return replay ? "its forward has no graphed part yet" : "";
-  }
-  /// Whether use_graphs() is in effect: an evaluation then keeps no projections between calls.
-  virtual bool uses_graphs() const {
     return false;
   }
 };

@@ -4,18 +4,12 @@
 // 64-bit seed from the default CPU generator (so torch::manual_seed, the checkpointed generator
 // state and activation checkpointing's replays govern it as before) and fills the noise from
 // Philox4x32-10 streams, one per block of elements, in parallel: the same noise for any number
-// of threads. On CUDA it is torch::dropout, unchanged.
+// of threads (kernels/philox.h). On CUDA it is torch::dropout, unchanged.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <array>
-#include <cstdint>
-
 namespace xl::nn {
-
-/// Elements drawn from one Philox subsequence (the block's index): the unit of parallel work.
-inline constexpr int64_t kDropoutBlock = 4096;
 
 /// The CPU noise dropout multiplies by: a contiguous tensor of `like`'s shape and dtype holding
 /// 1 / (1 - p) where an element is kept (probability 1 - p) and 0 elsewhere. 0 <= p <= 1.
@@ -24,10 +18,6 @@ torch::Tensor dropout_noise(const torch::Tensor& like, double p);
 /// x with dropout p when `training` (CPU: x * dropout_noise(x, p); CUDA: torch::dropout).
 /// [...] -> [...]
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
-
-/// Philox4x32-10 (Salmon et al., SC'11) of `counter` under `key`: the four words of one draw.
-/// Exposed for its test against LibTorch's own engine.
-std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
 
 struct DropoutOptions {
   /* implicit */ DropoutOptions(double p = 0.5) : p_(p) {}

@@ -73,21 +73,6 @@ using ResumableCheck = std::function<bool(torch::serialize::InputArchive&)>;
 /// --resume where a checkpoint that `resumable` accepts is there). Creates nothing.
 void check_new_directory(const config::Config& config, const ResumableCheck& resumable);
 
-/// Whether the run directory holds any checkpoint a resume could start from: last.pt, best.pt
-/// or a snapshot (--auto-resume then resumes, and says so when none of them can).
-bool holds_checkpoints(const RunPaths& paths);
-
-/// The checkpoint a resume of `paths` continues from: of last.pt and best.pt the one written
-/// last (a kill between the two writes of a new best, or during the first checkpoint, leaves
-/// best.pt the newer, or the only one), else the other, else the snapshot of the highest step
-/// (the one it holds, whatever its name); the first that verifies and that `resumable` accepts
-/// (any, when null). When that is not last.pt
-/// it is copied to last.pt, which the trainer reads, and a warning says which and why. None is
-/// a UserError naming each file and why it cannot be resumed. The caller holds the run's lock.
-std::filesystem::path restore_last_checkpoint(
-    const RunPaths& paths,
-    const ResumableCheck& resumable);
-
 /// Creates (or, with `resume`, reopens) the run directory, locks it (a second trainer of the
 /// same run is refused), removes the temporary files a killed save left, and writes the
 /// resolved config into it atomically (not when resuming: the trainer writes it once the

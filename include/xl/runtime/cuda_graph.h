@@ -106,6 +106,19 @@ class GraphCache {
   std::list<std::pair<std::string, std::unique_ptr<GraphedBlock>>> graphs_;
 };
 
+/// What the graph code tells whoever watches it (the operator counter, runtime/op_counter.h),
+/// which it knows nothing of otherwise. Null hooks are skipped.
+struct GraphHooks {
+  /// a graphed block replayed, forward or backward (emulated runs included)
+  void (*replayed)() = nullptr;
+  /// an emulated run's operators begin, and end, on this thread
+  void (*emulation_begins)() = nullptr;
+  void (*emulation_ends)() = nullptr;
+};
+
+/// Sets the hooks every graphed block calls from now on (a later call replaces them).
+void set_graph_hooks(const GraphHooks& hooks);
+
 /// The signature GraphCache files `inputs` under, after `key`.
 std::string graph_signature(const std::string& key, const std::vector<at::Tensor>& inputs);
 

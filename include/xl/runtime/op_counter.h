@@ -40,7 +40,8 @@ struct OpCounts {
   OpCounts operator-(const OpCounts& other) const;
 };
 
-/// Counts on every thread while it lives (the backward pass of a CUDA step runs on LibTorch's
+/// Counts on every thread while it lives; the graphed blocks' replays and emulated runs through
+/// the hooks of runtime/cuda_graph.h, which the first counter sets (the backward pass of a CUDA step runs on LibTorch's
 /// device threads). Counters may nest; each sees what happened since it was made.
 class OpCounter {
  public:
@@ -60,18 +61,5 @@ class OpCounter {
   bool by_name_;
   std::map<std::string, int64_t> names_start_;
 };
-
-/// While one lives on a thread, the operator calls there count as `graphed` too: a graphed
-/// block's emulated run (runtime/cuda_graph.h).
-class GraphedRegion {
- public:
-  GraphedRegion();
-  ~GraphedRegion();
-  GraphedRegion(const GraphedRegion&) = delete;
-  GraphedRegion& operator=(const GraphedRegion&) = delete;
-};
-
-/// Counts one replay of a graphed block.
-void count_graph_replay();
 
 } // namespace xl::runtime

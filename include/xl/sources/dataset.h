@@ -149,9 +149,8 @@ void check_data_dir(const config::Config& config);
 
 /// What a family configures of its word or byte token source.
 struct TokenSourceOptions {
-  /// the family's name where it reads bytes only (a word vocabulary is then a UserError naming
-  /// it); empty where either will do
-  std::string bytes_only;
+  /// the family reads bytes only (a word vocabulary is then a UserError naming model.type)
+  bool bytes_only = false;
   /// tokens of context each training and memory-mode segment reads past its targets
   /// (Transformer-XL's model.transformer_xl.ext_len)
   int64_t ext_len = 0;

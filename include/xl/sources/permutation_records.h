@@ -35,49 +35,10 @@
 
 #include "xl/formats/sentence_tokens.h"
 #include "xl/sources/batch_source.h"
+#include "xl/sources/local_permutation.h"
+#include "xl/sources/permutation_options.h"
 
 namespace xl::sources {
-
-struct PermutationOptions {
-  /// Rows B; with bi_data, B/2 forward and B/2 backward.
-  int64_t batch_size = 16;
-  int64_t seq_len = 256;
-  /// Tokens of each record the next window continues from (memory); also the window step.
-  int64_t reuse_len = 128;
-  /// Positions permuted together; divides reuse_len and seq_len - reuse_len.
-  int64_t perm_size = 128;
-  /// Predictions per record, padded (target_mapping rows).
-  int64_t num_predict = 45;
-  /// A span of n words comes with n * mask_alpha / mask_beta positions of context.
-  int64_t mask_alpha = 6;
-  int64_t mask_beta = 1;
-  bool bi_data = true;
-  uint64_t seed = 0;
-};
-
-/// The fewest pieces fit_to_text makes a record of.
-inline constexpr int64_t kShortestRecord = 10;
-
-/// Fits `options` to a text of `n_tokens` pieces too short for them (scoring a user's text):
-/// fewer streams, each holding at least one record, and for a text shorter than one record, one
-/// stream of one record as long as the text (even, at least kShortestRecord), half of it reused,
-/// permuted as a whole and the predictions scaled down with it. Returns how, in one line ("" when
-/// the text is long enough as it is); a text shorter than kShortestRecord is a UserError naming
-/// `name`.
-std::string fit_to_text(PermutationOptions& options, int64_t n_tokens, const std::string& name);
-
-/// _local_perm on one half: inputs [n], which positions are masked, and the factorisation order
-/// `order` (a permutation of 0..perm_size-1, applied in every block of perm_size positions).
-struct LocalPermutation {
-  /// [n * n] row-major, 1: position i may not see position j.
-  std::vector<uint8_t> cannot_see;
-  /// [n]: masked and neither <sep> nor <cls>.
-  std::vector<uint8_t> is_target;
-};
-LocalPermutation local_perm(
-    const std::vector<int64_t>& inputs,
-    const std::vector<uint8_t>& is_masked,
-    const std::vector<int64_t>& order);
 
 class PermutationRecords : public BatchSource {
  public:

@@ -1,5 +1,6 @@
-// The optimizers of the shared trainer: one interface over LibTorch's Adam, AdamW and SGD and
-// xl's LAMB (train/lamb.h); the learning-rate schedules are in train/schedule.h.
+// The optimizers of the shared trainer: one interface, and the factory of train.optim over
+// Adam and AdamW (train/adam.h), SGD (train/sgd.h) and LAMB (train/lamb.h), each in its file
+// with its update rule; the learning-rate schedules are in train/schedule.h.
 #pragma once
 
 #include <torch/torch.h>

@@ -69,7 +69,7 @@ StepReport read_step(const StepResult& step);
 /// The global norm [] of the parameters' gradients (those defined) before clipping them in place
 /// to a norm of at most `clip` (0: only measured), as torch::nn::utils::clip_grad_norm_ does,
 /// without reading the norm on a device: the factor is applied there. On the CPU one kernel
-/// goes over every gradient (train/multi_tensor.h). Every gradient is dense: a tied table's
+/// goes over every gradient (kernels/multi_tensor.h). Every gradient is dense: a tied table's
 /// sparse lookup gradient is added into the softmax's dense one.
 torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double clip);
 

@@ -38,7 +38,7 @@ LanguageModel build(const config::Config& config, int64_t n_token) {
 // Bytes only, no context past the windows.
 sources::TokenSourceOptions token_source() {
   sources::TokenSourceOptions options;
-  options.bytes_only = "character transformer";
+  options.bytes_only = true;
   return options;
 }
 

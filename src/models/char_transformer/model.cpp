@@ -42,8 +42,10 @@ void CharTransformerImpl::reset() {
       nn::LearnedPositions(nn::LearnedPositionsOptions(
           o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
   drop = register_module("drop", nn::Dropout(attention.dropout()));
-  layers = register_layer_stack(
-      *this, o.n_layer(), [&](int64_t) { return nn::VanillaDecoderLayer(o.layer()); });
+  layers = register_layer_stack(*this, LayerStackOptions(o.n_layer(), [layer = o.layer()](int64_t) {
+                                         return nn::VanillaDecoderLayer(layer).ptr();
+                                       }).recompute(o.checkpoint_layers()));
+  layers->reads_also(positions->parameters());
   if (attention.pre_lnorm()) {
     final_norm = register_module(
         "final_norm",
@@ -118,73 +120,22 @@ LossTerm CharTransformerImpl::head_term(
   return {name, -log_probs.sum(), log_probs.numel(), weight};
 }
 
-std::string CharTransformerImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
-  return graphs_for(replay, options.checkpoint_layers(), graphs_);
-}
-
 torch::Tensor CharTransformerImpl::layer_forward(
     int64_t l,
     const torch::Tensor& h,
     const torch::Tensor& mask,
     int64_t past,
-    const torch::Tensor& cached,
     nn::AttentionCache* cache) {
   auto x = h;
   if (options.per_layer_positions() || l == 0) {
     x = x + positions(options.per_layer_positions() ? l : 0, past, h.size(0));
   }
-  return layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-      ->forward(x, mask, cached, cache);
-}
-
-torch::Tensor CharTransformerImpl::run_layer(
-    int64_t l,
-    const torch::Tensor& h,
-    const torch::Tensor& mask,
-    int64_t past,
-    nn::AttentionCache* cache) {
   // The cached positions' keys and values stand for them; attention reads only the number of
   // their rows from this stand-in (a view, no copy).
   const auto cached =
       past > 0 ? h.narrow(0, 0, 1).expand({past, h.size(1), h.size(2)}) : torch::Tensor();
-  // Captures by value: a replay runs after forward has returned.
-  const auto layer = [this, l, mask, past, cached, cache](const std::vector<torch::Tensor>& in) {
-    return std::vector<torch::Tensor>{layer_forward(l, in[0], mask, past, cached, cache)};
-  };
-  return models::run_layer(options.checkpoint_layers(), layer, {h})[0];
-}
-
-std::vector<torch::Tensor> CharTransformerImpl::run_layers(
-    const torch::Tensor& h,
-    const torch::Tensor& mask,
-    const DecodingCache& cache) {
-  const int64_t n_layer = options.n_layer();
-  if (graphs_ && cache.cache == nullptr) { // a window read whole: the same shapes every call
-    // Reads its inputs and the weights alone: a replay runs it on other values.
-    const auto stack = [this, n_layer](const std::vector<torch::Tensor>& x) {
-      std::vector<torch::Tensor> outs;
-      auto y = x[0];
-      for (int64_t l = 0; l < n_layer; ++l) {
-        y = layer_forward(l, y, x[1], 0, torch::Tensor(), nullptr);
-        outs.push_back(y);
-      }
-      return outs;
-    };
-    const auto params = [this] {
-      auto p = layers->parameters();
-      const auto more = positions->parameters();
-      p.insert(p.end(), more.begin(), more.end());
-      return p;
-    };
-    return graphs_->run(is_training() ? "train" : "eval", stack, params, {h, mask});
-  }
-  std::vector<torch::Tensor> outs;
-  auto y = h;
-  for (int64_t l = 0; l < n_layer; ++l) {
-    y = run_layer(l, y, mask, cache.past, cache.layer(l));
-    outs.push_back(y);
-  }
-  return outs;
+  return layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
+      ->forward(x, mask, cached, cache);
 }
 
 void CharTransformerImpl::add_layer_terms(
@@ -250,10 +201,16 @@ ModelOutput CharTransformerImpl::forward(
       past,
       " cached");
   const auto mask = nn::causal_mask(len, past, false, 0, tokens.device());
-  const auto outs = run_layers(drop(word_embedding(tokens)), mask, cache); // [L, B, D] each
+  // A window read whole has the same shapes every call (no cache: past is 0 in a graph).
+  const auto stack = layers->forward(
+      [this, past](const std::vector<torch::Tensor>& h, const LayerArgs& a) {
+        return std::vector<torch::Tensor>{layer_forward(a.index, h[0], a.shared[0], past, a.cache)};
+      },
+      StackInput{{drop(word_embedding(tokens))}, {mask}, {}, cache.cache, true});
+  const auto& outs = stack.hiddens; // [L, B, D] each: the input, then every layer's output
   for (int64_t l = 0; l < n_layer; ++l) {
-    add_layer_terms(
-        batch, args, l, outs[static_cast<size_t>(l)], weights[static_cast<size_t>(l)], output, aux);
+    const auto index = static_cast<size_t>(l);
+    add_layer_terms(batch, args, l, outs[index + 1], weights[index], output, aux);
   }
   const auto& h = outs.back();
   for (auto& term : aux) {

@@ -63,11 +63,20 @@ void TransformerXLImpl::reset() {
     r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
     r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
   }
-  layers = register_layer_stack(*this, o.n_layer(), [&](int64_t) {
-    return o.relative()
-        ? nn::RelDecoderLayer(o.layer()).ptr()
-        : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(o.layer()).ptr());
-  });
+  layers = register_layer_stack(
+      *this, LayerStackOptions(o.n_layer(), [layer = o.layer(), relative = o.relative()](int64_t) {
+               return relative
+                   ? nn::RelDecoderLayer(layer).ptr()
+                   : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(layer).ptr());
+             }).recompute(o.checkpoint_layers()));
+  std::vector<torch::Tensor> also_read;
+  if (o.relative()) {
+    also_read = {r_w_bias, r_r_bias};
+  }
+  if (positions) {
+    also_read = positions->parameters();
+  }
+  layers->reads_also(also_read);
   crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
   crit->tie_to(*word_emb);
   reset_parameters();
@@ -124,24 +133,17 @@ std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
   return {drop(embedded + pos_emb(steps).unsqueeze(1)), torch::Tensor()};
 }
 
-std::string TransformerXLImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
-  return graphs_for(replay, options.checkpoint_layers(), graphs_);
-}
-
-torch::Tensor TransformerXLImpl::layer_forward(
-    int64_t i,
-    const torch::Tensor& h,
-    const torch::Tensor& r,
-    const torch::Tensor& mask,
-    const torch::Tensor& mem,
-    nn::AttentionCache* cache) {
+torch::Tensor TransformerXLImpl::layer_forward(const torch::Tensor& h, const LayerArgs& args) {
+  const int64_t i = args.index;
   const auto index = static_cast<size_t>(i);
+  const auto& mask = args.shared[0];
+  const auto& mem = args.mem;
   if (options.relative()) {
     return layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-        h, {r, u(i), v(i)}, mask, mem, cache);
+        h, {args.shared[1], u(i), v(i)}, mask, mem, args.cache);
   }
   if (!options.learned_positions()) {
-    return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(h, mask, mem, cache);
+    return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(h, mask, mem, args.cache);
   }
   // The last rows of the table for [memory | segment]: the segment always reads the same rows.
   // The memory keeps no positions; they are added where it is read.
@@ -150,80 +152,6 @@ torch::Tensor TransformerXLImpl::layer_forward(
   const int64_t first = options.n_ctx() - mlen - qlen;
   return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(
       h + positions(i, first + mlen, qlen), mask, mlen > 0 ? mem + positions(i, first, mlen) : mem);
-}
-
-torch::Tensor TransformerXLImpl::graphed_layers(
-    const torch::Tensor& core,
-    const torch::Tensor& r,
-    const torch::Tensor& mask,
-    const nn::Memory& mems,
-    std::vector<torch::Tensor>& hiddens) {
-  const bool has_r = r.defined();
-  const bool has_mem = !mems.empty();
-  std::vector<torch::Tensor> in{core, mask};
-  if (has_r) {
-    in.push_back(r);
-  }
-  in.insert(in.end(), mems.begin(), mems.end());
-  // Reads its inputs and the weights alone: a replay runs it on other values.
-  const auto stack = [this, has_r, has_mem](const std::vector<torch::Tensor>& x) {
-    const size_t first_mem = has_r ? 3 : 2;
-    std::vector<torch::Tensor> outs;
-    auto h = x[0];
-    for (int64_t i = 0; i < options.n_layer(); ++i) {
-      const auto mem = has_mem ? x[first_mem + static_cast<size_t>(i)] : torch::Tensor();
-      h = layer_forward(i, h, has_r ? x[2] : torch::Tensor(), x[1], mem, nullptr);
-      outs.push_back(h);
-    }
-    return outs;
-  };
-  const auto params = [this] {
-    auto p = layers->parameters();
-    for (const auto& bias : {r_w_bias, r_r_bias}) {
-      if (bias.defined()) {
-        p.push_back(bias);
-      }
-    }
-    if (positions) {
-      const auto more = positions->parameters();
-      p.insert(p.end(), more.begin(), more.end());
-    }
-    return p;
-  };
-  auto outs = graphs_->run(is_training() ? "train" : "eval", stack, params, in);
-  hiddens.push_back(core);
-  hiddens.insert(hiddens.end(), outs.begin(), outs.end() - 1);
-  return outs.back();
-}
-
-torch::Tensor TransformerXLImpl::run_layers(
-    torch::Tensor core,
-    const torch::Tensor& r,
-    const torch::Tensor& mask,
-    const nn::Memory& mems,
-    std::vector<torch::Tensor>& hiddens,
-    ProjectionCache* cache,
-    bool graphed) {
-  hiddens.reserve(static_cast<size_t>(options.n_layer()));
-  if (graphed) {
-    return drop(graphed_layers(core, r, mask, mems, hiddens));
-  }
-  if (cache != nullptr) {
-    cache->layers.resize(static_cast<size_t>(options.n_layer()));
-  }
-  for (int64_t i = 0; i < options.n_layer(); ++i) {
-    const auto index = static_cast<size_t>(i);
-    hiddens.push_back(core);
-    // The memory is detached and r a sinusoid: only core carries gradient into a layer.
-    // Captures by value: a replay runs after forward has returned.
-    const auto mem = mems.empty() ? torch::Tensor() : mems[index];
-    auto* layer_cache = cache != nullptr ? &cache->layers[index] : nullptr;
-    const auto layer = [this, i, r, mask, mem, layer_cache](const std::vector<torch::Tensor>& in) {
-      return std::vector<torch::Tensor>{layer_forward(i, in[0], r, mask, mem, layer_cache)};
-    };
-    core = run_layer(options.checkpoint_layers(), layer, {core})[0];
-  }
-  return drop(core);
 }
 
 torch::Tensor TransformerXLImpl::score(const torch::Tensor& core, const sources::Batch& batch) {
@@ -241,31 +169,28 @@ ModelOutput TransformerXLImpl::forward(
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
   check_lm_batch(batch, args, "Transformer-XL");
-  TORCH_CHECK(
-      mems.empty() || static_cast<int64_t>(mems.size()) == options.n_layer(),
-      "expected ",
-      options.n_layer(),
-      " memory tensors, got ",
-      mems.size());
   const auto lengths = options.lengths().with(args.span);
   const int64_t qlen = tokens.size(0);
   const int64_t mlen = mems.empty() ? 0 : mems[0].size(0);
   const auto mask =
       nn::causal_mask(qlen, mlen, lengths.same_length, lengths.mem_len, tokens.device());
   auto [core, r] = embed(batch, mlen, lengths);
-  std::vector<torch::Tensor> hiddens;
-  // A full memory (or none kept): the calls to come have these shapes.
-  const bool steady = mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len;
-  const bool graphed = graphs_ && args.cache == nullptr && steady;
-  core = run_layers(core, r, mask, mems, hiddens, args.cache, graphed);
+  // The memory is detached and r a sinusoid: only core carries gradient into a layer. A full
+  // memory (or none kept): the calls to come have these shapes.
+  const auto stack = layers->forward(
+      [this](const std::vector<torch::Tensor>& h, const LayerArgs& a) {
+        return std::vector<torch::Tensor>{layer_forward(h[0], a)};
+      },
+      StackInput{
+          {core},
+          {mask, r},
+          mems,
+          args.cache,
+          mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len});
+  core = drop(stack.streams[0]);
 
   ModelOutput out;
-  out.mems = nn::update_memory(mems, hiddens, lengths.mem_len, lengths.ext_len);
-  if (graphed) { // the graph's next replay (another chunk's, first) overwrites its outputs
-    for (auto& m : out.mems) {
-      m = m.clone();
-    }
-  }
+  out.mems = stack.next_memory(mems, lengths.mem_len, lengths.ext_len);
   if (args.cache != nullptr) { // the next memory ends ext_len rows before the last
     for (auto& layer : args.cache->layers) {
       layer.tail = lengths.ext_len;

@@ -25,7 +25,9 @@ void PlainDecoderImpl::reset() {
       "positions", nn::LearnedPositions(nn::LearnedPositionsOptions(1, o.n_ctx(), d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
   layers = models::register_layer_stack(
-      *this, o.n_layer(), [&](int64_t) { return nn::VanillaDecoderLayer(o.layer()); });
+      *this, models::LayerStackOptions(o.n_layer(), [layer = o.layer()](int64_t) {
+               return nn::VanillaDecoderLayer(layer).ptr();
+             }).recompute(o.checkpoint_layers()));
   final_norm = register_module(
       "final_norm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(attention.layer_norm_eps())));
@@ -63,19 +65,24 @@ models::ModelOutput PlainDecoderImpl::forward(
       cache.past,
       " cached");
   const auto mask = nn::causal_mask(len, cache.past, false, 0, tokens.device());
-  auto h = drop(embedding(tokens) + positions(0, cache.past, len)); // [L, B, D]
-  // The cached positions' keys and values stand for them: attention reads only their count
-  // from this stand-in.
-  const auto cached = cache.past > 0 ? h.narrow(0, 0, 1).expand({cache.past, h.size(1), h.size(2)})
-                                     : torch::Tensor();
-  for (int64_t l = 0; l < options.n_layer(); ++l) {
-    auto* layer_cache = cache.layer(l);
-    const auto layer = [this, l, mask, cached, layer_cache](const std::vector<torch::Tensor>& in) {
-      return std::vector<torch::Tensor>{
-          layers->ptr<nn::VanillaDecoderLayerImpl>(l)->forward(in[0], mask, cached, layer_cache)};
-    };
-    h = models::run_layer(options.checkpoint_layers(), layer, {h})[0];
-  }
+  const auto embedded = drop(embedding(tokens) + positions(0, cache.past, len)); // [L, B, D]
+  const int64_t past = cache.past;
+  const auto h =
+      layers
+          ->forward(
+              [this, past](const std::vector<torch::Tensor>& in, const models::LayerArgs& a) {
+                // The cached positions' keys and values stand for them: attention
+                // reads only their count from this stand-in.
+                const auto& x = in[0];
+                const auto cached = past > 0
+                    ? x.narrow(0, 0, 1).expand({past, x.size(1), x.size(2)})
+                    : torch::Tensor();
+                return std::vector<torch::Tensor>{
+                    layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(a.index))
+                        ->forward(x, a.shared[0], cached, a.cache)};
+              },
+              models::StackInput{{embedded}, {mask}, {}, cache.cache, true})
+          .streams[0];
   const auto log_probs = [&](const torch::Tensor& x) { // [..., D] -> [..., V]
     const auto logits = runtime::linear(*out, nn::layer_norm_fp32(final_norm, x));
     return torch::log_softmax(logits.to(torch::kFloat), -1);

@@ -13,6 +13,7 @@
 
 #include "xl/models/family.h"
 #include "xl/models/language_model.h"
+#include "xl/models/layer_stack.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
 #include "xl/nn/learned_positions.h"
@@ -54,7 +55,7 @@ class PlainDecoderImpl : public models::LanguageModelImpl {
   nn::LearnedPositions positions{nullptr};
   torch::nn::Dropout drop{nullptr};
   /// nn::VanillaDecoderLayer each
-  torch::nn::ModuleList layers{nullptr};
+  models::LayerStack layers{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};
   torch::nn::Linear out{nullptr};
 };

@@ -26,6 +26,7 @@
 #include "xl/models/char_transformer/heads.h"
 #include "xl/models/kit.h"
 #include "xl/models/language_model.h"
+#include "xl/models/layer_stack.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
@@ -77,13 +78,6 @@ class CharTransformerImpl : public LanguageModelImpl {
     return true;
   }
 
-  /// The layer stack of every window read whole (training, evaluation) through graphs; never
-  /// with activation checkpointing. Generation with a decoding cache runs eagerly.
-  std::string use_graphs(std::optional<runtime::GraphReplay> replay) override;
-  bool uses_graphs() const override {
-    return graphs_ != nullptr;
-  }
-
   /// Parameters inference uses: all but the training heads.
   int64_t inference_parameters() const;
 
@@ -92,8 +86,9 @@ class CharTransformerImpl : public LanguageModelImpl {
   /// a table per layer, or one at the input
   nn::LearnedPositions positions{nullptr};
   nn::Dropout drop{nullptr};
-  /// nn::VanillaDecoderLayer each
-  torch::nn::ModuleList layers{nullptr};
+  /// nn::VanillaDecoderLayer each; graphed for every window read whole (training, evaluation),
+  /// not in generation with a decoding cache
+  LayerStack layers{nullptr};
   /// pre-norm only: the LayerNorm every head reads through
   torch::nn::LayerNorm final_norm{nullptr};
   /// the last layer's t+1 classifier: the model's output
@@ -102,28 +97,15 @@ class CharTransformerImpl : public LanguageModelImpl {
   CharHeads heads{nullptr};
 
  private:
-  /// Layer `l` on `h` [L, B, D] at positions `past`.. under `mask` [L, past + L], through
-  /// activation recompute where asked, its position table added first (every layer's, or the
-  /// input's at layer 0); `cache`: the layer's keys and values of the `past` positions.
-  torch::Tensor run_layer(
-      int64_t l,
-      const torch::Tensor& h,
-      const torch::Tensor& mask,
-      int64_t past,
-      nn::AttentionCache* cache);
-  /// run_layer's layer without recompute; `cached`: the stand-in of the `past` positions.
+  /// Layer `l` on `h` [L, B, D] at positions `past`.. under `mask` [L, past + L], its
+  /// position table added first (every layer's, or the input's at layer 0); `cache`: the
+  /// layer's keys and values of the `past` positions.
   torch::Tensor layer_forward(
       int64_t l,
       const torch::Tensor& h,
       const torch::Tensor& mask,
       int64_t past,
-      const torch::Tensor& cached,
       nn::AttentionCache* cache);
-  /// Every layer's output [L, B, D] from the embedded window `h`: through graphs_ when it may.
-  std::vector<torch::Tensor> run_layers(
-      const torch::Tensor& h,
-      const torch::Tensor& mask,
-      const DecodingCache& cache);
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(
@@ -145,8 +127,6 @@ class CharTransformerImpl : public LanguageModelImpl {
       int64_t scored,
       double weight,
       torch::Tensor* keep);
-
-  std::unique_ptr<runtime::GraphCache> graphs_;
 };
 
 } // namespace xl::models

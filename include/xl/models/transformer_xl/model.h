@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "xl/models/language_model.h"
+#include "xl/models/layer_stack.h"
 #include "xl/nn/adaptive.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/dropout.h"
@@ -77,13 +78,6 @@ class TransformerXLImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
-  /// The layer stack, once its memory is full (or when it keeps none), through graphs; never
-  /// with activation checkpointing, whose recomputation sets the host's random state.
-  std::string use_graphs(std::optional<runtime::GraphReplay> replay) override;
-  bool uses_graphs() const override {
-    return graphs_ != nullptr;
-  }
-
   /// u and v of layer i ([H, Dh] each)
   torch::Tensor u(int64_t layer) const;
   torch::Tensor v(int64_t layer) const;
@@ -97,8 +91,9 @@ class TransformerXLImpl : public LanguageModelImpl {
   /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
   torch::Tensor r_w_bias;
   torch::Tensor r_r_bias;
-  /// RelDecoderLayer each, or VanillaDecoderLayer for vanilla attention
-  torch::nn::ModuleList layers{nullptr};
+  /// RelDecoderLayer each, or VanillaDecoderLayer for vanilla attention; graphed once its
+  /// memory is full (or when it keeps none)
+  LayerStack layers{nullptr};
   nn::AdaptiveLogSoftmax crit{nullptr};
 
  private:
@@ -108,37 +103,11 @@ class TransformerXLImpl : public LanguageModelImpl {
       const sources::Batch& batch,
       int64_t mlen,
       const TransformerXLLengths& lengths);
-  /// The layer stack over `core` [L, B, D]; `hiddens` receives each layer's input. `cache`:
-  /// generation's (relative attention uses it). `graphed`: through graphs_ (the shapes are those
-  /// of the calls to come: a full memory, or none kept).
-  torch::Tensor run_layers(
-      torch::Tensor core,
-      const torch::Tensor& r,
-      const torch::Tensor& mask,
-      const nn::Memory& mems,
-      std::vector<torch::Tensor>& hiddens,
-      ProjectionCache* cache,
-      bool graphed);
-  /// Layer i over its input `h` [L, B, D] and memory `mem` [M, B, D] (or undefined).
-  torch::Tensor layer_forward(
-      int64_t i,
-      const torch::Tensor& h,
-      const torch::Tensor& r,
-      const torch::Tensor& mask,
-      const torch::Tensor& mem,
-      nn::AttentionCache* cache);
-  /// run_layers through graphs_: [core, mask, r (when defined), mems...] in, every layer's
-  /// output out.
-  torch::Tensor graphed_layers(
-      const torch::Tensor& core,
-      const torch::Tensor& r,
-      const torch::Tensor& mask,
-      const nn::Memory& mems,
-      std::vector<torch::Tensor>& hiddens);
+  /// Layer args.index over its input `h` [L, B, D], with shared = {mask, r} (r undefined for
+  /// vanilla attention) and its memory [M, B, D] (or undefined).
+  torch::Tensor layer_forward(const torch::Tensor& h, const LayerArgs& args);
   /// log p(target) [T, B] of batch.targets at the last T positions of `core` [L, B, D]
   torch::Tensor score(const torch::Tensor& core, const sources::Batch& batch);
-
-  std::unique_ptr<runtime::GraphCache> graphs_;
 };
 
 } // namespace xl::models

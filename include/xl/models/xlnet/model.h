@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "xl/models/language_model.h"
+#include "xl/models/layer_stack.h"
 #include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/dropout.h"
 #include "xl/nn/init.h"
@@ -84,14 +85,6 @@ class XLNetImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
-  /// The layer stack of the permutation LM (both streams), once its memory is full or when it
-  /// keeps none, through graphs; never with activation checkpointing, nor for a classifier,
-  /// whose batches are cut to their longest review.
-  std::string use_graphs(std::optional<runtime::GraphReplay> replay) override;
-  bool uses_graphs() const override {
-    return graphs_ != nullptr;
-  }
-
   XLNetOptions options;
   torch::nn::Embedding word_embedding{nullptr};
   /// [1, 1, D]: the query stream's input
@@ -102,8 +95,10 @@ class XLNetImpl : public LanguageModelImpl {
   torch::Tensor r_s_bias;
   nn::SinusoidEmbedding pos_emb{nullptr};
   nn::Dropout drop{nullptr};
-  /// nn::TwoStreamLayer each
-  torch::nn::ModuleList layers{nullptr};
+  /// nn::TwoStreamLayer each; graphed for the permutation LM (both streams) once its memory is
+  /// full or when it keeps none, never for a classifier, whose batches are cut to their longest
+  /// review
+  LayerStack layers{nullptr};
   /// [n_token]: the LM head's bias; its weight is the word embedding
   torch::Tensor lm_bias;
   /// the classification head (n_class > 0): summary projection (tanh) and classifier
@@ -117,34 +112,12 @@ class XLNetImpl : public LanguageModelImpl {
       const sources::Batch& batch,
       int64_t klen,
       const XLNetLengths& lengths);
-  /// The streams' queries and masks for a batch with `mlen` memory positions; the query stream's
-  /// validity goes into `terms`.
-  void stream_queries(const sources::Batch& batch, int64_t mlen, nn::TwoStreamTerms& terms) const;
-  /// Layer `i` on the content stream `h` [L, B, D] and the query stream `g` [P, B, D] (undefined
-  /// in classification), through activation recompute where asked; their outputs.
-  std::pair<torch::Tensor, torch::Tensor> run_layer(
-      int64_t i,
-      const torch::Tensor& h,
-      const torch::Tensor& g,
-      const nn::TwoStreamTerms& terms,
-      const torch::Tensor& mem,
-      nn::AttentionCache* cache);
-  /// Both streams through every layer: the last outputs; `hiddens` receives each layer's content
-  /// input. `cache`: the projections kept from the previous call (null: none).
-  std::pair<torch::Tensor, torch::Tensor> run_layers(
-      torch::Tensor h,
-      torch::Tensor g,
-      const nn::TwoStreamTerms& terms,
-      const nn::Memory& mems,
-      ProjectionCache* cache,
-      std::vector<torch::Tensor>& hiddens);
-  /// run_layers through graphs_ (the permutation LM), without a cache.
-  std::pair<torch::Tensor, torch::Tensor> graphed_layers(
-      const torch::Tensor& h,
-      const torch::Tensor& g,
-      nn::TwoStreamTerms terms,
-      const nn::Memory& mems,
-      std::vector<torch::Tensor>& hiddens);
+  /// Layer args.index on the content stream streams[0] [L, B, D] and the query stream
+  /// streams[1] [P, B, D] (absent in classification), args.shared holding the batch's
+  /// TwoStreamTerms (terms_from_shared); their outputs.
+  std::vector<torch::Tensor> layer_forward(
+      const std::vector<torch::Tensor>& streams,
+      const LayerArgs& args);
   /// Loss terms of the permutation LM: the query stream's output `g` [P, B, D].
   void lm_terms(
       const sources::Batch& batch,
@@ -153,8 +126,6 @@ class XLNetImpl : public LanguageModelImpl {
       ModelOutput& out);
   /// Loss terms and logits of the classification head on the content stream `h` [L, B, D].
   void classification_terms(const sources::Batch& batch, const torch::Tensor& h, ModelOutput& out);
-
-  std::unique_ptr<runtime::GraphCache> graphs_;
 };
 
 } // namespace xl::models

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-namespace xl::train {
+namespace xl::kernels {
 
 /// Whether every tensor of every list is a contiguous float32 CPU tensor: the kernels apply.
 bool cpu_multi_tensor_applies(const std::vector<std::vector<torch::Tensor>>& lists);
@@ -41,4 +41,4 @@ void cpu_adam_step(
     const std::vector<double>& steps,
     const AdamHyper& hyper);
 
-} // namespace xl::train
+} // namespace xl::kernels

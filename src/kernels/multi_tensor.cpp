@@ -1,12 +1,12 @@
-#include "xl/train/multi_tensor.h"
+#include "xl/kernels/multi_tensor.h"
 
 #include <ATen/Parallel.h>
 
 #include <cmath>
 
-#include "xl/util/vector_clones.h"
+#include "xl/kernels/vector_clones.h"
 
-namespace xl::train {
+namespace xl::kernels {
 
 namespace {
 
@@ -197,4 +197,4 @@ void cpu_adam_step(
   });
 }
 
-} // namespace xl::train
+} // namespace xl::kernels

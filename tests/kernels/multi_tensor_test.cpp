@@ -1,6 +1,6 @@
 // The optimizer's CPU kernels over every parameter at once: the same numbers as LibTorch's
 // per-tensor paths, for any number of threads and for tensors larger than one piece of work.
-#include "xl/train/multi_tensor.h"
+#include "xl/kernels/multi_tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "xl/train/step.h"
 
-namespace xl::train {
+namespace xl::kernels {
 namespace {
 
 // Sizes on both sides of a piece (2^15 elements), and an empty tensor.
@@ -117,7 +117,7 @@ TEST(MultiTensor, ClipGradientsEqualsClipGradNorm) {
         expected += p.grad().to(torch::kDouble).pow(2).sum().item<double>();
       }
       expected = std::sqrt(expected);
-      const double norm = clip_gradients(ours, clip).item<double>();
+      const double norm = train::clip_gradients(ours, clip).item<double>();
       EXPECT_NEAR(norm, expected, 1e-6 * expected) << dtype << " clip " << clip;
       torch::nn::utils::clip_grad_norm_(theirs, clip > 0 ? clip : 1e30);
       for (size_t i = 0; i < ours.size(); ++i) {
@@ -129,4 +129,4 @@ TEST(MultiTensor, ClipGradientsEqualsClipGradNorm) {
 }
 
 } // namespace
-} // namespace xl::train
+} // namespace xl::kernels

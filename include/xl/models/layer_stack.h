@@ -1,0 +1,153 @@
+// The layer stack every family runs its layers through, in every mode: eagerly, with activation
+// recomputation (train.activation_checkpointing), with generation's per-layer decoding cache, or
+// as a CUDA graph (or its CPU emulation) once the shapes repeat. A family gives its layer call
+// and the tensors of one forward; the loop, the graphs and the memory's copies are here.
+//
+//   auto out = layers->forward(call, {streams, shared, mems, cache, steady});
+//   out.streams: the last layer's outputs; out.hiddens: stream 0 into every layer, then out of
+//   the last; out.next_memory(...): the memory for the next batch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xl/models/language_model.h"
+#include "xl/nn/attention_core.h"
+#include "xl/nn/memory.h"
+#include "xl/runtime/cuda_graph.h"
+
+namespace xl::models {
+
+/// The name of a model's layer stack: train.lr_layer_decay finds layer i by its parameters'
+/// names, layers.<i>.*, and takes none without it.
+inline constexpr const char* kLayerStack = "layers";
+
+/// What one layer reads besides its streams in a call.
+struct LayerArgs {
+  /// the layer's place in the stack, from 0
+  int64_t index = 0;
+  /// the tensors every layer of this forward reads (StackInput::shared, undefined ones kept)
+  const std::vector<torch::Tensor>& shared;
+  /// the layer's memory (undefined: none)
+  torch::Tensor mem;
+  /// the layer's slot of the ProjectionCache (null: none, and always in a graph)
+  nn::AttentionCache* cache = nullptr;
+};
+
+/// A family's layer `args.index`: its streams (h, or h and g) in, the same streams out. In a
+/// graph the call is captured at the first forward of its shapes and replayed after, so it reads
+/// its streams, `args` and the weights alone.
+using LayerCall = std::function<
+    std::vector<torch::Tensor>(const std::vector<torch::Tensor>& streams, const LayerArgs& args)>;
+
+/// One forward of the stack.
+struct StackInput {
+  /// the streams into the first layer: {h}, or {h, g} (XLNet's two streams), each defined
+  std::vector<torch::Tensor> streams;
+  /// per-call tensors every layer reads (a mask, positions): undefined ones are passed on so
+  std::vector<torch::Tensor> shared;
+  /// each layer's memory, or none
+  nn::Memory mems;
+  /// generation's or the evaluation's projections (null: none); a forward with one runs eagerly
+  ProjectionCache* cache = nullptr;
+  /// the calls to come have these shapes (a full memory, or none kept): a graph may serve them
+  bool steady = false;
+};
+
+/// What the stack computed.
+struct StackOutput {
+  /// the last layer's streams
+  std::vector<torch::Tensor> streams;
+  /// stream 0 into each layer, then out of the last: n_layer + 1 tensors
+  std::vector<torch::Tensor> hiddens;
+  /// ran as a graph: the outputs are its static buffers, overwritten by its next replay
+  bool graphed = false;
+
+  /// nn::update_memory over the layers' inputs (copies of them after a replay, which the next
+  /// replay would overwrite).
+  nn::Memory next_memory(const nn::Memory& mems, int64_t mem_len, int64_t ext_len) const;
+};
+
+/// Makes layer i.
+using MakeLayer = std::function<std::shared_ptr<torch::nn::Module>(int64_t)>;
+
+struct LayerStackOptions {
+  LayerStackOptions(int64_t n_layer, MakeLayer make) : n_layer_(n_layer), make_(std::move(make)) {}
+  TORCH_ARG(int64_t, n_layer);
+  TORCH_ARG(MakeLayer, make);
+  /// activation recomputation of every layer (train.activation_checkpointing)
+  TORCH_ARG(bool, recompute) = false;
+  /// why the family's forward cannot be graphed whatever its shapes ("": it can)
+  TORCH_ARG(std::string, no_graphs);
+};
+
+/// The layers as children "0", "1", ...: their parameters are layers.<i>.*, as in a ModuleList.
+class LayerStackImpl : public torch::nn::Module {
+ public:
+  explicit LayerStackImpl(LayerStackOptions options);
+  /// Registers the layers.
+  void reset();
+
+  /// The leaves a layer call reads beyond the layers' own parameters (shared biases, position
+  /// tables): a graph's backward computes their gradients too. Declared once, after reset().
+  void reads_also(std::vector<torch::Tensor> parameters);
+
+  /// Runs every layer over `in` with `call`: as a graph when graphs are on, `in` is steady and
+  /// has no cache; else layer by layer, recomputed when the options say so.
+  StackOutput forward(const LayerCall& call, const StackInput& in);
+
+  /// Runs the stack's steady forwards as graphs replayed through `replay` from now on, or
+  /// eagerly again (nullopt). Returns "" when it does, else why it cannot.
+  std::string use_graphs(std::optional<runtime::GraphReplay> replay);
+  bool uses_graphs() const {
+    return graph_cache_ != nullptr;
+  }
+
+  /// The layers, as a ModuleList gives them.
+  size_t size() const {
+    return layers_.size();
+  }
+  const std::shared_ptr<torch::nn::Module>& operator[](size_t i) const {
+    return layers_.at(i);
+  }
+  template <class Layer>
+  std::shared_ptr<Layer> ptr(size_t i) const {
+    return std::dynamic_pointer_cast<Layer>(layers_.at(i));
+  }
+  auto begin() const {
+    return layers_.begin();
+  }
+  auto end() const {
+    return layers_.end();
+  }
+
+  LayerStackOptions options;
+
+ private:
+  StackOutput eager(const LayerCall& call, const StackInput& in);
+  StackOutput graphed(const LayerCall& call, const StackInput& in);
+
+  std::vector<std::shared_ptr<torch::nn::Module>> layers_;
+  std::vector<torch::Tensor> also_read_;
+  std::unique_ptr<runtime::GraphCache> graph_cache_;
+};
+TORCH_MODULE(LayerStack);
+
+/// Registers `model`'s layer stack under kLayerStack.
+LayerStack register_layer_stack(torch::nn::Module& model, const LayerStackOptions& options);
+
+/// use_graphs() on every layer stack of `model`: "" when they all run as graphs, else the first
+/// reason one cannot (a model without a stack: it has none).
+std::string use_graphs(torch::nn::Module& model, std::optional<runtime::GraphReplay> replay);
+
+/// Whether a layer stack of `model` runs as graphs: an evaluation then keeps no projections
+/// between calls.
+bool uses_graphs(const torch::nn::Module& model);
+
+} // namespace xl::models
