@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
         "checkpoints of the run (step_300, best, ...) or files (default: its snapshots, "
         "checkpoints/step_<S>.pt, kept by train.keep_snapshots)");
     app.add_option("--last", request.last, "average only the newest N snapshots")
-        ->check(xl::app::positive_count())
+        ->check(xl::positive_count())
         ->excludes(names);
     app.add_option(
         "--out",

@@ -22,14 +22,14 @@ void add_bench_options(CLI::App& app, xl::bench::BenchOptions& options) {
          "--n-token",
          options.n_token,
          "vocabulary size (0, the default: that of the config's prepared data)")
-      ->check(xl::app::count_from(0));
+      ->check(xl::count_from(0));
   app.add_flag(
       "--prepared-data",
       options.prepared_data,
       "read the config's prepared data (data.dir: training from its training split, "
       "evaluation from its test split) instead of random tokens");
-  app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::app::count_from(0));
-  app.add_option("--steps", options.steps, "timed iterations")->check(xl::app::positive_count());
+  app.add_option("--warmup", options.warmup, "untimed iterations")->check(xl::count_from(0));
+  app.add_option("--steps", options.steps, "timed iterations")->check(xl::positive_count());
   app.add_option(
          "--modes",
          options.modes,
@@ -51,13 +51,13 @@ void add_bench_options(CLI::App& app, xl::bench::BenchOptions& options) {
          "--top-ops",
          options.top_ops,
          "also list the N operators and autograd nodes called most in the counted iteration")
-      ->check(xl::app::count_from(0));
+      ->check(xl::count_from(0));
   app.add_option(
          "--profile",
          options.profile,
          "also profile one more iteration per mode and list the N kernels (GPU) or operators "
          "(CPU, inclusive times) that took the longest")
-      ->check(xl::app::count_from(0));
+      ->check(xl::count_from(0));
   app.add_flag(
       "--emulate-graphs",
       options.emulate_graphs,

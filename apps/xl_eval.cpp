@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
            "--max-steps",
            request.max_steps,
            "score only this many segments (memory mode) or window batches (vanilla)")
-        ->check(xl::app::positive_count());
+        ->check(xl::positive_count());
     app.add_option(
         "--file",
         request.file,

@@ -14,10 +14,10 @@
 namespace {
 
 // What to read and where to write.
-void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
+void add_corpus_flags(CLI::App& app, xl::prep::PrepRequest& request) {
   std::vector<std::string> names;
   std::string help;
-  for (const auto& format : xl::app::prep_formats()) {
+  for (const auto& format : xl::prep::prep_formats()) {
     help += (names.empty() ? "" : ", ") + format.name + " (" + format.help + ")";
     names.push_back(format.name);
   }
@@ -32,68 +32,17 @@ void add_corpus_flags(CLI::App& app, xl::app::PrepRequest& request) {
   app.add_option("--out", request.out, "output folder (vocab.txt, train.bin, ...)")->required();
 }
 
-// How a word or byte vocabulary is built, or which one encodes.
-void add_vocabulary_flags(CLI::App& app, xl::app::PrepRequest& request) {
-  app.add_option(
-         "--vocab-from",
-         request.options.vocab_from,
-         "count the vocabulary over 'train' only or 'all' splits, in the order train, "
-         "valid, test (kimiyoung's and NVIDIA's order for WikiText)")
-      ->check(CLI::IsMember({"train", "all"}));
-  app.add_flag(
-      "--unk",
-      request.options.unk,
-      "word: add <unk>, to which words outside the vocabulary map (implied by --min-freq "
-      "and --max-size)");
-  app.add_option(
-         "--min-freq",
-         request.options.min_freq,
-         "word: leave out words seen fewer times (they map to <unk>)")
-      ->check(xl::app::count_from(0));
-  app.add_option(
-         "--max-size",
-         request.options.max_size,
-         "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
-         "<unk>)")
-      ->check(xl::app::count_from(1));
-  app.add_option(
-      "--vocab", request.vocab, "encode with this existing vocab.txt instead of building");
-}
-
-// SentencePiece (xlnet) and NSMC's split (nsmc).
-void add_xlnet_flags(CLI::App& app, xl::app::PrepRequest& request) {
-  app.add_option(
-      "--spm-model",
-      request.spm_model,
-      "xlnet: encode with this SentencePiece model instead of training one");
-  app.add_option(
-      "--vocab-size",
-      request.xlnet.sentencepiece.vocab_size,
-      "xlnet: SentencePiece vocabulary size");
-  app.add_option(
-         "--holdout", request.holdout, "nsmc: the last N training documents become the valid split")
-      ->check(xl::app::count_from(0));
-  app.add_option(
-      "--character-coverage",
-      request.xlnet.sentencepiece.character_coverage,
-      "xlnet: the share of characters SentencePiece covers, from 0.98 to 1");
-  app.add_option(
-         "--progress-seconds",
-         request.xlnet.sentencepiece.progress_seconds,
-         "xlnet: a line that SentencePiece's training goes on at least this often")
-      ->check(xl::app::number_between(0.1, 86400.0));
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-prep: build a vocabulary and encode corpora into xl token files"};
     xl::app::add_common_flags(app);
-    xl::app::PrepRequest request;
+    xl::prep::PrepRequest request;
     add_corpus_flags(app, request);
-    add_vocabulary_flags(app, request);
-    add_xlnet_flags(app, request);
+    for (const auto* flags : xl::prep::prep_flag_sets()) { // each format's own
+      flags->add(app, request);
+    }
     app.add_flag("--force", request.force, "replace the files of an earlier xl-prep in --out");
     if (const int status = xl::app::parse_command_line(app, argc, argv); status >= 0) {
       return status;

@@ -19,23 +19,23 @@ int main(int argc, char** argv) {
     app.add_option("--prompt-file", request.prompt_file, "read the prompt from this file")
         ->excludes(prompt);
     app.add_option("--tokens", request.tokens, "tokens to generate per sample")
-        ->check(xl::app::positive_count());
+        ->check(xl::positive_count());
     app.add_option("--samples", request.samples, "samples drawn side by side")
-        ->check(xl::app::positive_count());
+        ->check(xl::positive_count());
     app.add_option(
            "--temperature",
            request.temperature,
            "divides the log-probabilities (0: always the most probable token)")
-        ->check(xl::app::finite_number());
+        ->check(xl::finite_number());
     app.add_option("--top-k", request.top_k, "draw from the k most probable tokens only (0: all)")
-        ->check(xl::app::count_from(0));
+        ->check(xl::count_from(0));
     app.add_option(
            "--top-p",
            request.top_p,
            "draw from the fewest most probable tokens whose probability reaches p")
-        ->check(xl::app::finite_number());
+        ->check(xl::finite_number());
     app.add_option("--seed", request.seed, "the same seed draws the same text")
-        ->check(xl::app::count_from(0));
+        ->check(xl::count_from(0));
     app.add_flag(
         "--no-memory",
         request.no_memory,
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
            request.window,
            "tokens re-read per new token without memory (default: eval's memory length, or "
            "train.tgt_len)")
-        ->check(xl::app::positive_count());
+        ->check(xl::positive_count());
     xl::config::Config config;
     if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
            "--stop-at-step",
            stop_at,
            "checkpoint and stop at this step (continue later with --resume)")
-        ->check(xl::app::positive_count());
+        ->check(xl::positive_count());
     xl::config::Config config;
     if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;

@@ -37,8 +37,15 @@ build, batches, files = sys.argv[1], sys.argv[2], [os.path.abspath(f) for f in s
 entries = {os.path.abspath(os.path.join(e["directory"], e["file"])): e
            for e in json.load(open(os.path.join(build, "compile_commands.json")))}
 groups = {}
+# A source the build names but compiles only in another configuration (src/runtime/no_cuda.cpp,
+# for a LibTorch without CUDA) is said and left out; any other source the build does not compile
+# is an error.
+cmake_lists = open(os.path.join(os.path.dirname(os.path.abspath(build)), "src", "CMakeLists.txt")).read()
 for f in files:
     if f not in entries:
+        if os.path.basename(f) in cmake_lists:
+            print(f"tidy: {os.path.relpath(f)} is compiled only in another configuration: not checked")
+            continue
         sys.exit(f"tidy: {os.path.relpath(f)} is not compiled by any target (not in {build}/compile_commands.json)")
     e = entries[f]
     args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
@@ -104,4 +111,4 @@ if [ "$status" -ne 0 ]; then
   echo "tidy: clang-tidy found problems (above; logs: $batches/g*/*.log)"
   exit 1
 fi
-echo "tidy: ${#files[@]} files pass .clang-tidy"
+echo "tidy: $(cat "$batches"/g*/files | wc -l) files pass .clang-tidy"

@@ -16,10 +16,16 @@
 
 namespace xl::app {
 
+using prep::prep_formats;
+using prep::PrepFormat;
+using prep::PrepRequest;
+using prep::PrepSplits;
+
 namespace {
 
 bool takes(const PrepFormat& format, const std::string& flag) {
-  return std::find(format.flags.begin(), format.flags.end(), flag) != format.flags.end();
+  const auto flags = format.flags();
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
 const PrepFormat& format_of(const PrepRequest& request) {
@@ -39,7 +45,7 @@ const PrepFormat& format_of(const PrepRequest& request) {
 // A flag of another format would be ignored: refused, all alike.
 void check_format_flags(const PrepRequest& request, const PrepFormat& format) {
   for (const auto& other : prep_formats()) {
-    for (const auto& flag : other.flags) {
+    for (const auto& flag : other.flags()) {
       if (request.given.count(flag) == 0 || takes(format, flag)) {
         continue;
       }

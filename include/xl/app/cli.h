@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xl/config/schema.h"
+#include "xl/util/flag_checks.h"
 
 namespace xl::app {
 
@@ -45,21 +46,6 @@ void add_run_flags(
 /// What the file system refused, in one line, when the cause is the user's path or machine (a
 /// name too long, no permission, a full disk, too many open files) rather than xl; else "".
 std::string file_system_refusal(const std::filesystem::filesystem_error& e);
-
-/// A check for flags that count: an integer >= min (a readable message, where CLI11's
-/// NonNegativeNumber prints the largest double).
-CLI::Validator count_from(int64_t min);
-
-/// count_from(1), for flags that count steps.
-CLI::Validator positive_count();
-
-/// A check for flags that take a number: finite, within double's range, not empty (CLI11
-/// reads "" as 0 and lets NaN through).
-CLI::Validator finite_number();
-
-/// A check for a number from `low` to `high` (NaN and infinities are not), with both bounds in
-/// the message.
-CLI::Validator number_between(double low, double high);
 
 /// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status
 /// 0.
