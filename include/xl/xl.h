@@ -47,7 +47,8 @@ struct TokenScore {
   int64_t index = 0;
   /// the word, byte or piece
   std::string token;
-  /// log p of it (natural log) given everything before it
+  /// log p of it (natural log) given everything before it; NaN for a token nothing predicts
+  /// (the text's first), which Score::tokens does not count
   double log_prob = 0.0;
 };
 
