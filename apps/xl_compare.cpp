@@ -2,7 +2,6 @@
 // metrics, xl-eval's results, and the config keys that differ between the runs.
 //   xl-compare runs/wt2_small runs/no_memory runs/vanilla_attn [--csv compare.csv]
 //              [--plot curves.png] [--force]
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace {
 
@@ -26,15 +26,15 @@ std::vector<xl::lab::RunSummary> summarize_runs(const std::vector<std::string>& 
   for (const auto& dir : dirs) {
     runs.push_back(xl::lab::summarize_run(dir));
     if (runs.back().records == 0) {
-      spdlog::warn("{}: metrics.jsonl holds no readable records (its row is empty)", dir);
+      xl::logger().warn("{}: metrics.jsonl holds no readable records (its row is empty)", dir);
     } else if (runs.back().unreadable > 0) {
-      spdlog::warn(
+      xl::logger().warn(
           "{}: {} lines of metrics.jsonl are no JSON record (skipped)",
           dir,
           runs.back().unreadable);
     }
     if (runs.back().malformed > 0) {
-      spdlog::warn(
+      xl::logger().warn(
           "{}: {} records of metrics.jsonl have a step that is no whole number >= 0 or a loss "
           "that is no number (skipped)",
           dir,

@@ -3,6 +3,7 @@
 //   xl-predict --run runs/nsmc_cls_cpu --file data/prepared/nsmc/test.tsv   (labelled: accuracy)
 #include "xl/app/cli.h"
 #include "xl/app/predict.h"
+#include "xl/formats/example_reader.h"
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
            "how to read --file: auto (NSMC's header, a label and a tab, or else plain text), "
            "nsmc, labelled or text")
         ->check(CLI::IsMember(std::vector<std::string>(
-            std::begin(xl::app::kPredictFormats), std::end(xl::app::kPredictFormats))));
+            std::begin(xl::formats::kExampleFormats), std::end(xl::formats::kExampleFormats))));
     app.add_option(
         "--out",
         request.out,

@@ -14,36 +14,40 @@ int main(int argc, char** argv) {
     xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
     auto* prompt = app.add_option(
         "--prompt",
-        request.prompt,
+        request.sample.prompt,
         "the text to continue, encoded with the run's vocabulary (default: a new line)");
     app.add_option("--prompt-file", request.prompt_file, "read the prompt from this file")
         ->excludes(prompt);
-    app.add_option("--tokens", request.tokens, "tokens to generate per sample")
+    app.add_option("--tokens", request.sample.tokens, "tokens to generate per sample")
         ->check(xl::positive_count());
-    app.add_option("--samples", request.samples, "samples drawn side by side")
+    app.add_option("--samples", request.sample.samples, "samples drawn side by side")
         ->check(xl::positive_count());
     app.add_option(
            "--temperature",
-           request.temperature,
+           request.sample.sampling.temperature,
            "divides the log-probabilities (0: always the most probable token)")
         ->check(xl::finite_number());
-    app.add_option("--top-k", request.top_k, "draw from the k most probable tokens only (0: all)")
+    app.add_option(
+           "--top-k",
+           request.sample.sampling.top_k,
+           "draw from the k most probable tokens only (0: all)")
         ->check(xl::count_from(0));
     app.add_option(
            "--top-p",
-           request.top_p,
+           request.sample.sampling.top_p,
            "draw from the fewest most probable tokens whose probability reaches p")
         ->check(xl::finite_number());
-    app.add_option("--seed", request.seed, "the same seed draws the same text")
+    app.add_option("--seed", request.sample.seed, "the same seed draws the same text")
         ->check(xl::count_from(0));
+    bool no_memory = false;
     app.add_flag(
         "--no-memory",
-        request.no_memory,
+        no_memory,
         "re-read the last --window tokens for every new token instead of carrying the memory "
         "(slower: the baseline of the memory's speed-up)");
     app.add_option(
            "--window",
-           request.window,
+           request.sample.window,
            "tokens re-read per new token without memory (default: eval's memory length, or "
            "train.tgt_len)")
         ->check(xl::positive_count());
@@ -52,6 +56,7 @@ int main(int argc, char** argv) {
       return *status;
     }
     request.enforce_memory = !flags.skip_memory_check;
-    return xl::app::run_sample(config, request);
+    request.sample.use_memory = !no_memory;
+    return xl::app::run_sample(config, std::move(request));
   });
 }

@@ -1,6 +1,7 @@
 // xl-train: trains a model from a YAML config.
 //   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
 //            [--resume | --auto-resume] [--stop-at-step N]
+//   xl-train --config runs/wt2_small/config.yaml --add-tokenizer
 #include "xl/app/cli.h"
 #include "xl/app/train.h"
 #include "xl/run/resume.h"
@@ -27,9 +28,20 @@ int main(int argc, char** argv) {
            stop_at,
            "checkpoint and stop at this step (continue later with --resume)")
         ->check(xl::positive_count());
+    bool add_tokenizer = false;
+    app.add_flag(
+           "--add-tokenizer",
+           add_tokenizer,
+           "give the run whose config.yaml --config names the tokenizer of its data.dir (a run "
+           "trained before runs kept theirs), so that it opens without its data, and exit")
+        ->excludes(resume_flag);
     xl::config::Config config;
     if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {
       return *status;
+    }
+    if (add_tokenizer) {
+      const auto folder = std::filesystem::path(flags.path).parent_path();
+      return xl::app::add_tokenizer(config, folder.empty() ? "." : folder);
     }
     xl::run::check_config_belongs(flags.path, config);
     if (auto_resume) {

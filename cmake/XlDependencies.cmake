@@ -36,14 +36,17 @@ find_package(Threads REQUIRED)
 # CMAKE_PREFIX_PATH works as well as the system one.
 find_path(XL_SENTENCEPIECE_INCLUDE sentencepiece_processor.h REQUIRED)
 find_library(XL_SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
-# The trainer (xl-prep trains XLNet's vocabulary) is a library of its own.
-find_library(XL_SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train REQUIRED)
 add_library(xl_sentencepiece INTERFACE IMPORTED)
 target_include_directories(xl_sentencepiece SYSTEM INTERFACE ${XL_SENTENCEPIECE_INCLUDE})
-target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_TRAIN_LIBRARY}
-  ${XL_SENTENCEPIECE_LIBRARY})
+target_link_libraries(xl_sentencepiece INTERFACE ${XL_SENTENCEPIECE_LIBRARY})
+# The trainer (xl-prep trains XLNet's vocabulary) is a library of its own, which only the prep
+# layer links.
+find_library(XL_SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train REQUIRED)
+add_library(xl_sentencepiece_train INTERFACE IMPORTED)
+target_link_libraries(xl_sentencepiece_train INTERFACE ${XL_SENTENCEPIECE_TRAIN_LIBRARY}
+  xl_sentencepiece)
 
-# cairo draws xl-compare's learning-curve plots (PNG).
+# cairo draws xl-compare's learning-curve plots (PNG): the lab layer alone links it.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XL_CAIRO REQUIRED IMPORTED_TARGET cairo)
 
@@ -73,13 +76,15 @@ endforeach()
 
 # xl_add_dependencies_target(<name> [IMPORTED]): the target of what every part of xl compiles
 # and links against: xl_dependencies in xl's own build, xl::dependencies (IMPORTED) in a project
-# that found xl (lib/cmake/xl/xlConfig.cmake includes this file).
+# that found xl (lib/cmake/xl/xlConfig.cmake includes this file). What one layer needs alone is
+# linked by that layer (src/CMakeLists.txt: cairo, CLI11, SentencePiece's trainer), so that a
+# program linking xl::xl links none of them.
 function(xl_add_dependencies_target name)
   add_library(${name} INTERFACE ${ARGN})
   target_include_directories(${name} SYSTEM BEFORE INTERFACE ${XL_SHIM_INCLUDE})
   target_link_libraries(${name} INTERFACE
-    ${TORCH_LIBRARIES} ${XL_YAML_TARGET} spdlog::spdlog fmt::fmt CLI11::CLI11
-    nlohmann_json::nlohmann_json xl_sentencepiece Threads::Threads PkgConfig::XL_CAIRO)
+    ${TORCH_LIBRARIES} ${XL_YAML_TARGET} spdlog::spdlog fmt::fmt nlohmann_json::nlohmann_json
+    xl_sentencepiece Threads::Threads)
   # libtorch.so exports a broken copy of some std::filesystem functions (remove_all crashes).
   # Naming libstdc++ first on every link line makes the dynamic linker bind those symbols to
   # the real libstdc++ before it looks into libtorch.so.

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     model.generate(argv[2], options, [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout); // bytes may hold a NUL
       std::fflush(stdout);
+      return true; // false would stop the generation here
     });
     std::fputs("\n", stdout);
     return 0;

@@ -19,13 +19,16 @@ int main(int argc, char** argv) {
     const xl::Score score = model.score_file(argv[2]);
     std::printf(
         "%s %.17g\ntokens %lld\nloss %.17g\n",
-        score.unit.c_str(),
-        score.unit == "bpc" ? score.bits_per_character : score.perplexity,
+        score.metric.c_str(),
+        score.unit == xl::Unit::kBitsPerCharacter ? score.bits_per_character : score.perplexity,
         static_cast<long long>(score.tokens),
         score.loss);
     return 0;
-  } catch (const xl::UserError& e) {
+  } catch (const xl::UserError& e) { // the caller's to change
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
+  } catch (const xl::Error& e) { // a fault inside xl
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
   }
 }

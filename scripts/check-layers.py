@@ -115,7 +115,8 @@ def check_cmake(cmake, layers, errors):
     called = {}
     for match in LAYER_CALL.finditer(text):
         folder, rest = match.group(1), match.group(2).split()
-        deps = rest[rest.index("DEPS") + 1:rest.index("SOURCES")] if "DEPS" in rest else []
+        end = rest.index("EXTERNAL") if "EXTERNAL" in rest else rest.index("SOURCES")
+        deps = rest[rest.index("DEPS") + 1:end] if "DEPS" in rest else []
         called[folder] = (deps, text.count("\n", 0, match.start()) + 1)
     for folder, (deps, number) in called.items():
         if folder not in layers:

@@ -1,14 +1,17 @@
 // xl as a library: a trained run opened from a C++ program, to score text with the long memory,
-// generate from a prompt, classify texts, and encode or decode with the run's own vocabulary.
+// generate from a prompt, classify texts, and encode or decode with the run's own tokenizer.
 // This header is the stable API (docs/library.md): it needs only the standard library, and
 // find_package(xl) gives the target xl::xl that links it.
 //
-//   auto model = xl::open_run("runs/wt2_small");
-//   const xl::Score score = model.score_file("my.txt");
-//   std::cout << score.perplexity << "\n";
+//   const auto model = xl::open_run("runs/wt2_small");
+//   const xl::Score score = model.score("the film was released in the united states .\n");
+//   std::cout << score.metric << " " << score.perplexity << "\n";
 //
-// Every error is an xl::UserError (xl/util/error.h, a std::runtime_error) whose what() is the
-// one line the commands print after "error: ". Nothing is printed unless set_log_level asks.
+// Every error is an xl::Error (xl/util/error.h, a std::runtime_error) whose what() is one line:
+// an xl::UserError for what the caller can change (a missing run, an option out of range, a
+// text the run cannot read), an xl::InternalError for a fault inside xl. Nothing is printed
+// unless set_log_level asks, and opening a run changes nothing else in the program (its torch
+// random state, its thread count, spdlog's default logger) unless RunOptions asks.
 #pragma once
 
 #include <cstdint>
@@ -25,20 +28,35 @@ namespace xl {
 /// "x.y.z", the project's version, and the `git describe` of the build (as `--version` prints).
 std::string library_version();
 
-/// What the library logs on stderr: "off" (the default), "error", "warn", "info" (the commands'
-/// progress lines), "debug". A UserError for another name.
-void set_log_level(const std::string& level);
+enum class LogLevel { kOff, kError, kWarn, kInfo, kDebug };
+
+/// What the library logs on stderr, through a logger of its own: kOff (the default) up to
+/// kDebug; kInfo shows the progress lines the commands show. Any thread, any time.
+void set_log_level(LogLevel level);
+
+enum class Device {
+  /// the run's train.device: CUDA where there is a GPU (as the commands choose), else the CPU
+  kRunConfig,
+  kCpu,
+  kCuda,
+};
 
 /// How a run is opened.
 struct RunOptions {
   /// "best", "last", another checkpoint of the run ("step_300", "averaged") or a file
   std::string checkpoint = "best";
-  /// overrides of the run's config, as --set takes them ("eval.mem_len=1600",
-  /// "train.device=cpu"): the evaluation and generation settings, or data.dir for the run's
-  /// data at another place
+  /// overrides of the run's config, as "key=value" ("eval.mem_len=1600", "eval.tgt_len=64"): the
+  /// evaluation and generation settings, or data.dir for an older run's data at another place
   std::vector<std::string> overrides;
-  /// refuse a model larger than the memory left (the commands' --skip-memory-check is false)
+  /// refuse a model larger than the memory left
   bool check_memory = true;
+  /// where the model runs; kCuda with device_index for one GPU of several
+  Device device = Device::kRunConfig;
+  int device_index = 0;
+  /// LibTorch's threads for the whole process, set when the run opens (unset: left as they are)
+  std::optional<int> threads;
+  /// LibTorch's random generator seeded when the run opens (unset: left as it is)
+  std::optional<uint64_t> seed;
 };
 
 /// One token of a scored text.
@@ -52,11 +70,23 @@ struct TokenScore {
   double log_prob = 0.0;
 };
 
-/// A text scored by a language model, as `xl-eval --file` scores it.
+/// What a score's number is.
+enum class Unit {
+  /// per word or piece: Score::perplexity
+  kPerplexity,
+  /// per byte: Score::bits_per_character
+  kBitsPerCharacter,
+  /// a classifier's examples: Score::loss alone, per example
+  kExampleLoss,
+};
+
+/// A text scored by a run.
 struct Score {
-  /// "ppl" (words, pieces) or "bpc" (bytes)
-  std::string unit;
-  /// the mean negative log-likelihood per token, in nats
+  Unit unit = Unit::kPerplexity;
+  /// what the number is, as the commands name it: "ppl", "bpc", "bpc@stride=16" (a vanilla
+  /// evaluation scoring 16 positions per window), "loss"
+  std::string metric;
+  /// the mean negative log-likelihood per token (per example for a classifier), in nats
   double loss = 0.0;
   /// exp(loss), for word and piece data
   double perplexity = 0.0;
@@ -64,30 +94,42 @@ struct Score {
   double bits_per_character = 0.0;
   /// the sum of log p over the scored tokens (-loss * tokens)
   double log_likelihood = 0.0;
-  /// tokens scored
+  /// tokens scored (examples for a classifier)
   int64_t tokens = 0;
-  /// the words (or bytes) of the text, and those the vocabulary lacks (read as <unk>, or left
-  /// out where it has none)
+  /// the words, bytes or pieces of the text, and those the vocabulary lacks (read as <unk>, or
+  /// left out where it has none)
   int64_t units = 0;
   int64_t unknown = 0;
+  /// the contiguous streams the text was read in (1: the whole text with the long memory)
+  int64_t streams = 1;
   /// with ScoreOptions::per_token: every token, in the text's order
   std::vector<TokenScore> per_token;
 };
 
 struct ScoreOptions {
-  /// also list each token's log-probability (Score::per_token)
+  /// also list each token's log-probability (Score::per_token; language models)
   bool per_token = false;
+  /// the contiguous streams a text is cut into, each read with the memory from its own start:
+  /// 1 reads the whole text with the run's long memory; more is faster on a long text and
+  /// scores each stream's first token as context only
+  int64_t streams = 1;
+  /// XLNet: the permutation LM's sampled estimate (num_predict targets per record, as its
+  /// pretraining evaluates) instead of every piece left to right, each from the ones before it
+  bool permutation = false;
 };
 
-/// How text is generated, as `xl-sample` does it (the same seed gives the same tokens).
+/// Receives the text of each generated token as it is drawn; returns false to stop there.
+using TextCallback = std::function<bool(const std::string& piece)>;
+
+/// How text is generated (the same seed gives the same tokens).
 struct GenerateOptions {
-  /// tokens to generate
+  /// tokens to generate, >= 1
   int64_t tokens = 200;
   /// divides the log-probabilities; 0: always the most probable token; else 1e-6 to 1e6
   double temperature = 1.0;
   /// draw from the k most probable tokens only (0: all)
   int64_t top_k = 0;
-  /// draw from the fewest most probable tokens whose probability reaches p (1: all)
+  /// draw from the fewest most probable tokens whose probability reaches p, in (0, 1]
   double top_p = 1.0;
   uint64_t seed = 0;
   /// false: re-read the last `window` tokens for every new token instead of the memory or the
@@ -102,6 +144,8 @@ struct Generated {
   std::vector<int64_t> ids;
   /// the generated text alone (the prompt not included)
   std::string text;
+  /// the callback stopped it before GenerateOptions::tokens
+  bool stopped = false;
 };
 
 /// One text classified.
@@ -112,12 +156,15 @@ struct Classified {
   std::vector<double> probabilities;
 };
 
-/// A checkpoint of a trained run, on the device its config names. Its methods may be called
-/// from one thread at a time (a model holds its evaluation state): use one Model per thread.
-/// A Model is cheap to move; copies share the same model.
+/// A checkpoint of a trained run, opened on a device. The weights are loaded once and never
+/// change: every method is const and may be called from any number of threads at once, each
+/// call with its own memory and caches, giving what it gives alone (docs/library.md lists what
+/// each method shares). Copies share the same model; a moved-from Model is empty, and a call on
+/// it is a UserError.
 class Model {
  public:
-  /// The run at `run_dir` (the folder xl-train wrote), checkpoint options.checkpoint.
+  /// The run at `run_dir` (the folder xl-train wrote), checkpoint options.checkpoint. The run
+  /// needs no data folder: it keeps its tokenizer (an older run reads data.dir's).
   static Model open(const std::string& run_dir, const RunOptions& options = {});
 
   /// The family ("transformer_xl", "xlnet", "char_transformer"), the checkpoint's file and
@@ -128,18 +175,24 @@ class Model {
   int64_t vocab_size() const;
   bool is_classifier() const;
 
-  /// Scores `text` (UTF-8 words, or bytes, as the run's data) with the long memory of the
-  /// run's eval section; a classifier's examples are scored as `xl-eval --file` does (its loss).
+  /// Scores `text` (UTF-8 words, bytes or raw text, as the run's data) with the long memory of
+  /// the run's eval section, in memory (no file is written); a classifier's labelled examples
+  /// ("label<TAB>text" lines) by their loss.
   Score score(const std::string& text, const ScoreOptions& options = {}) const;
   /// score() of a file of any size, read in bounded memory (per_token excepted).
   Score score_file(const std::string& path, const ScoreOptions& options = {}) const;
+  /// Each text scored on its own (the memory from its own start, every token but the first, as
+  /// score() scores it with one stream), in order: texts of similar lengths side by side in
+  /// batches of the run's eval.batch_size. A text of fewer than 2 tokens scores nothing
+  /// (tokens 0). Language models; no per-token lists.
+  std::vector<Score> score_batch(const std::vector<std::string>& texts) const;
 
   /// Continues `prompt` (an empty one starts a new line); `on_text` receives each token's text
-  /// as it is drawn. Causal language models only (not XLNet).
+  /// as it is drawn and may stop the generation. Causal language models only (not XLNet).
   Generated generate(
       const std::string& prompt,
       const GenerateOptions& options = {},
-      const std::function<void(const std::string& piece)>& on_text = {}) const;
+      const TextCallback& on_text = {}) const;
 
   /// A classifier's class probabilities for each text, in order (batches of the run's
   /// eval.batch_size).
@@ -151,8 +204,9 @@ class Model {
 
  private:
   struct State;
-  explicit Model(std::shared_ptr<State> state);
-  std::shared_ptr<State> state_;
+  explicit Model(std::shared_ptr<const State> state);
+  const State& state() const;
+  std::shared_ptr<const State> state_;
 };
 
 /// Model::open.

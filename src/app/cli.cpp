@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
@@ -17,12 +16,13 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <set>
 #include <string_view>
 
 #include "xl/config/config.h"
+#include "xl/run/run_dir.h"
 #include "xl/runtime/cpu_cache.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
 #include "xl/util/utf8.h"
 #include "xl/util/version.h"
 
@@ -86,14 +86,7 @@ void add_run_flags(
       "best, last, another checkpoint of the run (step_300, averaged: see xl-average) or a "
       "checkpoint file");
   app.final_callback([&] {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(run_dir, ec)) {
-      throw UserError(fmt::format(
-          "--run {}: {}; name a run directory (the folder holding config.yaml and "
-          "checkpoints/)",
-          run_dir,
-          std::filesystem::exists(run_dir, ec) ? "a file, not a folder" : "no such folder"));
-    }
+    run::require_run_folder("--run", run_dir);
     if (flags.path.empty()) {
       flags.path = run_dir + "/config.yaml";
     }
@@ -216,34 +209,6 @@ std::string shell_quote(const std::string& argument) {
     quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   }
   return quoted + "'";
-}
-
-std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
-  const int code = e.code().value();
-  if (e.code().category() != std::generic_category() &&
-      e.code().category() != std::system_category()) {
-    return "";
-  }
-  static const std::set<int> kTheirs = {
-      ENAMETOOLONG,
-      EACCES,
-      EPERM,
-      ENOSPC,
-      EDQUOT,
-      EROFS,
-      ELOOP,
-      EMFILE,
-      ENFILE,
-      EFBIG,
-      ENOTDIR,
-      EXDEV};
-  if (kTheirs.count(code) == 0) {
-    return "";
-  }
-  const std::string path = e.path1().empty() ? std::string() : e.path1().string() + ": ";
-  const std::string hint =
-      code == ENAMETOOLONG ? " (a name has at most 255 bytes): choose a shorter one" : "";
-  return path + e.code().message() + hint;
 }
 
 namespace {

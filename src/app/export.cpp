@@ -5,7 +5,8 @@
 #include <iostream>
 
 #include "xl/app/cli.h"
-#include "xl/app/trained_model.h"
+#include "xl/infer/run_tokenizer.h"
+#include "xl/infer/trained_run.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
 #include "xl/models/hf.h"
@@ -22,21 +23,23 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   const auto out = run::check_output_folder("--out", request.out, request.force);
   // Checked before the weights are read: what HF cannot express fails at once, unless the
   // config is not the checkpoint's, which is said first.
-  const auto dataset = models::open_dataset(config);
-  const auto paths = run::paths_of(request.run_dir);
+  const auto dataset =
+      models::open_dataset(config, infer::open_run_tokenizer(config, request.run_dir));
   nlohmann::json hf;
   try {
     hf = models::hf_config(config, *dataset);
   } catch (const UserError&) {
-    require_checkpoint_config(config, paths, request.checkpoint);
+    infer::require_checkpoint_config(config, run::paths_of(request.run_dir), request.checkpoint);
     throw;
   }
   hf["xl_version"] = version_line();
-  const auto trained =
-      load_trained_model(config, paths, request.checkpoint, *dataset, torch::kCPU, true);
+  infer::OpenOptions open;
+  open.checkpoint = request.checkpoint;
+  open.device = torch::kCPU;
+  const auto trained = infer::TrainedRun::open(config, request.run_dir, open);
   run::create_output_folder("--out", out);
   io::save_safetensors(
-      out / "model.safetensors", models::hf_state(*trained.model), {{"format", "pt"}});
+      out / "model.safetensors", models::hf_state(trained->model()), {{"format", "pt"}});
   atomic_write(out / "config.json", hf.dump(2) + "\n");
   const auto vocabulary = dataset->vocabulary_file();
   std::filesystem::copy_file(
@@ -52,8 +55,8 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   std::cout << fmt::format(
                    "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
                    "in Python: {}.from_pretrained(\"{}\")",
-                   trained.checkpoint.string(),
-                   trained.step,
+                   trained->checkpoint().string(),
+                   trained->step(),
                    hf["architectures"][0].get<std::string>(),
                    out.string(),
                    vocabulary.filename().string(),

@@ -1,9 +1,8 @@
 #include "xl/app/import.h"
 
-#include <spdlog/spdlog.h>
-
 #include "xl/app/cli.h"
 #include "xl/config/config.h"
+#include "xl/infer/run_tokenizer.h"
 #include "xl/io/archive.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
@@ -14,6 +13,7 @@
 #include "xl/run/run_dir.h"
 #include "xl/sources/dataset.h"
 #include "xl/train/training_state.h"
+#include "xl/util/log.h"
 
 namespace xl::app {
 
@@ -42,7 +42,8 @@ int run_import(const config::Config& config, const ImportRequest& request) {
       [&](torch::serialize::OutputArchive& archive) {
         io::write_module(archive, "model", *model);
       });
-  spdlog::info(
+  infer::keep_tokenizer(paths.dir, *dataset->tokenizer());
+  logger().info(
       "imported {} ({} parameters) into {}; evaluate with {} --run {}",
       request.weights,
       models::count_parameters(*model),

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <tuple>
@@ -12,6 +11,7 @@
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 #include "xl/util/staged_folder.h"
 
 namespace xl::app {
@@ -136,9 +136,9 @@ int run_prep(const PrepRequest& request) {
   const bool strands =
       std::filesystem::exists(out, ec) && !inside.empty() && *inside.begin() != "..";
   staged.commit();
-  spdlog::info("wrote {}", request.out);
+  logger().info("wrote {}", request.out);
   if (strands) {
-    spdlog::warn(
+    logger().warn(
         "{} was replaced by a new folder of the same name: a shell working inside the old one "
         "sees it removed (cd {} again to see the new files)",
         request.out,

@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::app {
 
@@ -136,9 +136,9 @@ RunOutcome sweep_run(
   RunOutcome outcome;
   const auto state = lab::run_state(r);
   if (state == lab::RunState::kFinished) {
-    spdlog::info("{}: finished at step {}, skipped", where, r.config.train.max_step);
+    logger().info("{}: finished at step {}, skipped", where, r.config.train.max_step);
   } else {
-    spdlog::info(
+    logger().info(
         "{}: {} ({})",
         where,
         state == lab::RunState::kNew ? "training" : "resuming",
@@ -148,20 +148,20 @@ RunOutcome sweep_run(
             " "));
     const int status = run_child(train_argv(request.spec, r, request.enforce_memory));
     if (status > 128) { // stopped by a signal: the run is checkpointed
-      spdlog::warn(
+      logger().warn(
           "{}: stopped by signal {}; the same command resumes the sweep", where, status - 128);
       outcome.signal_status = status;
       return outcome;
     }
     if (status != 0) {
-      spdlog::error("{}: xl-train failed (exit {}), going on", where, status);
+      logger().error("{}: xl-train failed (exit {}), going on", where, status);
       outcome.failed.push_back(r.name);
       return outcome;
     }
   }
   const auto dir = run::directory_of(r.config);
   if (request.evaluate && lab::summarize_run(dir).evaluations.empty()) {
-    spdlog::info("{}: evaluating", where);
+    logger().info("{}: evaluating", where);
     const int status = run_child({sibling("xl-eval"), "--run", dir.string()});
     if (status > 128) {
       outcome.signal_status = status;
@@ -210,7 +210,7 @@ void write_sweep_table(const SweepRequest& request, const std::vector<lab::Sweep
   run::write_output_file("--dir", csv, lab::to_csv(table));
   const auto png = request.spec.dir / lab::kSweepCurves;
   run::write_output_file("--dir", png, lab::plot_curves(summaries));
-  spdlog::info("the table is also in {}, the curves in {}", csv.string(), png.string());
+  logger().info("the table is also in {}, the curves in {}", csv.string(), png.string());
 }
 
 } // namespace

@@ -1,7 +1,6 @@
 #include "xl/app/train.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <iostream>
@@ -10,10 +9,13 @@
 #include "xl/app/cli.h"
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
+#include "xl/infer/run_tokenizer.h"
 #include "xl/models/factory.h"
 #include "xl/models/memory_estimate.h"
+#include "xl/run/checkpoint.h"
 #include "xl/run/logging.h"
 #include "xl/run/progress.h"
+#include "xl/run/resume.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/cuda.h"
 #include "xl/runtime/device.h"
@@ -26,6 +28,7 @@
 #include "xl/train/trainer.h"
 #include "xl/train/training_state.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::app {
 
@@ -111,10 +114,20 @@ torch::Device training_device(
 run::RunPaths open_run_directory(
     const config::Config& config,
     bool resume,
+    const formats::Tokenizer& tokenizer,
     const std::optional<runtime::DistributedEnv>& env,
     runtime::Group* group) {
-  if (!env) {
+  // The run keeps its data's tokenizer, so that it opens without the data (infer/run_tokenizer).
+  // A resumed run's is its checkpoints' vocabulary, which the trainer checks the data against.
+  const auto prepare = [&] {
     auto paths = run::prepare_directory(config, resume, train::holds_training_state);
+    if (!resume || !infer::run_tokenizer(paths.dir)) {
+      infer::keep_tokenizer(paths.dir, tokenizer, /*replace=*/true);
+    }
+    return paths;
+  };
+  if (!env) {
+    auto paths = prepare();
     run::setup_logging(config.run.log_level, paths.log);
     return paths;
   }
@@ -122,7 +135,7 @@ run::RunPaths open_run_directory(
   std::string failure;
   if (env->rank == 0) {
     try {
-      paths = run::prepare_directory(config, resume, train::holds_training_state);
+      paths = prepare();
     } catch (const UserError& e) {
       failure = e.what();
     }
@@ -141,7 +154,7 @@ run::RunPaths open_run_directory(
   run::setup_logging(
       env->rank == 0 ? config.run.log_level : "warn",
       env->rank == 0 ? std::optional(paths.log) : std::nullopt);
-  spdlog::info(
+  logger().info(
       "data-parallel training on {} processes: each trains {} of every batch's {} rows",
       env->world_size,
       config.train.batch_size / env->world_size,
@@ -205,16 +218,18 @@ int run_training(
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0)));
     train::require_same_setup(*group, config, *model);
   }
-  const run::RunPaths paths = open_run_directory(config, resume, env, group.get());
-  spdlog::info("run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
-  spdlog::info("data {}: {}", config.data.dir, dataset->describe());
+  const run::RunPaths paths =
+      open_run_directory(config, resume, *dataset->tokenizer(), env, group.get());
+  logger().info(
+      "run directory {} (resolved config: {})", paths.dir.string(), paths.config.string());
+  logger().info("data {}: {}", config.data.dir, dataset->describe());
   if (!initialised.empty()) {
-    spdlog::info("{}", initialised);
+    logger().info("{}", initialised);
   }
   // 4. Training, and what it did on stdout.
   model->to(device);
   if (const auto graphs = models::use_cuda_graphs(*model, config, device); !graphs.empty()) {
-    spdlog::info("{}", graphs);
+    logger().info("{}", graphs);
   }
   const auto parallel = group ? reduce_gradients(*group, *model) : nullptr;
   runtime::install_stop_handlers();
@@ -225,6 +240,41 @@ int run_training(
     std::cout << training_summary(config, paths, result, dataset->unit()) << std::flush;
   }
   return result.signal != 0 ? 128 + result.signal : 0;
+}
+
+int add_tokenizer(const config::Config& config, const std::filesystem::path& run_dir) {
+  run::setup_logging(config.run.log_level);
+  const run::RunPaths paths = run::paths_of(run_dir);
+  if (!run::holds_checkpoints(paths)) {
+    throw UserError(fmt::format(
+        "{} holds no checkpoints: --add-tokenizer gives a trained run the tokenizer of its data",
+        run_dir.string()));
+  }
+  sources::check_data_dir(config.data.dir);
+  const auto tokenizer =
+      formats::Tokenizer::load(std::filesystem::path(config.data.dir) / config.data.vocab);
+  // Every checkpoint names the vocabulary it was trained with: the data's must be it.
+  std::vector<std::filesystem::path> checkpoints = paths.snapshots();
+  for (const auto& file : {paths.best_checkpoint(), paths.last_checkpoint()}) {
+    std::error_code ec;
+    if (std::filesystem::exists(file, ec)) {
+      checkpoints.push_back(file);
+    }
+  }
+  for (const auto& file : checkpoints) {
+    torch::serialize::InputArchive archive;
+    const auto info = run::load_checkpoint(file, archive);
+    run::require_same_vocabulary(
+        file, info.vocabulary, tokenizer->fingerprint(), tokenizer->file());
+  }
+  const bool added = infer::keep_tokenizer(run_dir, *tokenizer);
+  std::cout << fmt::format(
+                   "{} {} ({}): the run opens without its data",
+                   added ? "added" : "the run holds",
+                   infer::run_tokenizer_path(run_dir, *tokenizer).string(),
+                   tokenizer->fingerprint())
+            << std::endl;
+  return 0;
 }
 
 } // namespace xl::app

@@ -1,7 +1,6 @@
 #include "xl/bench/benchmark.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include "xl/train/parameter_groups.h"
 #include "xl/train/step.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::bench {
 
@@ -88,7 +88,7 @@ nlohmann::json measure(
       {"ms_per_iteration", 1000.0 * seconds / static_cast<double>(options.steps)},
       {"peak_memory_mib", peak_bytes(device) / kMiB},
       {"iterations", options.steps}};
-  spdlog::info(
+  logger().info(
       "{:8s} {:>10.0f} targets/s {:>10.0f} inputs/s {:>9.2f} ms/it  peak {:.0f} MiB",
       mode,
       record["tokens_per_s"].get<double>(),
@@ -143,7 +143,7 @@ void add_model_flops(const Bench& b, nlohmann::json& record, const std::optional
   record["model_gflops_per_s"] = model_rate;
   record["matmul_gflops_per_s"] = matmul_rate;
   record["model_flops_utilisation"] = model_rate / matmul_rate;
-  spdlog::info(
+  logger().info(
       "{:<8} model {:.1f} MFLOP/token, {:.1f} GFLOP/s; {} matmul {:.1f} GFLOP/s; {:.1f}% of it",
       record["mode"].get<std::string>(),
       *flops / 1e6,
@@ -225,7 +225,7 @@ void use_graphs(
     const torch::Device& device,
     bool emulate) {
   if (const auto graphs = models::use_cuda_graphs(model, c, device); !graphs.empty()) {
-    spdlog::info("{}", graphs);
+    logger().info("{}", graphs);
   }
   if (!emulate) {
     return;
@@ -236,7 +236,7 @@ void use_graphs(
   }
   if (const auto why_not = models::use_graphs(model, runtime::GraphReplay::kEmulated);
       !why_not.empty()) {
-    spdlog::info("--emulate-graphs: {} runs eagerly: {}", c.model.type.name, why_not);
+    logger().info("--emulate-graphs: {} runs eagerly: {}", c.model.type.name, why_not);
   }
 }
 
@@ -286,7 +286,7 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
       !models::uses_graphs(*model) ? ""
           : device.is_cuda()       ? ", CUDA graphs"
                                    : ", graphs emulated");
-  spdlog::info("{}", header);
+  logger().info("{}", header);
   if (wants(options, "train")) {
     results.push_back(bench_train(b));
   }
@@ -309,7 +309,7 @@ nlohmann::json run_benchmark(const config::Config& c, const BenchOptions& option
     try {
       config::validate(modal);
     } catch (const UserError& e) { // e.g. a family without the vanilla evaluation
-      spdlog::info("{}: skipped, {}", name, e.what());
+      logger().info("{}: skipped, {}", name, e.what());
       continue;
     }
     results.push_back(bench_eval(b, modal, name, cache));

@@ -1,7 +1,6 @@
 #include "xl/bench/iteration_counts.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -9,6 +8,7 @@
 #include "xl/runtime/device.h"
 #include "xl/runtime/op_counter.h"
 #include "xl/runtime/profile.h"
+#include "xl/util/log.h"
 
 namespace xl::bench {
 
@@ -38,7 +38,7 @@ void add_op_counts(
     ranked.resize(std::min(ranked.size(), static_cast<size_t>(options.top_ops)));
     nlohmann::json top = nlohmann::json::array();
     for (const auto& [calls, name] : ranked) {
-      spdlog::info("{:8s} {:>7} {}", mode, calls, name);
+      logger().info("{:8s} {:>7} {}", mode, calls, name);
       top.push_back({{"name", name}, {"calls", calls}});
     }
     record["top_ops"] = top;
@@ -47,7 +47,7 @@ void add_op_counts(
   record["backward_nodes_per_iteration"] = counts.backward_nodes;
   record["host_reads_per_iteration"] = counts.host_reads;
   record["blocking_uploads_per_iteration"] = counts.blocking_uploads;
-  spdlog::info(
+  logger().info(
       "{:8s} per iteration: {} operator calls, {} autograd nodes, {} host reads, {} blocking "
       "uploads",
       mode,
@@ -59,7 +59,7 @@ void add_op_counts(
     record["graphed_ops_per_iteration"] = counts.graphed;
     record["graph_replays_per_iteration"] = counts.replays;
     record["host_calls_per_iteration"] = counts.host_calls();
-    spdlog::info(
+    logger().info(
         "{:8s} per iteration: {} graph replays{}: {} operator calls by the host",
         mode,
         counts.replays,
@@ -81,7 +81,7 @@ void add_profile(
       device, [&] { iteration(); }, options.profile);
   nlohmann::json top = nlohmann::json::array();
   if (device.is_cuda()) {
-    spdlog::info(
+    logger().info(
         "{:8s} profiled: {:.2f} ms wall, the device busy {:.2f} ms ({:.0f}%) in {} kernels and "
         "copies",
         mode,
@@ -90,10 +90,10 @@ void add_profile(
         100.0 * profile.device_busy_ms / profile.wall_ms,
         profile.device_activities);
   } else {
-    spdlog::info("{:8s} profiled: {:.2f} ms wall; operators, inclusive:", mode, profile.wall_ms);
+    logger().info("{:8s} profiled: {:.2f} ms wall; operators, inclusive:", mode, profile.wall_ms);
   }
   for (const auto& entry : profile.top) {
-    spdlog::info("{:8s} {:>9.3f} ms {:>6} x {:.160s}", mode, entry.ms, entry.calls, entry.name);
+    logger().info("{:8s} {:>9.3f} ms {:>6} x {:.160s}", mode, entry.ms, entry.calls, entry.name);
     top.push_back({{"name", entry.name}, {"calls", entry.calls}, {"ms", entry.ms}});
   }
   record["profile"] = {

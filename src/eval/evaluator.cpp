@@ -1,7 +1,5 @@
 #include "xl/eval/evaluator.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -9,6 +7,7 @@
 #include "xl/run/progress.h"
 #include "xl/runtime/autocast.h"
 #include "xl/runtime/device.h"
+#include "xl/util/log.h"
 
 namespace xl::eval {
 
@@ -93,7 +92,7 @@ EvalResult evaluate(
     evaluator.consume(*batch, source.continues_streams());
     progress.update(evaluator.batches(), batch->n_targets);
     if (options.progress_seconds > 0 && progress.due(options.progress_seconds)) {
-      spdlog::info("{}", progress.line(options.progress_unit));
+      logger().info("{}", progress.line(options.progress_unit));
     }
   }
   auto result = evaluator.result();

@@ -182,7 +182,7 @@ Generated generate(
     if (on_tokens) {
       on_tokens(ids);
     }
-    if (n + 1 == options.max_tokens) {
+    if (n + 1 == options.max_tokens || (options.stop && options.stop())) {
       break;
     }
     state = steps.extend(ids, state, out.used_memory);

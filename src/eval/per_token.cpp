@@ -1,7 +1,6 @@
 #include "xl/eval/per_token.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <limits>
@@ -9,6 +8,7 @@
 
 #include "xl/run/progress.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 #include "xl/util/utf8.h"
 
 namespace xl::eval {
@@ -51,15 +51,17 @@ std::string tsv_field(const std::string& text) {
 }
 
 PerTokenListing::PerTokenListing(
-    std::filesystem::path out,
+    std::optional<std::filesystem::path> out,
     const formats::Tokens* tokens,
     std::function<std::string(int64_t)> token_text)
     : out_(std::move(out)),
       tokens_(tokens),
       token_text_(std::move(token_text)),
-      scratch_(std::make_unique<ScratchFile>(
-          out_.has_parent_path() ? out_.parent_path() : std::filesystem::path("."),
-          "--per-token " + out_.string())) {
+      scratch_(
+          out_ ? std::make_unique<ScratchFile>(
+                     out_->has_parent_path() ? out_->parent_path() : std::filesystem::path("."),
+                     "--per-token " + out_->string())
+               : std::make_unique<ScratchFile>(ScratchFile::in_memory("each token's score"))) {
   if (tokens_ == nullptr) {
     return;
   }
@@ -140,15 +142,16 @@ int64_t PerTokenListing::each_row(const RowSink& sink, double progress_seconds) 
     }
     progress.update(first + n, n);
     if (progress_seconds > 0 && progress.due(progress_seconds)) {
-      spdlog::info("{}", progress.line("--per-token row"));
+      logger().info("{}", progress.line("--per-token row"));
     }
   }
   return total;
 }
 
 int64_t PerTokenListing::write(double progress_seconds) const {
+  TORCH_CHECK(out_, "a listing kept in memory is read with each_row(), not written");
   int64_t rows = 0;
-  atomic_write(out_, [&](const ByteSink& sink) {
+  atomic_write(*out_, [&](const ByteSink& sink) {
     sink(kHeader, std::char_traits<char>::length(kHeader));
     std::string lines;
     rows = each_row(

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "xl/run/progress.h"
+#include "xl/util/log.h"
 
 namespace xl::eval {
 
@@ -116,6 +117,33 @@ EvalReport report_evaluation(
     report.record["pass_batches"] = result.pass_batches;
   }
   return report;
+}
+
+void add_text_reading(EvalReport& report, const sources::TextReading& reading) {
+  const auto& count = reading.count;
+  nlohmann::json read{{"unit", reading.unit}, {"units", count.units}, {"unknown", count.unknown}};
+  if (count.unknown > 0) {
+    const double share = 100.0 * static_cast<double>(count.unknown) / count.units;
+    report.line += fmt::format(
+        " | {} of {} {} ({:.1f}%) not in the vocabulary, {}",
+        count.unknown,
+        count.units,
+        reading.unit,
+        share,
+        reading.unknown_as == "<unk>" ? "read as <unk>" : reading.unknown_as);
+    read["unknown_as"] = reading.unknown_as;
+    if (2 * count.unknown > count.units) {
+      logger().warn(
+          "{:.1f}% of the {} are not in the run's vocabulary: the score says little about "
+          "this text",
+          share,
+          reading.unit);
+    }
+  }
+  if (!reading.fitted.empty()) {
+    read["fitted"] = reading.fitted;
+  }
+  report.record["read"] = std::move(read);
 }
 
 } // namespace xl::eval

@@ -42,8 +42,12 @@ EvalSetup eval_setup(
     setup.values = {{"window", c.train.tgt_len}, {"stride", c.eval.stride}};
   } else {
     const auto& span = setup.options.span;
-    setup.values = {
-        {"tgt_len", c.eval.tgt_len.value_or(c.train.tgt_len)}, {"batch", c.eval.batch_size}};
+    setup.values = {{"tgt_len", c.eval.tgt_len.value_or(c.train.tgt_len)}};
+    if (batches.streams) {
+      setup.values["streams"] = *batches.streams;
+    } else {
+      setup.values["batch"] = c.eval.batch_size;
+    }
     if (span.mem_len) {
       setup.values["mem_len"] = *span.mem_len;
     }
@@ -53,6 +57,9 @@ EvalSetup eval_setup(
     if (span.same_length) {
       setup.values["same_length"] = *span.same_length;
     }
+  }
+  if (batches.reuse_len) {
+    setup.options.span.reuse_len = batches.reuse_len;
   }
   if (batches.source->continues_streams()) {
     setup.setting += describe_span(setup.options.span);

@@ -31,9 +31,15 @@ const IdFileFormat& sentence_format() {
 } // namespace
 
 SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model) {
-  const std::string text = read_utf8_text(path, "corpus file");
+  return encode_raw_text(read_utf8_text(path, "corpus file"), path.string(), model);
+}
+
+SentenceTokens encode_raw_text(
+    std::string_view text,
+    const std::string& name,
+    const SentencePiece& model) {
   SentenceTokens out;
-  out.name = path.string();
+  out.name = name;
   // data_utils._create_data with use_eod: the id flips after every line, and back before an <eod>.
   uint8_t sent_id = 1;
   bool any_text = false;
@@ -51,7 +57,7 @@ SentenceTokens encode_raw_text(const std::filesystem::path& path, const Sentence
     sent_id ^= 1U;
   }
   if (!any_text) {
-    throw UserError("corpus file has no text: " + path.string());
+    throw UserError("corpus file has no text: " + name);
   }
   return out;
 }

@@ -69,6 +69,7 @@ SentencePiece::SentencePiece(const std::filesystem::path& model)
     }
   }
   checksum_ = fnv1a64(proto.data(), proto.size());
+  file_hash_ = hash64(proto.data(), proto.size());
   word_starts_.resize(static_cast<size_t>(size()));
   for (int64_t id = 0; id < size(); ++id) {
     word_starts_[static_cast<size_t>(id)] = is_start_piece(piece(id));

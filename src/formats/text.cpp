@@ -1,13 +1,14 @@
 #include "xl/formats/text.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::formats {
 
@@ -57,8 +58,8 @@ namespace {
 class Utf8Verdict {
  public:
   // `whole`: the text comes in one piece.
-  Utf8Verdict(const std::filesystem::path& path, std::string what, bool whole)
-      : path_(path.string()), what_(std::move(what)), whole_(whole) {}
+  Utf8Verdict(std::string name, std::string what, bool whole)
+      : path_(std::move(name)), what_(std::move(what)), whole_(whole) {}
 
   void add(std::string_view piece) {
     if (const size_t nul = piece.find('\0'); nul != std::string_view::npos) {
@@ -87,7 +88,7 @@ class Utf8Verdict {
   // The whole text was read: a few bytes outside UTF-8 are told.
   void finish(const char* as) const {
     if (invalid_ > 0) {
-      spdlog::warn(
+      logger().warn(
           "{} {}: {} bytes are not UTF-8 (the first at byte {}); they are read as {}",
           what_,
           path_,
@@ -152,18 +153,22 @@ void drop_byte_order_mark(std::string& text) {
 std::string read_utf8_text(const std::filesystem::path& path, const std::string& what) {
   std::string text = read_file(path, what);
   drop_byte_order_mark(text);
-  Utf8Verdict verdict(path, what, true);
+  Utf8Verdict verdict(path.string(), what, true);
   verdict.add(text);
   verdict.finish("unknown pieces");
   return text;
 }
 
-void read_text_pieces(
-    const std::filesystem::path& path,
+namespace {
+
+// read_text_pieces over the chunks `read` hands its callback (`name` names the text).
+void cut_text_pieces(
+    const std::string& name,
     const std::string& what,
     bool whole_words,
+    const std::function<void(const ByteSink&)>& read,
     const TextPieceSink& sink) {
-  Utf8Verdict verdict(path, what, false);
+  Utf8Verdict verdict(name, what, false);
   std::string buffer;
   size_t consumed = 0; // bytes before the buffer
   const auto emit = [&](size_t end, bool line_goes_on) {
@@ -175,7 +180,7 @@ void read_text_pieces(
   };
   bool any = false;
   size_t searched = 0; // the buffer's bytes that hold no place to cut
-  read_file_chunks(path, what, [&](const void* data, size_t size) {
+  read([&](const void* data, size_t size) {
     any = true;
     buffer.append(static_cast<const char*>(data), size);
     // Words: a byte-order mark first is none of them (bytes keep it).
@@ -198,18 +203,52 @@ void read_text_pieces(
           "{} {}: more than {} MiB without a space or a line break from byte {} on: not text "
           "of words",
           what,
-          path.string(),
+          name,
           kLongestWord >> 20,
           consumed));
     }
   });
   if (!any) {
-    throw UserError(fmt::format("{} {} is empty: there is nothing to read", what, path.string()));
+    throw UserError(fmt::format("{} {} is empty: there is nothing to read", what, name));
   }
   if (!buffer.empty()) {
     emit(buffer.size(), false);
   }
   verdict.finish(whole_words ? "parts of words" : "bytes");
+}
+
+} // namespace
+
+void read_text_pieces(
+    const std::filesystem::path& path,
+    const std::string& what,
+    bool whole_words,
+    const TextPieceSink& sink) {
+  cut_text_pieces(
+      path.string(),
+      what,
+      whole_words,
+      [&](const ByteSink& chunk) { read_file_chunks(path, what, chunk); },
+      sink);
+}
+
+void read_text_pieces(
+    std::string_view text,
+    const std::string& name,
+    const std::string& what,
+    bool whole_words,
+    const TextPieceSink& sink) {
+  cut_text_pieces(
+      name,
+      what,
+      whole_words,
+      [&](const ByteSink& chunk) {
+        for (size_t at = 0; at < text.size(); at += kTextPiece) {
+          const size_t size = std::min(kTextPiece, text.size() - at);
+          chunk(text.data() + at, size);
+        }
+      },
+      sink);
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {

@@ -1,6 +1,6 @@
 #include "xl/formats/text_tokens.h"
 
-#include <vector>
+#include <algorithm>
 
 #include "xl/formats/text.h"
 
@@ -8,26 +8,63 @@ namespace xl::formats {
 
 TextTokens::TextTokens(
     const std::filesystem::path& path,
-    const Vocab& vocab,
+    const Tokenizer& tokenizer,
     const std::filesystem::path& scratch_dir)
-    : path_(path), ids_(scratch_dir, "the tokens of " + path.string()) {
+    : name_(path.string()), ids_(scratch_dir, "the tokens of " + path.string()) {
+  encode(tokenizer, [&](const TextPieceSink& sink) {
+    read_text_pieces(path, "text file", tokenizer.unit() == VocabKind::kWord, sink);
+  });
+}
+
+TextTokens::TextTokens(std::string_view text, std::string name, const Tokenizer& tokenizer)
+    : name_(std::move(name)), ids_(ScratchFile::in_memory("the tokens of " + name_)) {
+  encode(tokenizer, [&](const TextPieceSink& sink) {
+    read_text_pieces(text, name_, "text", tokenizer.unit() == VocabKind::kWord, sink);
+  });
+}
+
+void TextTokens::encode(
+    const Tokenizer& tokenizer,
+    const std::function<void(const TextPieceSink&)>& read) {
   std::vector<int64_t> ids;
-  std::vector<int32_t> narrow;
-  read_text_pieces(
-      path,
-      "text file",
-      vocab.kind() == VocabKind::kWord,
-      [&](std::string_view piece, bool line_goes_on) {
-        ids.clear();
-        vocab.encode_counting(piece, line_goes_on, ids, unknown_);
-        narrow.assign(ids.begin(), ids.end());
-        ids_.append(narrow.data(), narrow.size() * sizeof(int32_t));
-        count_ += static_cast<int64_t>(ids.size());
-      });
+  if (const Vocab* vocab = tokenizer.vocab()) {
+    read([&](std::string_view piece, bool line_goes_on) {
+      ids.clear();
+      vocab->encode_counting(piece, line_goes_on, ids, unknown_);
+      append(ids);
+    });
+    return;
+  }
+  // SentencePiece encodes whole lines: a line cut between two pieces waits for its end.
+  const SentencePiece& pieces = *tokenizer.pieces();
+  std::string carry;
+  const auto encode_lines = [&](std::string_view text) {
+    for (const auto line : split_lines(text)) {
+      ids = split_words(line).empty() ? std::vector<int64_t>{kEodId} : pieces.encode(line);
+      unknown_.units += static_cast<int64_t>(ids.size());
+      unknown_.unknown += std::count(ids.begin(), ids.end(), kUnkId);
+      append(ids);
+    }
+  };
+  read([&](std::string_view piece, bool line_goes_on) {
+    carry.append(piece);
+    if (line_goes_on) {
+      return;
+    }
+    encode_lines(carry);
+    carry.clear();
+  });
+  encode_lines(carry);
+}
+
+void TextTokens::append(const std::vector<int64_t>& ids) {
+  const std::vector<int32_t> narrow(ids.begin(), ids.end());
+  ids_.append(narrow.data(), narrow.size() * sizeof(int32_t));
+  count_ += static_cast<int64_t>(ids.size());
 }
 
 torch::Tensor TextTokens::slice(int64_t start, int64_t length) const {
-  check_slice(start, length, count_, path_.string());
+  check_slice(start, length, count_, name_);
   auto out = torch::empty({length}, torch::kInt);
   ids_.read_at(
       static_cast<uint64_t>(start) * sizeof(int32_t),

@@ -51,9 +51,15 @@ std::string eval_span_note(const config::Config& config) {
   return family.eval_span_note ? family.eval_span_note(config) : "";
 }
 
-std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
-  sources::check_data_dir(config);
-  return model_family(config).open_dataset(config);
+std::unique_ptr<sources::Dataset> open_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer) {
+  if (!tokenizer) {
+    sources::check_data_dir(config.data.dir);
+    tokenizer =
+        formats::Tokenizer::load(std::filesystem::path(config.data.dir) / config.data.vocab);
+  }
+  return model_family(config).open_dataset(config, std::move(tokenizer));
 }
 
 std::unique_ptr<sources::Dataset> random_dataset(

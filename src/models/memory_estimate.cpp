@@ -1,7 +1,6 @@
 #include "xl/models/memory_estimate.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <optional>
@@ -10,6 +9,7 @@
 #include "xl/models/registry.h"
 #include "xl/runtime/device.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::models {
 
@@ -162,7 +162,7 @@ void check_memory(
     const std::string& where,
     bool enforce) {
   if (need.total() <= available) {
-    spdlog::debug(
+    logger().debug(
         "{} needs about {}; {} has {} available",
         what,
         need.describe(),
@@ -182,7 +182,7 @@ void check_memory(
         "; use smaller sizes (model, batch, segment, memory), train.batch_chunk or "
         "train.activation_checkpointing, or pass --skip-memory-check to try anyway");
   }
-  spdlog::warn("{}; trying anyway (--skip-memory-check)", message);
+  logger().warn("{}; trying anyway (--skip-memory-check)", message);
 }
 
 void check_memory(

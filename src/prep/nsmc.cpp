@@ -10,27 +10,10 @@
 #include "xl/formats/text.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
-#include "xl/util/utf8.h"
 
 namespace xl::prep {
 
 namespace {
-
-// NSMC's documents are CSV-quoted when they contain quotes: "..." with "" inside.
-std::string unquote(std::string_view field) {
-  if (field.size() < 2 || field.front() != '"' || field.back() != '"') {
-    return std::string(field);
-  }
-  std::string out;
-  const auto inner = field.substr(1, field.size() - 2);
-  for (size_t i = 0; i < inner.size(); ++i) {
-    out += inner[i];
-    if (inner[i] == '"' && i + 1 < inner.size() && inner[i + 1] == '"') {
-      ++i;
-    }
-  }
-  return out;
-}
 
 // NSMC's documents that hold a sentence: each as its sentences, one per line, and a blank line,
 // and as a labelled example.
@@ -48,7 +31,7 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
   NsmcDocuments out;
   // Line 1 is the header "id document label": a file without it would lose its first review,
   // and another file's header says it holds something else.
-  if (!lines.empty() && lines[0] != kNsmcHeader) {
+  if (!lines.empty() && lines[0] != formats::kNsmcHeader) {
     throw UserError(fmt::format(
         "{}:1: expected NSMC's header 'id<TAB>document<TAB>label', found '{}'{}",
         tsv.string(),
@@ -59,7 +42,7 @@ NsmcDocuments read_nsmc(const std::filesystem::path& tsv) {
             : ""));
   }
   for (size_t i = 1; i < lines.size(); ++i) {
-    auto review = nsmc_review(lines[i], fmt::format("{}:{}", tsv.string(), i + 1));
+    auto review = formats::nsmc_review(lines[i], fmt::format("{}:{}", tsv.string(), i + 1));
     const std::string& document = review.text;
     const auto sentences = formats::split_sentences(document);
     if (sentences.empty()) {
@@ -97,26 +80,6 @@ void write_nsmc_part(
 }
 
 } // namespace
-
-formats::LabelledText nsmc_review(std::string_view line, const std::string& where) {
-  const size_t first = line.find('\t');
-  const size_t last = line.rfind('\t');
-  if (const Utf8Check check = check_utf8(line); check.invalid > 0) {
-    throw UserError(fmt::format(
-        "{}: not valid UTF-8 (the byte 0x{:02X} at column {}); NSMC's reviews are UTF-8",
-        where,
-        static_cast<unsigned char>(line[check.first]),
-        check.first + 1));
-  }
-  if (first == std::string_view::npos || first == last) {
-    throw UserError(where + ": expected 3 tab-separated columns (id, document, label)");
-  }
-  const auto label_field = line.substr(last + 1);
-  if (label_field != "0" && label_field != "1") {
-    throw UserError(fmt::format("{}: the label must be 0 or 1, found '{}'", where, label_field));
-  }
-  return {label_field == "1" ? 1 : 0, unquote(line.substr(first + 1, last - first - 1))};
-}
 
 NsmcCounts convert_nsmc(
     const std::filesystem::path& tsv,

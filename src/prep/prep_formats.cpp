@@ -1,13 +1,13 @@
 #include "xl/prep/prep_formats.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "xl/prep/nsmc.h"
 #include "xl/util/flag_checks.h"
+#include "xl/util/log.h"
 
 namespace xl::prep {
 
@@ -47,7 +47,7 @@ void prepare_tokens(const PrepRequest& request, const PrepSplits& splits) {
     options.vocab = request.vocab;
   }
   const auto report = prepare_corpus(options);
-  spdlog::info("vocabulary of {} tokens", report.vocab_size);
+  logger().info("vocabulary of {} tokens", report.vocab_size);
 }
 
 // xlnet: <split>.pieces and spiece.model.
@@ -63,7 +63,7 @@ void prepare_pieces(const PrepRequest& request, const PrepSplits& splits) {
     xlnet.model = request.spm_model;
   }
   const auto report = prepare_xlnet_corpus(xlnet);
-  spdlog::info("SentencePiece model of {} pieces", report.vocab_size);
+  logger().info("SentencePiece model of {} pieces", report.vocab_size);
 }
 
 // nsmc: a raw corpus <split>.txt and labelled <split>.tsv per split (and valid's, held out).
@@ -90,9 +90,9 @@ void prepare_nsmc(const PrepRequest& request, const PrepSplits& splits) {
         dir / "valid.txt",
         dir / "valid.tsv");
     if (held > 0) {
-      spdlog::info("valid: the last {} training documents, held out", held);
+      logger().info("valid: the last {} training documents, held out", held);
     }
-    spdlog::info(
+    logger().info(
         "{}: {} documents{} ({} sentences), {} empty ones left out",
         name,
         counts.documents - held,

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include "xl/formats/sentence_tokens.h"
 #include "xl/formats/sentencepiece.h"
 #include "xl/formats/token_file.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::prep {
 
@@ -95,7 +95,7 @@ PrepReport prepare_corpus(const PrepOptions& options) {
   const formats::Vocab vocab = load_or_build_vocab(options, texts);
   PrepReport report;
   report.vocab_size = vocab.size();
-  spdlog::info("vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
+  logger().info("vocabulary: {} {} tokens", vocab.size(), to_string(vocab.kind()));
   // Encode everything before writing anything, so a bad split leaves the output
   // folder as it was.
   std::map<std::string, std::vector<int64_t>> encoded;
@@ -103,7 +103,7 @@ PrepReport prepare_corpus(const PrepOptions& options) {
     encoded[name] = vocab.encode(texts.at(name), path.string());
     texts.erase(name);
     report.tokens[name] = static_cast<int64_t>(encoded[name].size());
-    spdlog::info("{}: {} tokens from {}", name, encoded[name].size(), path.string());
+    logger().info("{}: {} tokens from {}", name, encoded[name].size(), path.string());
   }
   for (const auto& [name, ids] : encoded) {
     formats::write_token_file(options.out / (name + ".bin"), ids, vocab);
@@ -135,12 +135,12 @@ PrepReport prepare_xlnet_corpus(const XLNetPrepOptions& options) {
   const formats::SentencePiece model(model_path);
   PrepReport report;
   report.vocab_size = model.size();
-  spdlog::info("SentencePiece model {}: {} pieces", model_path.string(), model.size());
+  logger().info("SentencePiece model {}: {} pieces", model_path.string(), model.size());
   for (const auto& [name, path] : options.splits) {
     const auto tokens = formats::encode_raw_text(path, model);
     formats::write_sentence_tokens(options.out / (name + ".pieces"), tokens, model);
     report.tokens[name] = static_cast<int64_t>(tokens.ids.size());
-    spdlog::info("{}: {} pieces from {}", name, tokens.ids.size(), path.string());
+    logger().info("{}: {} pieces from {}", name, tokens.ids.size(), path.string());
   }
   return report;
 }

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <sentencepiece_trainer.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "xl/formats/text.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::prep {
 
@@ -114,7 +114,7 @@ std::vector<std::string> training_lines(const std::vector<std::filesystem::path>
                             kMaxLineBytes)));
   }
   if (too_long > 0) {
-    spdlog::warn(
+    logger().warn(
         "SentencePiece learns from {} lines of {}; {} longer than its {} bytes are left out",
         lines.size(),
         files.front().string(),
@@ -152,7 +152,7 @@ class Heartbeat {
     while (!done_changed_.wait_for(lock, period, [this] { return done_; })) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      spdlog::info("{}: {:.0f}s elapsed", what_, elapsed);
+      logger().info("{}: {:.0f}s elapsed", what_, elapsed);
     }
   }
 
@@ -198,7 +198,7 @@ void train_sentencepiece(
       {"num_threads", "1"},
       {"minloglevel", "1"}};
   sentencepiece::SetRandomGeneratorSeed(options.seed);
-  spdlog::info(
+  logger().info(
       "training SentencePiece: a unigram model of {} pieces on {} lines",
       options.vocab_size,
       lines.size());

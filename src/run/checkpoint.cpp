@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <spdlog/spdlog.h>
-
 #include <cstring>
 #include <map>
 #include <set>
@@ -13,6 +11,7 @@
 #include "xl/io/zip_check.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::run {
 
@@ -221,7 +220,7 @@ CheckpointInfo load_checkpoint(
     throw UserError(fmt::format("corrupt checkpoint: {} ({}){}", path.string(), file.error, hint));
   }
   if (!file.has_checksum) {
-    spdlog::warn(
+    logger().warn(
         "{} has no checksum (written by an older xl): checked with its zip CRC-32s only",
         path.string());
   }

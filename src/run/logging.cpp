@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::run {
 
@@ -31,10 +31,9 @@ void setup_logging(const std::string& level, const std::optional<std::filesystem
     file_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %l %v");
     sinks.push_back(file_sink);
   }
-  auto logger = std::make_shared<spdlog::logger>("xl", sinks.begin(), sinks.end());
-  logger->set_level(spdlog::level::debug);
-  logger->flush_on(spdlog::level::info);
-  spdlog::set_default_logger(logger);
+  log_sinks().set_sinks(sinks);
+  logger().set_level(spdlog::level::debug);
+  logger().flush_on(spdlog::level::info);
 }
 
 } // namespace xl::run

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "xl/run/checkpoint.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::run {
 
@@ -101,7 +101,7 @@ std::filesystem::path restore_last_checkpoint(
   }
   if (point->file != paths.last_checkpoint()) {
     atomic_copy(point->file, paths.last_checkpoint(), "checkpoint");
-    spdlog::warn(
+    logger().warn(
         "resuming from {} (step {}), the newest checkpoint that verifies ({}): copied to last.pt",
         point->file.string(),
         point->step,

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "xl/run/resume.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::run {
 
@@ -48,7 +48,7 @@ RunLock::RunLock(const std::filesystem::path& dir) {
   if (::ftruncate(fd_, 0) != 0 ||
       ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     // The lock holds without it; a second trainer's message just lacks the pid.
-    spdlog::warn("could not note the pid in {}", path.string());
+    logger().warn("could not note the pid in {}", path.string());
   }
 }
 
@@ -172,6 +172,17 @@ RunPaths paths_of(const std::filesystem::path& dir) {
       dir / "metrics.jsonl",
       dir / "checkpoints",
       nullptr};
+}
+
+void require_run_folder(const std::string& what, const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw UserError(fmt::format(
+        "{} {}: {}; name a run directory (the folder holding config.yaml and checkpoints/)",
+        what,
+        dir.string(),
+        std::filesystem::exists(dir, ec) ? "a file, not a folder" : "no such folder"));
+  }
 }
 
 void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config) {
@@ -310,7 +321,7 @@ RunPaths prepare_directory(
   }
   // A kill before the first checkpoint leaves a run that starts again without --resume.
   if (const size_t dropped = drop_torn_last_line(paths.metrics)) {
-    spdlog::warn(
+    logger().warn(
         "{}: dropped a torn last record ({} bytes) that an interrupted write left",
         paths.metrics.string(),
         dropped);

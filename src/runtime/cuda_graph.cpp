@@ -2,7 +2,6 @@
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -11,6 +10,7 @@
 #include <utility>
 
 #include "xl/runtime/graph_state.h"
+#include "xl/util/log.h"
 
 namespace xl::runtime {
 
@@ -300,7 +300,7 @@ std::vector<at::Tensor> GraphCache::run(
     block = std::make_unique<GraphedBlock>(replay_, fn, params(), inputs);
   } catch (const c10::Error& e) {
     failed_ = true;
-    spdlog::warn(
+    logger().warn(
         "CUDA graphs: a capture failed, so this model runs eagerly from here, with the same "
         "numbers (train.cuda_graphs=false skips the attempt): {}",
         e.what_without_backtrace());

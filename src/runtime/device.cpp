@@ -2,7 +2,6 @@
 
 #include <ATen/cpu/Utils.h>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 
 #include "xl/runtime/cuda.h"
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::runtime {
 
@@ -74,7 +74,7 @@ void warn_if_bf16_is_slower() {
   const double bf16 = matmul_gflops(cpu, torch::kBFloat16, n, 0.2);
   const double fp32 = matmul_gflops(cpu, torch::kFloat, n, 0.2);
   if (const auto warning = bf16_speed_warning(emulated, bf16, fp32); !warning.empty()) {
-    spdlog::warn("{}", warning);
+    logger().warn("{}", warning);
   }
 }
 

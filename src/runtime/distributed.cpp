@@ -13,12 +13,12 @@
 #endif
 
 #include <netdb.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
 
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl::runtime {
 
@@ -126,7 +126,7 @@ c10::intrusive_ptr<c10d::Store> join_store(
     std::chrono::milliseconds start_timeout,
     std::chrono::milliseconds timeout) {
   const auto seconds = std::chrono::duration<double>(start_timeout).count();
-  spdlog::info(
+  logger().info(
       "rank {} of {}: waiting for the {} processes at {}:{} (up to {:g} s, "
       "train.dist_start_timeout_s)",
       env.rank,

@@ -1,18 +1,23 @@
 #include "xl/sources/corpus.h"
 
+#include "xl/sources/dataset.h"
 #include "xl/util/error.h"
 
 namespace xl::sources {
 
-Corpus::Corpus(const config::DataConfig& data)
+Corpus::Corpus(
+    const config::DataConfig& data,
+    const formats::Vocab& vocab,
+    std::filesystem::path vocab_path)
     : dir_(data.dir),
       files_{{"train", data.train}, {"valid", data.valid}, {"test", data.test}},
-      vocab_path_(dir_ / data.vocab),
-      vocab_(formats::Vocab::load(vocab_path_)) {}
+      vocab_(vocab),
+      vocab_path_(std::move(vocab_path)) {}
 
 const formats::TokenFile& Corpus::split(const std::string& name) {
   auto it = splits_.find(name);
   if (it == splits_.end()) {
+    check_data_dir(dir_);
     const auto file = files_.find(name);
     if (file == files_.end()) {
       throw UserError("unknown data split '" + name + "' (expected train, valid or test)");

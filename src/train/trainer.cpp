@@ -3,7 +3,6 @@
 #include "trainer_state.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <csignal>
 
@@ -23,6 +22,7 @@
 #include "xl/train/training_state.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::train {
 
@@ -51,7 +51,7 @@ std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
   setup.options.unigram = data_.unigram_baseline();
   const auto result = eval::evaluate(*model_, *setup.source, setup.options);
   if (result.stopped) {
-    spdlog::warn("validation at step {} interrupted by a signal", step);
+    logger().warn("validation at step {} interrupted by a signal", step);
     return {};
   }
   const auto report = eval::report_evaluation(
@@ -59,7 +59,7 @@ std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
       result,
       data_.unit(),
       {{"step", step}, {"split", "valid"}});
-  spdlog::info("{}", report.line);
+  logger().info("{}", report.line);
   write_record(s, report.record);
   return result.terms;
 }
@@ -82,7 +82,7 @@ bool Trainer::nothing_to_train(State& s) const {
   if (stale(s) && s.step < config_.train.max_step) {
     const int64_t limit = *config_.train.early_stop;
     if (s.finished_ok) {
-      spdlog::info(
+      logger().info(
           "the run in {} stopped early at step {} (train.early_stop {}): nothing to train",
           run,
           s.step,
@@ -104,7 +104,7 @@ bool Trainer::nothing_to_train(State& s) const {
   }
   const int64_t max_step = config_.train.max_step;
   if (s.finished_ok && s.step == max_step && s.last_step == max_step) {
-    spdlog::info(
+    logger().info(
         "the run in {} finished at step {} (train.max_step): nothing to train", run, s.step);
     s.finished = true;
     return true;
@@ -139,7 +139,7 @@ void Trainer::start(State& s, bool resume) {
     if (nothing_to_train(s)) {
       return;
     }
-    spdlog::info(
+    logger().info(
         "resumed {} at step {} (pass {}){}{}",
         paths_.last_checkpoint().string(),
         s.step,
@@ -170,9 +170,9 @@ void Trainer::start(State& s, bool resume) {
     s.progress->count_as("ex"); // a classifier's batches count examples
   }
   if (const auto special = plan.describe(); !special.empty()) {
-    spdlog::info("{}", special);
+    logger().info("{}", special);
   }
-  spdlog::info(
+  logger().info(
       "training {} parameters on {} for steps {}..{}: {}, {} batches per pass",
       plan.trainable,
       device_.str(),
@@ -200,7 +200,7 @@ void Trainer::skip_non_finite(State& s, int64_t step) {
   // No update was made and the memories from before this batch stay.
   ++s.loop.skipped;
   write_record(s, {{"step", step}, {"skipped", true}, {"reason", "non-finite loss or gradient"}});
-  spdlog::warn(
+  logger().warn(
       "step {}: non-finite loss or gradient, update skipped ({} in a row)",
       step,
       s.loop.bad_streak + 1);
@@ -243,7 +243,7 @@ void Trainer::show_progress(State& s) {
   // Between logged steps, a progress line after the first step and then at least every
   // run.progress_seconds.
   if (!s.shown_progress || s.progress->due(config_.run.progress_seconds)) {
-    spdlog::info("{}", s.progress->line("step"));
+    logger().info("{}", s.progress->line("step"));
     s.shown_progress = true;
   }
 }
@@ -255,7 +255,7 @@ void Trainer::log_window(State& s, int64_t step, double lr) {
   s.shown_progress = true;
   const auto unit = data_.unit();
   const double rate = s.progress->tokens_per_second();
-  spdlog::info(
+  logger().info(
       "{} | lr {:.3g}{}", s.progress->line("step"), lr, eval::terms_line(s.loop.window, unit));
   nlohmann::json record = {{"step", step}, {"split", "train"}};
   eval::add_terms(record, s.loop.window, unit);
@@ -274,11 +274,11 @@ bool Trainer::stops_after(State& s, int64_t step, bool signalled, TrainResult& r
   if (signalled || (s.saved_step == step && stop_requested())) {
     // A rank that got no signal itself stops as the others do.
     result.signal = runtime::stop_signal().load() != 0 ? runtime::stop_signal().load() : SIGTERM;
-    spdlog::warn("signal {}: checkpointed step {}, stopping", result.signal, step);
+    logger().warn("signal {}: checkpointed step {}, stopping", result.signal, step);
     return true;
   }
   if (s.stopped_early && s.saved_step == step && step < config_.train.max_step) {
-    spdlog::info(
+    logger().info(
         "step {}: {} validations in a row without a new best (train.early_stop), stopping",
         step,
         s.loop.stale_validations);

@@ -3,7 +3,6 @@
 #include "trainer_state.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "xl/train/data_parallel.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 
 namespace xl::train {
 
@@ -105,7 +105,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
     if (stop_requested()) { // during validation: save without judging it
       save(s, false);
       s.saved_step = step;
-      spdlog::info("checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
+      logger().info("checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
       return;
     }
     if (!std::isfinite(valid)) {
@@ -117,7 +117,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
           last_good_checkpoint()));
     }
     if (s.schedule->observe(valid)) {
-      spdlog::info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
+      logger().info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
     }
     best = valid < s.loop.best_valid;
     s.loop.best_valid = std::min(s.loop.best_valid, valid);
@@ -126,7 +126,7 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   }
   save(s, best);
   s.saved_step = step;
-  spdlog::info(
+  logger().info(
       "checkpoint step {} -> {}{}", step, paths_.last_checkpoint().string(), best ? " (best)" : "");
   if (!signalled) {
     keep_snapshot(step);
@@ -146,7 +146,7 @@ void Trainer::checkpoint_on_request(State& s, int64_t step) {
   flush(s); // the steps' values, before the state they led to is saved
   save(s, false);
   s.saved_step = step;
-  spdlog::info(
+  logger().info(
       "SIGUSR1: checkpointed step {} -> {}, going on", step, paths_.last_checkpoint().string());
 }
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "xl/util/error.h"
 
@@ -299,6 +300,34 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
     hash *= 0x100000001b3ULL;
   }
   return hash;
+}
+
+std::string file_system_refusal(const std::filesystem::filesystem_error& e) {
+  const int code = e.code().value();
+  if (e.code().category() != std::generic_category() &&
+      e.code().category() != std::system_category()) {
+    return "";
+  }
+  static const std::set<int> kTheirs = {
+      ENAMETOOLONG,
+      EACCES,
+      EPERM,
+      ENOSPC,
+      EDQUOT,
+      EROFS,
+      ELOOP,
+      EMFILE,
+      ENFILE,
+      EFBIG,
+      ENOTDIR,
+      EXDEV};
+  if (kTheirs.count(code) == 0) {
+    return "";
+  }
+  const std::string path = e.path1().empty() ? std::string() : e.path1().string() + ": ";
+  const std::string hint =
+      code == ENAMETOOLONG ? " (a name has at most 255 bytes): choose a shorter one" : "";
+  return path + e.code().message() + hint;
 }
 
 } // namespace xl

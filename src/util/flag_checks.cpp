@@ -66,4 +66,39 @@ CLI::Validator positive_count() {
   return count_from(1);
 }
 
+namespace {
+
+// K and N of "K/N" (0, 0 when it is none).
+std::pair<int64_t, int64_t> shard_parts(const std::string& value) {
+  const size_t slash = value.find('/');
+  if (slash == std::string::npos) {
+    return {0, 0};
+  }
+  const auto part = [](const char* begin, const char* end) -> int64_t {
+    int64_t n = 0;
+    const auto [stop, error] = std::from_chars(begin, end, n);
+    return error == std::errc() && stop == end && begin != end ? n : 0;
+  };
+  const int64_t k = part(value.data(), value.data() + slash);
+  const int64_t n = part(value.data() + slash + 1, value.data() + value.size());
+  return k >= 1 && k <= n ? std::pair{k, n} : std::pair<int64_t, int64_t>{0, 0};
+}
+
+} // namespace
+
+CLI::Validator shard_of() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        return shard_parts(value).first == 0
+            ? fmt::format(
+                  "expected K/N, part K of N with 1 <= K <= N (1/4 ... 4/4), found '{}'", value)
+            : "";
+      },
+      "K/N");
+}
+
+std::pair<int64_t, int64_t> parse_shard(const std::string& value) {
+  return shard_parts(value);
+}
+
 } // namespace xl

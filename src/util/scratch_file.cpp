@@ -56,12 +56,35 @@ ScratchFile::ScratchFile(const std::filesystem::path& dir, std::string what)
   }
 }
 
+ScratchFile::ScratchFile(std::string what) : what_(std::move(what)) {}
+
+ScratchFile ScratchFile::in_memory(std::string what) {
+  return ScratchFile(std::move(what));
+}
+
+ScratchFile::ScratchFile(ScratchFile&& other) noexcept
+    : what_(std::move(other.what_)),
+      dir_(std::move(other.dir_)),
+      fd_(std::exchange(other.fd_, -1)),
+      memory_(std::move(other.memory_)),
+      size_(other.size_) {}
+
 ScratchFile::~ScratchFile() {
-  ::close(fd_);
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
 }
 
 void ScratchFile::write_at(uint64_t offset, const void* data, size_t size) {
   const auto* bytes = static_cast<const char*>(data);
+  if (fd_ < 0) {
+    if (offset + size > memory_.size()) {
+      memory_.resize(offset + size, '\0');
+    }
+    std::memcpy(memory_.data() + offset, bytes, size);
+    size_ = memory_.size();
+    return;
+  }
   for (size_t done = 0; done < size;) {
     const ssize_t n = ::pwrite(fd_, bytes + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) {
@@ -89,6 +112,10 @@ void ScratchFile::read_at(uint64_t offset, void* data, size_t size) const {
         "scratch of {}: {} bytes at {} read past its {} bytes", what_, size, offset, size_));
   }
   auto* bytes = static_cast<char*>(data);
+  if (fd_ < 0) {
+    std::memcpy(bytes, memory_.data() + offset, size);
+    return;
+  }
   for (size_t done = 0; done < size;) {
     const ssize_t n = ::pread(fd_, bytes + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) {
@@ -105,6 +132,11 @@ void ScratchFile::read_at(uint64_t offset, void* data, size_t size) const {
 }
 
 void ScratchFile::resize(uint64_t size) {
+  if (fd_ < 0) {
+    memory_.resize(size, '\0');
+    size_ = size;
+    return;
+  }
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     throw UserError(fmt::format(
         "cannot size the scratch space of {} in {} to {} bytes: {}",

@@ -255,7 +255,7 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
     for (const std::string text : {"long", "short"}) {
       SCOPED_TRACE(text);
       const auto scored = run_command(
-          family_app("xl-eval") + run + " --file " + text + ".txt --per-token " + text +
+          family_app("xl-eval") + run + " --file " + text + ".txt --streams 3 --per-token " + text +
               ".tsv --json " + text + ".json",
           dir.path());
       ASSERT_EQ(scored.status, 0) << scored.output;
@@ -281,6 +281,67 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
     }
   }
   EXPECT_EQ(files_of(dir / "r"), before); // not a byte of the run changed
+}
+
+// A run stands alone: it keeps its tokenizer beside its config.yaml, and scores, samples,
+// predicts and exports with its data folder deleted, as before. A run made before runs kept
+// theirs names the way out, and xl-train --add-tokenizer gives it its data's.
+TEST_P(FamilyContract, ARunStandsWithoutItsDataFolder) {
+  const Family f(GetParam());
+  TempDir dir;
+  fs::copy(f.data, dir / "data", fs::copy_options::recursive);
+  const auto trained = run_command(
+      f.train(dir / "r", "--set train.max_step=8 data.dir=" + (dir / "data").string()), dir.path());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_TRUE(fs::exists(dir / "r/vocab.txt") || fs::exists(dir / "r/spiece.model"));
+  const std::string run = " --run r";
+  write_file(dir / "mine.txt", f.labelled ? nsmc_documents(5000, 6) : users_text(f.data, 6));
+  // What each command gives, with the data or without.
+  const auto outputs = [&](const std::string& tag) {
+    std::vector<std::string> out;
+    if (f.labelled) {
+      const auto p = run_command(
+          family_app("xl-predict") + run + " --file mine.txt --out p_" + tag + ".tsv", dir.path());
+      EXPECT_EQ(p.status, 0) << p.output;
+      out.push_back(read_text(dir / ("p_" + tag + ".tsv")));
+    } else {
+      const auto e = run_command(
+          family_app("xl-eval") + run + " --file mine.txt --per-token t_" + tag + ".tsv",
+          dir.path());
+      EXPECT_EQ(e.status, 0) << e.output;
+      out.push_back(read_text(dir / ("t_" + tag + ".tsv")));
+    }
+    if (f.family->no_sampling.empty()) {
+      const auto s = run_command(
+          "(" + family_app("xl-sample") + run + " --tokens 12 --seed 5 2>/dev/null)", dir.path());
+      EXPECT_EQ(s.status, 0) << s.output;
+      out.push_back(s.output);
+    }
+    return out;
+  };
+  const auto with_data = outputs("with");
+  fs::remove_all(dir / "data");
+  EXPECT_EQ(outputs("without"), with_data);
+  if (f.family->no_hf_model.empty()) {
+    const auto exported = run_command(family_app("xl-export") + run + " --out hf", dir.path());
+    EXPECT_EQ(exported.status, 0) << exported.output;
+  }
+
+  // A run of before: no tokenizer of its own.
+  const fs::path kept =
+      fs::exists(dir / "r/vocab.txt") ? dir / "r/vocab.txt" : dir / "r/spiece.model";
+  fs::remove(kept);
+  const auto refused = run_command(family_app("xl-eval") + run + " --file mine.txt", dir.path());
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_THAT(refused.output, HasSubstr("holds no tokenizer"));
+  EXPECT_THAT(refused.output, HasSubstr("docs/runs.md"));
+  fs::copy(f.data, dir / "data", fs::copy_options::recursive);
+  const auto added =
+      run_command(family_app("xl-train") + " --config r/config.yaml --add-tokenizer", dir.path());
+  ASSERT_EQ(added.status, 0) << added.output;
+  EXPECT_THAT(added.output, HasSubstr("added " + kept.lexically_relative(dir.path()).string()));
+  fs::remove_all(dir / "data");
+  EXPECT_EQ(outputs("added"), with_data);
 }
 
 // xl-bench needs no prepared data: every family runs on random data of its shapes, and each

@@ -1,14 +1,18 @@
 // xl/xl.h on runs the commands trained: each call gives what its command gives (xl-eval --file,
-// xl-sample, xl-predict), and every failure is one UserError. (Installed and linked from a
-// project of its own: tests/install/install_test.py.)
+// xl-sample, xl-predict), threads share one Model, opening a run changes nothing of the
+// program, and every failure is one xl::Error. (Installed and linked from a project of its own:
+// tests/install/install_test.py.)
 #include "xl/xl.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "e2e_util.h"
 #include "test_util.h"
@@ -35,8 +39,12 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
   EXPECT_EQ(model.family(), "transformer_xl");
   EXPECT_EQ(model.step(), 8);
   EXPECT_FALSE(model.is_classifier());
-  const Score from_file = model.score_file((dir / "mine.txt").string(), {true});
-  EXPECT_EQ(from_file.unit, "ppl");
+  ScoreOptions listed;
+  listed.per_token = true;
+  const Score from_file = model.score_file((dir / "mine.txt").string(), listed);
+  EXPECT_EQ(from_file.unit, Unit::kPerplexity);
+  EXPECT_EQ(from_file.metric, "ppl");
+  EXPECT_EQ(from_file.streams, 1);
   EXPECT_DOUBLE_EQ(from_file.perplexity, want["ppl"].get<double>());
   EXPECT_EQ(from_file.tokens, want["tokens"].get<int64_t>());
   const Score in_memory = model.score(kText);
@@ -48,15 +56,15 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
   std::string row;
   std::getline(rows, row);
   double sum = 0.0;
-  size_t listed = 0;
-  for (; std::getline(rows, row); ++listed) {
-    ASSERT_LT(listed, from_file.per_token.size());
-    const auto& t = from_file.per_token[listed];
-    EXPECT_EQ(static_cast<size_t>(t.index), listed);
+  size_t listed_rows = 0;
+  for (; std::getline(rows, row); ++listed_rows) {
+    ASSERT_LT(listed_rows, from_file.per_token.size());
+    const auto& t = from_file.per_token[listed_rows];
+    EXPECT_EQ(static_cast<size_t>(t.index), listed_rows);
     EXPECT_EQ(row.substr(row.find('\t') + 1, t.token.size()), t.token);
     sum += std::isnan(t.log_prob) ? 0.0 : t.log_prob;
   }
-  EXPECT_EQ(listed, from_file.per_token.size());
+  EXPECT_EQ(listed_rows, from_file.per_token.size());
   EXPECT_NEAR(sum, from_file.log_likelihood, 1e-4 * std::abs(from_file.log_likelihood));
 
   // The same seed, the same text as xl-sample, streamed piece by piece.
@@ -71,20 +79,112 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
   options.tokens = 25;
   options.seed = 11;
   std::string streamed;
-  const Generated generated =
-      model.generate("the game", options, [&](const std::string& piece) { streamed += piece; });
+  const Generated generated = model.generate("the game", options, [&](const std::string& piece) {
+    streamed += piece;
+    return true;
+  });
   EXPECT_EQ(streamed, generated.text);
   EXPECT_EQ(generated.ids.size(), 25U);
+  EXPECT_FALSE(generated.stopped);
   EXPECT_EQ(read_text(dir / "sampled.txt"), "the game" + generated.text + "\n");
+  // The callback stops it; the tokens so far are those of the whole generation.
+  int64_t calls = 0;
+  const Generated stopped =
+      model.generate("the game", options, [&](const std::string&) { return ++calls < 5; });
+  EXPECT_TRUE(stopped.stopped);
+  ASSERT_EQ(stopped.ids.size(), 5U);
+  EXPECT_TRUE(std::equal(stopped.ids.begin(), stopped.ids.end(), generated.ids.begin()));
 
   const auto ids = model.encode("the game");
   EXPECT_EQ(ids.size(), 2U);
   EXPECT_EQ(model.decode(ids), "the game");
 }
 
-// One documented exception, with the commands' one-line messages; nothing printed, not a byte
-// of the run written.
-TEST(Library, EveryFailureIsAUserError) {
+// Four threads on one Model: each call gives the single-thread numbers.
+TEST(Library, ThreadsShareOneModelAndGetTheSingleThreadNumbers) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 4"), dir.path()).status, 0);
+  const Model model = open_run((dir / "r").string());
+  const std::vector<std::string> texts{
+      kText, "the game was released .\n", std::string(kText) + kText, "critics praised it \n"};
+  GenerateOptions options;
+  options.tokens = 12;
+  std::vector<double> alone;
+  std::vector<std::vector<int64_t>> drawn;
+  for (size_t t = 0; t < texts.size(); ++t) {
+    alone.push_back(model.score(texts[t]).loss);
+    options.seed = t;
+    drawn.push_back(model.generate("the", options).ids);
+  }
+  std::vector<std::vector<double>> losses(texts.size());
+  std::vector<std::vector<std::vector<int64_t>>> generated(texts.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < texts.size(); ++t) {
+    threads.emplace_back([&, t] {
+      GenerateOptions mine = options;
+      mine.seed = t;
+      for (int round = 0; round < 3; ++round) {
+        losses[t].push_back(model.score(texts[t]).loss);
+        generated[t].push_back(model.generate("the", mine).ids);
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  for (size_t t = 0; t < texts.size(); ++t) {
+    for (size_t round = 0; round < 3; ++round) {
+      EXPECT_EQ(losses[t][round], alone[t]) << "thread " << t << ", round " << round;
+      EXPECT_EQ(generated[t][round], drawn[t]) << "thread " << t << ", round " << round;
+    }
+  }
+}
+
+// Opening a run draws nothing from the program's random sequence, leaves its threads, and
+// writes nothing: a text held in memory is scored with TMPDIR unwritable.
+TEST(Library, OpeningARunChangesNothingOfTheProgram) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 4"), dir.path()).status, 0);
+  torch::manual_seed(123);
+  const auto expected = torch::randn({8});
+  torch::manual_seed(123);
+  const auto first = torch::randn({4});
+  const int threads = torch::get_num_threads();
+  const Model model = open_run((dir / "r").string());
+  const auto second = torch::randn({4});
+  EXPECT_TRUE(torch::equal(torch::cat({first, second}), expected));
+  EXPECT_EQ(torch::get_num_threads(), threads);
+  const Score before = model.score(kText);
+
+  const char* old = std::getenv("TMPDIR");
+  const std::string kept = old == nullptr ? "" : old;
+  ::setenv("TMPDIR", (dir / "no-such-folder").c_str(), 1);
+  ScoreOptions listed;
+  listed.per_token = true;
+  const Score in_memory = model.score(kText, listed);
+  if (old == nullptr) {
+    ::unsetenv("TMPDIR");
+  } else {
+    ::setenv("TMPDIR", kept.c_str(), 1);
+  }
+  EXPECT_EQ(in_memory.loss, before.loss);
+  EXPECT_FALSE(in_memory.per_token.empty());
+
+  // Asked for, an open sets them as the commands do.
+  RunOptions asked;
+  asked.threads = 1;
+  asked.seed = 5;
+  open_run((dir / "r").string(), asked);
+  EXPECT_EQ(torch::get_num_threads(), 1);
+  const auto seeded = torch::randn({3});
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(seeded, torch::randn({3})));
+  torch::set_num_threads(threads);
+}
+
+// One documented exception per kind, with one-line messages that name the library's calls;
+// nothing printed, not a byte of the run written.
+TEST(Library, EveryFailureIsAnErrorThatNamesTheLibrarysCalls) {
   TempDir dir;
   EXPECT_THAT(
       user_error([&] { open_run((dir / "missing").string()); }), HasSubstr("no such folder"));
@@ -92,27 +192,53 @@ TEST(Library, EveryFailureIsAUserError) {
   const auto before = files_of(dir / "r");
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
+  RunOptions missing;
+  missing.checkpoint = "step_99";
   EXPECT_THAT(
-      user_error([&] {
-        open_run((dir / "r").string(), {"step_99", {}, true});
-      }),
+      user_error([&] { open_run((dir / "r").string(), missing); }),
       HasSubstr("checkpoint 'step_99' not found"));
+  RunOptions unknown;
+  unknown.overrides = {"train.lrr=1"};
   EXPECT_THAT(
-      user_error([&] {
-        open_run((dir / "r").string(), {"best", {"train.lrr=1"}, true});
-      }),
+      user_error([&] { open_run((dir / "r").string(), unknown); }),
       HasSubstr("unknown key 'train.lrr'"));
-  const Model model = open_run((dir / "r").string());
+  Model model = open_run((dir / "r").string());
   EXPECT_THAT(user_error([&] { model.classify({"a text"}); }), HasSubstr("is a language model"));
   EXPECT_THAT(user_error([&] { model.decode({-1}); }), HasSubstr("outside the vocabulary"));
   EXPECT_THAT(user_error([&] { model.score(std::string(64, '\xff')); }), HasSubstr("not UTF-8"));
   EXPECT_THAT(
       user_error([&] { model.score_file((dir / "none.txt").string()); }), HasSubstr("none.txt"));
-  GenerateOptions hot;
-  hot.temperature = 1e9;
-  EXPECT_THAT(user_error([&] { model.generate("the", hot); }), HasSubstr("--temperature"));
-  EXPECT_THAT(user_error([] { set_log_level("loud"); }), HasSubstr("expected off, error, warn"));
+  ScoreOptions no_streams;
+  no_streams.streams = 0;
+  EXPECT_THAT(
+      user_error([&] { model.score(kText, no_streams); }), HasSubstr("ScoreOptions::streams 0"));
+  GenerateOptions bad;
+  bad.temperature = 1e9;
+  EXPECT_THAT(
+      user_error([&] { model.generate("the", bad); }),
+      HasSubstr("GenerateOptions::temperature 1000000000"));
+  bad = {};
+  bad.tokens = 0;
+  EXPECT_THAT(
+      user_error([&] { model.generate("the", bad); }), HasSubstr("GenerateOptions::tokens"));
+  bad = {};
+  bad.top_k = -1;
+  EXPECT_THAT(user_error([&] { model.generate("the", bad); }), HasSubstr("GenerateOptions::top_k"));
+  bad = {};
+  bad.use_memory = false;
+  bad.window = 0;
+  EXPECT_THAT(
+      user_error([&] { model.generate("the", bad); }), HasSubstr("GenerateOptions::window"));
+  // The caller's own exception comes back as it was thrown.
+  EXPECT_THROW(
+      model.generate(
+          "the", {}, [](const std::string&) -> bool { throw std::out_of_range("mine"); }),
+      std::out_of_range);
   model.score(kText);
+  // A moved-from Model holds nothing: a UserError, not a crash.
+  const Model moved = std::move(model);
+  EXPECT_THAT(user_error([&] { model.score(kText); }), HasSubstr("moved from")); // NOLINT
+  EXPECT_GT(moved.score(kText).tokens, 0);
   const std::string printed =
       testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
   EXPECT_EQ(printed, "");
@@ -121,6 +247,13 @@ TEST(Library, EveryFailureIsAUserError) {
   // A damaged checkpoint.
   fs::resize_file(dir / "r" / "checkpoints" / "best.pt", 100);
   EXPECT_THAT(user_error([&] { open_run((dir / "r").string()); }), HasSubstr("best.pt"));
+  // Both kinds are an xl::Error.
+  try {
+    open_run((dir / "r").string());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(dynamic_cast<const UserError*>(&e), nullptr);
+  }
 }
 
 // A classifier's probabilities are xl-predict's; its SentencePiece model encodes and decodes.
@@ -141,7 +274,15 @@ TEST(Library, ClassifiesAsXlPredict) {
   EXPECT_TRUE(model.is_classifier());
   EXPECT_THAT(
       user_error([&] { model.generate("영화"); }),
-      HasSubstr("generates from causal language models"));
+      HasSubstr("generate() generates from causal language models"));
+  ScoreOptions listed;
+  listed.per_token = true;
+  EXPECT_THAT(
+      user_error([&] { model.score("1\t영화\n", listed); }),
+      HasSubstr("ScoreOptions::per_token lists the tokens a language model scores"));
+  const Score examples = model.score("1\t" + texts[0] + "\n0\t" + texts[1] + "\n");
+  EXPECT_EQ(examples.unit, Unit::kExampleLoss);
+  EXPECT_EQ(examples.tokens, 2);
   const auto classified = model.classify(texts);
   ASSERT_EQ(classified.size(), 2U);
   std::istringstream rows(read_text(dir / "p.tsv"));

@@ -54,8 +54,12 @@ TEST(Readme, YourOwnTextCommandsRunAsWritten) {
   ASSERT_EQ(classifier.status, 0) << classifier.output;
   write_file(dir / "my.txt", "The game 's story was written in 2010 .\nIt sold well .\n");
   write_file(dir / "reviews.txt", nsmc_documents(6000, 30));
+  write_file(
+      dir / "docs.jsonl",
+      "{\"id\": \"a\", \"text\": \"The game sold well .\"}\n{\"id\": \"b\", \"text\": \"It was "
+      "released in 2010 .\"}\n");
   const auto commands = readme_commands("**Your own text.**");
-  ASSERT_EQ(commands.size(), 4u);
+  ASSERT_EQ(commands.size(), 5u);
   for (const auto& command : commands) {
     SCOPED_TRACE(command);
     const auto r = run_command(command, dir.path());
@@ -63,6 +67,7 @@ TEST(Readme, YourOwnTextCommandsRunAsWritten) {
   }
   EXPECT_THAT(read_text(dir / "my.tsv"), HasSubstr("index\ttoken\tlog_prob\n0\tThe\t\n1\tgame\t-"));
   EXPECT_TRUE(fs::exists(dir / "my.json"));
+  EXPECT_THAT(read_text(dir / "scores.jsonl"), HasSubstr("\"id\":\"b\""));
   EXPECT_TRUE(fs::exists(dir / "data/prepared/my/test.bin"));
   const std::string predictions = read_text(dir / "predictions.tsv");
   EXPECT_EQ(std::count(predictions.begin(), predictions.end(), '\n'), 31);

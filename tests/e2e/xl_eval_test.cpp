@@ -3,7 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
 
 #include "e2e_util.h"
 #include "test_util.h"
@@ -83,17 +89,25 @@ std::string scores(const std::string& output, const std::string& label) {
   return output.substr(begin, end - begin);
 }
 
-// A user's text scores as the same text prepared as the run's test split; the result goes to
-// stdout and --json, never into the run's metrics, and xl-compare shows the split alone.
+// A user's text scores as the same text prepared as the run's test split, cut into as many
+// streams (by default one, with the whole memory); the result goes to stdout and --json, never
+// into the run's metrics, and xl-compare shows the split alone.
 TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
   TempDir dir;
   ASSERT_EQ(run_command(train_command(dir / "r", "--set train.max_step=10"), dir.path()).status, 0);
   const std::string eval = app("xl-eval") + " --run r --max-steps 30";
-  const auto split = run_command(eval, dir.path());
+  const auto one = run_command(eval + " --set eval.batch_size=1", dir.path());
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto split = run_command(eval, dir.path()); // eval.batch_size 4
   ASSERT_EQ(split.status, 0) << split.output;
   const std::string records = read_text(dir / "r/metrics.jsonl");
   const auto text = testdata("wikitext-2/wiki.test.tokens").string();
-  const auto file = run_command(eval + " --file " + text + " --json result.json", dir.path());
+  const auto whole = run_command(eval + " --file " + text + " --json whole.json", dir.path());
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  EXPECT_EQ(scores(whole.output, text), scores(one.output, "test"));
+  EXPECT_EQ(nlohmann::json::parse(read_text(dir / "whole.json"))["eval"]["streams"], 1);
+  const auto file =
+      run_command(eval + " --file " + text + " --streams 4 --json result.json", dir.path());
   ASSERT_EQ(file.status, 0) << file.output;
   EXPECT_EQ(scores(file.output, text), scores(split.output, "test"));
   EXPECT_THAT(file.output, HasSubstr("words (")); // the share of <unk>
@@ -105,7 +119,7 @@ TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
   EXPECT_GT(result["read"]["unknown"].get<int64_t>(), 0);
   const auto compared = run_command(app("xl-compare") + " r", dir.path());
   ASSERT_EQ(compared.status, 0) << compared.output;
-  EXPECT_THAT(compared.output, HasSubstr("test ppl mem=32 (partial)"));
+  EXPECT_THAT(compared.output, HasSubstr("test ppl mem=32 batch=4 (partial)"));
   EXPECT_THAT(compared.output, Not(HasSubstr("wiki.test.tokens")));
   // Prepared with the run's vocabulary, the text scores the same again.
   const auto prepared = run_command(
@@ -113,7 +127,7 @@ TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
           " --test " + text + " --out mine",
       dir.path());
   ASSERT_EQ(prepared.status, 0) << prepared.output;
-  const auto tokens = run_command(eval + " --file mine/test.bin", dir.path());
+  const auto tokens = run_command(eval + " --file mine/test.bin --streams 4", dir.path());
   ASSERT_EQ(tokens.status, 0) << tokens.output;
   EXPECT_EQ(scores(tokens.output, "mine/test.bin"), scores(split.output, "test"));
   // Most of a text unknown to the vocabulary: the score says little, and the user is told.
@@ -192,6 +206,101 @@ TEST(Evaluation, XlCompareKeepsEvaluationsOfOtherSettingsApart) {
       HasSubstr(
           ",test ppl mem=16 (partial),test ppl mem=64 (partial),test ppl@stride=4 (partial)"));
   EXPECT_TRUE(fs::exists(dir / "t.png"));
+}
+
+// The documents of a JSONL file from WikiText-2's training lines (none of the run's data), `n` of
+// them with ids, and the lines that are no document: blank, not JSON, without a text, not UTF-8.
+fs::path documents_file(const fs::path& path, size_t n) {
+  std::istringstream in(read_text(testdata("wikitext-2/wiki.train.tokens")));
+  std::string text;
+  std::string line;
+  for (size_t i = 0; i < n && std::getline(in, line);) {
+    if (line.size() < 2 || line.find(" = ") == 1) {
+      continue; // blank lines and headings
+    }
+    text += nlohmann::json{{"id", "d" + std::to_string(i)}, {"text", line}}.dump() + "\n";
+    if (++i == 3) {
+      text += "\nnot json\n{\"id\": 7}\n{\"text\": \"\xff\xfe broken\"}\n";
+    }
+  }
+  return write_file(path, text);
+}
+
+// One JSON line per document, in the input's order, each scored on its own: as --file scores it
+// alone; killed half-way and resumed, or scored in two shards, the output is the whole run's.
+TEST(Documents, EachDocumentOnItsOwnOneLineEachResumableAndSharded) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 8"), dir.path()).status, 0);
+  constexpr size_t kDocuments = 10000;
+  documents_file(dir / "docs.jsonl", kDocuments);
+  const std::string eval = app("xl-eval") + " --run r --documents docs.jsonl";
+  const auto whole = run_command(eval + " --out whole.jsonl --sessions 2", dir.path());
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  EXPECT_THAT(whole.output, HasSubstr("docs.jsonl:5: not a JSON object"));
+  EXPECT_THAT(whole.output, HasSubstr("docs.jsonl:6: no \"text\" string"));
+  EXPECT_THAT(whole.output, HasSubstr("docs.jsonl:7: not a JSON object (or not UTF-8)"));
+  EXPECT_THAT(whole.output, HasSubstr(std::to_string(kDocuments) + " documents"));
+  EXPECT_THAT(whole.output, HasSubstr("3 lines skipped"));
+  std::istringstream lines(read_text(dir / "whole.jsonl"));
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(lines, line)) {
+    records.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(records.size(), kDocuments);
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i]["id"], "d" + std::to_string(i));
+    if (i > 0) {
+      EXPECT_GT(records[i]["index"].get<int64_t>(), records[i - 1]["index"].get<int64_t>());
+    }
+  }
+  // A document scores as the text alone.
+  for (const size_t i : {size_t{0}, size_t{4321}}) {
+    std::istringstream docs(read_text(dir / "docs.jsonl"));
+    for (int64_t at = 0; at <= records[i]["index"].get<int64_t>(); ++at) {
+      std::getline(docs, line);
+    }
+    write_file(dir / "one.txt", nlohmann::json::parse(line)["text"].get<std::string>());
+    const auto alone =
+        run_command(app("xl-eval") + " --run r --file one.txt --json one.json --force", dir.path());
+    ASSERT_EQ(alone.status, 0) << alone.output;
+    const auto one = nlohmann::json::parse(read_text(dir / "one.json"));
+    EXPECT_EQ(records[i]["tokens"], one["tokens"]);
+    EXPECT_NEAR(records[i]["loss"].get<double>(), one["loss"].get<double>(), 1e-5);
+  }
+  // Two shards, concatenated.
+  for (const char* shard : {"1/2", "2/2"}) {
+    const auto part = run_command(
+        eval + " --shard " + shard + " --out part" + std::string(1, shard[0]) + ".jsonl",
+        dir.path());
+    ASSERT_EQ(part.status, 0) << part.output;
+  }
+  EXPECT_EQ(
+      read_text(dir / "part1.jsonl") + read_text(dir / "part2.jsonl"),
+      read_text(dir / "whole.jsonl"));
+  // Killed half-way, then resumed.
+  const pid_t pid = spawn(eval + " --out killed.jsonl", dir.path());
+  for (int i = 0; i < 60000; ++i) {
+    std::error_code ec;
+    if (fs::file_size(dir / "killed.jsonl", ec) > read_text(dir / "whole.jsonl").size() / 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const auto cut = read_text(dir / "killed.jsonl");
+  EXPECT_LT(cut.size(), read_text(dir / "whole.jsonl").size());
+  const auto resumed = run_command(eval + " --out killed.jsonl --resume", dir.path());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(read_text(dir / "killed.jsonl"), read_text(dir / "whole.jsonl"));
+  // The output is checked first: no overwriting without --force, --resume needs --out.
+  const auto again = run_command(eval + " --out whole.jsonl", dir.path());
+  EXPECT_EQ(again.status, 2);
+  const auto lone = run_command(app("xl-eval") + " --run r --out x.jsonl", dir.path());
+  EXPECT_EQ(lone.status, 2);
+  EXPECT_THAT(lone.output, HasSubstr("--out goes with --documents"));
 }
 
 } // namespace

@@ -298,6 +298,109 @@ TEST(XLNetE2E, ImportedHuggingFaceModelsReproduceItsLoss) {
   }
 }
 
+// Hugging Face's log-probability of every target xl-eval --dump-batches wrote, the memory carried
+// from batch to batch, against xl's --per-token listing: the largest difference and the count.
+constexpr const char* kHFLeftToRight = R"PY(
+import sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from safetensors import safe_open
+from transformers import XLNetLMHeadModel
+f = safe_open(sys.argv[2], "pt")
+model = XLNetLMHeadModel.from_pretrained(sys.argv[1]).eval()
+model.transformer.reuse_len = None  # every position of a segment into the memory
+model.transformer.bi_data = False  # one text read forwards (pretraining's bi_data is kept)
+xl = {}
+for row in open(sys.argv[3]).read().splitlines()[1:]:
+    index, token, log_prob = row.split("\t")
+    if log_prob:
+        xl[int(index)] = float(log_prob)
+worst, count, mems = 0.0, 0, None
+with torch.no_grad():
+    for s in range(int(f.metadata()["batches"])):
+        get = lambda name: f.get_tensor(f"batch_{s}/{name}")
+        out = model(input_ids=get("tokens").t(), token_type_ids=get("segment_ids").t(),
+                    perm_mask=get("perm_mask").permute(2, 0, 1).float(),
+                    target_mapping=get("target_mapping").permute(2, 0, 1), mems=mems,
+                    use_mems=True)
+        mems = out.mems
+        logp = torch.log_softmax(out.logits, -1).gather(2, get("targets").t().unsqueeze(2))
+        for (b, t) in get("target_mask").t().nonzero().tolist():
+            index = get("target_index")[t, b].item()
+            worst = max(worst, abs(logp[b, t, 0].item() - xl.pop(index)))
+            count += 1
+print(f"{worst:.3g} {count} {len(xl)}")
+)PY";
+
+// A text is scored piece by piece, each from the pieces before it and the memory: every piece
+// once, in order, the same numbers every time, as Hugging Face's XLNet scores the same batches;
+// a text without spaces too. The permutation LM's estimate stays a flag away.
+TEST(XLNetE2E, ScoresEveryPieceLeftToRightAsHuggingFaceDoes) {
+  TempDir dir;
+  auto r = run_command(train_command("tiny.yaml", dir / "r", "--set train.max_step=8"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::istringstream reviews(read_text(nsmc_dir() / "test.txt"));
+  std::string three;
+  std::string line;
+  for (int i = 0; i < 3 && std::getline(reviews, line);) {
+    if (line.size() > 30) {
+      three += line + "\n";
+      ++i;
+    }
+  }
+  write_file(dir / "three.txt", three);
+  const std::string eval = app("xl-eval") + " --run r --file three.txt";
+  r = run_command(
+      eval + " --per-token a.tsv --json a.json --dump-batches b.safetensors", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(eval + " --per-token again.tsv", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_text(dir / "again.tsv"), read_text(dir / "a.tsv"));
+  const auto result = nlohmann::json::parse(read_text(dir / "a.json"));
+  const int64_t pieces = result["read"]["units"].get<int64_t>();
+  EXPECT_GT(result["batches"].get<int64_t>(), 1); // the memory carries across segments
+  EXPECT_EQ(result["tokens"].get<int64_t>(), pieces - 1);
+  EXPECT_EQ(result["eval"]["streams"], 1);
+  std::istringstream rows(read_text(dir / "a.tsv"));
+  std::getline(rows, line);
+  int64_t index = 0;
+  for (; std::getline(rows, line); ++index) {
+    EXPECT_EQ(line.substr(0, line.find('\t')), std::to_string(index));
+    EXPECT_EQ(line.back() == '\t', index == 0) << line; // the first piece is context only
+  }
+  EXPECT_EQ(index, pieces);
+  // Hugging Face, fed the same batches with the exported weights.
+  r = run_command(app("xl-export") + " --run r --out hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  write_file(dir / "hf_l2r.py", kHFLeftToRight);
+  const auto hf =
+      run_command(std::string(kPython) + " hf_l2r.py hf b.safetensors a.tsv", dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  std::istringstream numbers(
+      hf.output.substr(hf.output.find_last_of('\n', hf.output.size() - 2) + 1));
+  double worst = 1.0;
+  int64_t compared = 0;
+  int64_t unmatched = -1;
+  numbers >> worst >> compared >> unmatched;
+  EXPECT_LT(worst, 1e-5) << hf.output;
+  EXPECT_EQ(compared, pieces - 1);
+  EXPECT_EQ(unmatched, 0);
+
+  // Korean without spaces: every piece scored all the same.
+  write_file(dir / "nospace.txt", "정말재미있는영화였고다시보고싶은마음이들었다\n");
+  r = run_command(app("xl-eval") + " --run r --file nospace.txt --json n.json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto nospace = nlohmann::json::parse(read_text(dir / "n.json"));
+  EXPECT_GT(nospace["read"]["units"].get<int64_t>(), 2);
+  EXPECT_EQ(nospace["tokens"].get<int64_t>(), nospace["read"]["units"].get<int64_t>() - 1);
+  // The pretraining evaluation's estimate, by a flag.
+  r = run_command(eval + " --permutation --json p.json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(
+      nlohmann::json::parse(read_text(dir / "p.json"))["setting"].get<std::string>(),
+      HasSubstr("permutation records"));
+}
+
 // The peer pretraining (scripts/peer/hf_xlnet_pretrain.py) stopped and resumed ends with the
 // weights of an uninterrupted run, and leaves only Hugging Face's files.
 TEST(XLNetE2E, HuggingFacePeerPretrainingResumesExactly) {

@@ -44,7 +44,10 @@ TEST(Evaluator, SumsDoNotDependOnHowTheWindowsAreBatched) {
 // A Transformer-XL built for the digits corpus, and the corpus's prepared validation split.
 struct DigitsModel {
   DigitsCorpus corpus;
-  sources::Corpus prepared{corpus.config.data};
+  std::filesystem::path vocab_file =
+      std::filesystem::path(corpus.config.data.dir) / corpus.config.data.vocab;
+  formats::Vocab vocab = formats::Vocab::load(vocab_file);
+  sources::Corpus prepared{corpus.config.data, vocab, vocab_file};
   models::LanguageModel model = [this] {
     torch::manual_seed(2);
     return models::build_model(corpus.config, prepared.vocab().size());

@@ -53,7 +53,7 @@ TEST(TextTokens, ReadInPiecesTheyEncodeAsTheWholeText) {
     SCOPED_TRACE(to_string(kind));
     const Vocab vocab =
         kind == VocabKind::kWord ? Vocab::build_word({file}) : Vocab::build_byte({file});
-    const TextTokens tokens(file, vocab, dir.path());
+    const TextTokens tokens(file, Tokenizer(vocab, "v"), dir.path());
     EXPECT_EQ(ids_of(tokens), vocab.encode(text, "t.txt"));
     EXPECT_EQ(tokens.unknown().unknown, 0);
     EXPECT_EQ(tokens.name(), file.string());
@@ -66,6 +66,27 @@ TEST(TextTokens, ReadInPiecesTheyEncodeAsTheWholeText) {
   EXPECT_EQ(entries, 1);
 }
 
+// A text held in memory reads as the file holding it would, its ids in memory: no scratch
+// space, so no folder to write is needed.
+TEST(TextTokens, ATextInMemoryEncodesAsItsFileWithoutScratchSpace) {
+  TempDir dir;
+  const std::string text = long_text();
+  const auto file = write_file(dir / "t.txt", text);
+  for (const auto kind : {VocabKind::kWord, VocabKind::kByte}) {
+    SCOPED_TRACE(to_string(kind));
+    const Tokenizer tokenizer(
+        kind == VocabKind::kWord ? Vocab::build_word({file}) : Vocab::build_byte({file}), "v");
+    const TextTokens from_file(file, tokenizer, dir.path());
+    const TextTokens in_memory(text, "the text", tokenizer);
+    EXPECT_EQ(ids_of(in_memory), ids_of(from_file));
+    EXPECT_EQ(in_memory.name(), "the text");
+  }
+  const Tokenizer tokenizer(Vocab::build_word({file}), "v");
+  EXPECT_THAT(
+      user_error([&] { TextTokens("", "the text", tokenizer); }),
+      HasSubstr("text the text is empty"));
+}
+
 // Words a vocabulary lacks read as <unk> where it has one, else are left out; bytes are left
 // out; either way counted, line ends not.
 TEST(TextTokens, WhatTheVocabularyLacksIsCountedAndMappedOrLeftOut) {
@@ -73,7 +94,7 @@ TEST(TextTokens, WhatTheVocabularyLacksIsCountedAndMappedOrLeftOut) {
   const auto train = write_file(dir / "train.txt", "a b\n");
   const auto user = write_file(dir / "user.txt", "a z b\nzz\n");
   const Vocab with_unk = Vocab::build_word({train}, {"<eos>", "<unk>"});
-  const TextTokens mapped(user, with_unk, dir.path());
+  const TextTokens mapped(user, Tokenizer(with_unk, "v"), dir.path());
   const auto a = with_unk.index("a");
   const auto b = with_unk.index("b");
   EXPECT_EQ(ids_of(mapped), (std::vector<int64_t>{a, 1, b, 0, 1, 0}));
@@ -81,13 +102,13 @@ TEST(TextTokens, WhatTheVocabularyLacksIsCountedAndMappedOrLeftOut) {
   EXPECT_EQ(mapped.unknown().unknown, 2);
   EXPECT_TRUE(with_unk.has_unknown_token());
   const Vocab plain = Vocab::build_word({train});
-  const TextTokens left_out(user, plain, dir.path());
+  const TextTokens left_out(user, Tokenizer(plain, "v"), dir.path());
   EXPECT_EQ(ids_of(left_out), (std::vector<int64_t>{plain.index("a"), plain.index("b"), 0, 0}));
   EXPECT_EQ(left_out.unknown().units, 4);
   EXPECT_EQ(left_out.unknown().unknown, 2);
   EXPECT_FALSE(plain.has_unknown_token());
   const Vocab bytes = Vocab::build_byte({train});
-  const TextTokens byte_tokens(user, bytes, dir.path());
+  const TextTokens byte_tokens(user, Tokenizer(bytes, "v"), dir.path());
   EXPECT_EQ(byte_tokens.size(), 6); // all but the three z
   EXPECT_EQ(byte_tokens.unknown().units, 9);
   EXPECT_EQ(byte_tokens.unknown().unknown, 3);
@@ -96,9 +117,10 @@ TEST(TextTokens, WhatTheVocabularyLacksIsCountedAndMappedOrLeftOut) {
 
 TEST(TextTokens, FilesThatAreNoTextAreRefusedInOneLine) {
   TempDir dir;
-  const Vocab vocab = Vocab::build_word({write_file(dir / "v.txt", "a\n")}, {"<eos>", "<unk>"});
+  const Tokenizer tokenizer(
+      Vocab::build_word({write_file(dir / "v.txt", "a\n")}, {"<eos>", "<unk>"}), "v");
   const auto refused = [&](const std::string& name, const std::string& content) {
-    return user_error([&] { TextTokens(write_file(dir / name, content), vocab, dir.path()); });
+    return user_error([&] { TextTokens(write_file(dir / name, content), tokenizer, dir.path()); });
   };
   EXPECT_THAT(refused("empty.txt", ""), HasSubstr("empty.txt is empty"));
   EXPECT_THAT(
@@ -116,7 +138,8 @@ TEST(TextTokens, FilesThatAreNoTextAreRefusedInOneLine) {
       refused("word.txt", std::string(kLongestWord + kTextPiece, 'w')),
       HasSubstr("without a space or a line break from byte 0 on"));
   EXPECT_THAT(
-      user_error([&] { TextTokens(dir.path(), vocab, dir.path()); }), HasSubstr("is a directory"));
+      user_error([&] { TextTokens(dir.path(), tokenizer, dir.path()); }),
+      HasSubstr("is a directory"));
 }
 
 TEST(ScratchFile, ReadsBackWhatWasWrittenAtAnyOffset) {

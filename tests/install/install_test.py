@@ -7,8 +7,10 @@ Checks that
     that built it), and still works moved to another folder;
   - xl/xl.h compiles alone with only the installed include folder and LibTorch's;
   - examples/ configures with -DCMAKE_PREFIX_PATH=<prefix>;<torch> and builds;
+  - the examples link neither cairo nor CLI11 nor SentencePiece's trainer (the layers that need
+    them are not xl::xl's);
   - score_text gives xl-eval --file's perplexity to 1e-6, and generate_text xl-sample's text
-    for the same seed (the installed commands' own).
+    for the same seed (the installed commands' own), on a run whose data folder is gone.
 
   XL_BUILD_DIR=build python3 tests/install/install_test.py [--keep]
 """
@@ -68,6 +70,12 @@ def main():
     run(["cmake", "-S", ROOT / "examples", "-B", examples, "-G", "Ninja",
          "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix};{torch_prefix}"])
     run(["cmake", "--build", examples])
+    for program in ("score_text", "generate_text", "time_score"):
+        linked = run(["ninja", "-C", examples, "-t", "commands", program]).stdout.splitlines()[-1]
+        linked += run(["ldd", examples / program]).stdout
+        for unwanted in ("cairo", "CLI11", "sentencepiece_train"):
+            if unwanted in linked:
+                sys.exit(f"{program} links {unwanted}, which xl::xl does not need:\n{linked}")
 
     # A tiny run, with the installed commands.
     bin_dir = prefix / "bin"
@@ -84,6 +92,7 @@ def main():
     run([bin_dir / "xl-train", "--config", ROOT / "configs/txl/tiny.yaml", "--set",
          f"data.dir={work / 'data'}", "--set", f"run.dir={work / 'run'}", "--set",
          "train.max_step=20", "--set", "train.warmup_step=2"])
+    shutil.rmtree(work / "data")  # the run keeps its tokenizer
 
     evaluated = run([bin_dir / "xl-eval", "--run", work / "run", "--file", text / "mine.txt",
                      "--json", work / "eval.json"])

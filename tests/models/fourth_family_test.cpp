@@ -93,7 +93,9 @@ ModelFamily bigram_family() {
     model->reset_parameters();
     return model;
   };
-  f.open_dataset = [](const config::Config& c) { return sources::open_token_dataset(c); };
+  f.open_dataset = [](const config::Config& c, std::shared_ptr<const formats::Tokenizer> t) {
+    return sources::open_token_dataset(c, std::move(t));
+  };
   f.random_dataset = [](const config::Config& c, int64_t n_token, int64_t size) {
     return sources::random_token_dataset(c, n_token, size);
   };

@@ -30,7 +30,8 @@ TEST(PrepareCorpus, WritesSplitsAndVocabularyThatOpenTogether) {
   EXPECT_EQ(report.tokens.at("valid"), 4);
   config::DataConfig data;
   data.dir = options.out.string();
-  sources::Corpus corpus(data);
+  const auto vocab = formats::Vocab::load(options.out / "vocab.txt");
+  sources::Corpus corpus(data, vocab, options.out / "vocab.txt");
   EXPECT_EQ(corpus.split("valid").size(), 4);
   EXPECT_THAT(user_error([&] { corpus.split("test"); }), HasSubstr("token file not found"));
 }

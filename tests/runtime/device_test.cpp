@@ -5,9 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <sstream>
+
+#include "xl/util/log.h"
 
 namespace xl::runtime {
 namespace {
@@ -83,13 +84,13 @@ TEST(KeptWeightCasts, KeepOneCastOfEachWeightFromGuardToGuardUntilTheScopeEnds) 
 TEST(PickDevice, Bf16OnACpuWithoutItsInstructionsWarnsWithTheMeasuredRates) {
   std::ostringstream log;
   const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  auto logger = spdlog::default_logger();
-  logger->sinks().push_back(sink);
+  auto& logger = xl::logger();
+  logger.sinks().push_back(sink);
   config::TrainConfig train;
   train.device = config::Device::kCpu;
   train.bf16 = true;
   const auto device = pick_device(train);
-  logger->sinks().pop_back();
+  logger.sinks().pop_back();
   EXPECT_TRUE(device.is_cpu());
   if (cpu_has_bf16()) { // with AMX nothing; with avx512_bf16 alone, only when bf16 is slower
     EXPECT_THAT(log.str(), ::testing::AnyOf(::testing::Eq(""), HasSubstr("but no AMX")));
@@ -101,9 +102,9 @@ TEST(PickDevice, Bf16OnACpuWithoutItsInstructionsWarnsWithTheMeasuredRates) {
   // float32 runs say nothing, whatever the CPU.
   train.bf16 = false;
   std::ostringstream quiet;
-  logger->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(quiet));
+  logger.sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(quiet));
   pick_device(train);
-  logger->sinks().pop_back();
+  logger.sinks().pop_back();
   EXPECT_EQ(quiet.str(), "");
 }
 

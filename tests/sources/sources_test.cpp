@@ -193,7 +193,7 @@ TEST(TextEvalBatches, AShortTextIsScoredInFewerOrShorterBatches) {
   const auto fitted = [&](int64_t n) {
     const auto tokens = counting(n);
     std::string how;
-    auto batches = text_eval_batches(c, tokens, 0, how);
+    auto batches = text_eval_batches(c, tokens, 0, c.eval.batch_size, how);
     int64_t targets = 0;
     while (auto batch = batches.source->next()) {
       targets += batch->n_targets;

@@ -43,10 +43,6 @@ void add_run_flags(
     std::string& run_dir,
     std::string& checkpoint);
 
-/// What the file system refused, in one line, when the cause is the user's path or machine (a
-/// name too long, no permission, a full disk, too many open files) rather than xl; else "".
-std::string file_system_refusal(const std::filesystem::filesystem_error& e);
-
 /// Loads the config the flags name. Handles --dump-config by printing to stdout; returns false when the app should then exit with status
 /// 0.
 bool load_config(const ConfigFlags& flags, config::Config& out);

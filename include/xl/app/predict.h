@@ -1,17 +1,10 @@
 // xl-predict: a classifier run's predictions for a file of examples, one row per example.
 #pragma once
 
-#include <torch/types.h>
-
-#include <functional>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "xl/config/schema.h"
-#include "xl/eval/evaluator.h"
-#include "xl/formats/labelled_file.h"
-#include "xl/sources/dataset.h"
 
 namespace xl::app {
 
@@ -21,7 +14,7 @@ struct PredictRequest {
   std::string checkpoint = "best";
   /// the examples: NSMC's ratings tsv, labelled text (label<TAB>text) or plain text, a line each
   std::string file;
-  /// "auto" (from the first line), "nsmc", "labelled" or "text"
+  /// "auto" (from the first line), "nsmc", "labelled" or "text" (formats/example_reader.h)
   std::string format = "auto";
   /// the predictions' TSV file (unset: stdout)
   std::optional<std::string> out;
@@ -30,9 +23,6 @@ struct PredictRequest {
   /// refuse a config whose memory estimate exceeds the available memory
   bool enforce_memory = true;
 };
-
-/// The formats --format takes.
-inline constexpr const char* kPredictFormats[] = {"auto", "nsmc", "labelled", "text"};
 
 /// Predicts the class of every example of request.file with a checkpoint of a classifier run, in
 /// batches of eval.batch_size, reading the file a part at a time (bounded memory). Writes a TSV
@@ -43,36 +33,5 @@ inline constexpr const char* kPredictFormats[] = {"auto", "nsmc", "labelled", "t
 /// the examples done so far are kept, PARTIAL, and the status is 128 + the signal. Returns the
 /// process exit status.
 int run_prediction(const config::Config& config, const PredictRequest& request);
-
-/// A classifier's class probabilities for examples, a part at a time, and the totals of every
-/// part so far (accuracy and loss against the examples' labels): what xl-predict and the
-/// library's Model::classify run.
-class ExampleClassifier {
- public:
-  /// Over `model` (a classifier of `data`'s labelled texts) on `device`.
-  ExampleClassifier(
-      sources::Dataset& data,
-      models::LanguageModelImpl& model,
-      const torch::Device& device,
-      bool bf16);
-
-  /// [E, C] (CPU, double) each example's probabilities, in the order given (`name` says what
-  /// they are, for messages); nothing when `stop` asked to stop between two batches.
-  std::optional<torch::Tensor> classify(
-      const std::vector<formats::LabelledText>& examples,
-      const std::string& name,
-      const std::function<bool()>& stop = {});
-  /// The totals of the batches scored.
-  eval::EvalResult result() const {
-    return evaluator_.result();
-  }
-
- private:
-  eval::EvalOptions options(const torch::Device& device, bool bf16);
-
-  sources::Dataset& data_;
-  torch::Tensor probs_; // of the examples at hand
-  eval::Evaluator evaluator_;
-};
 
 } // namespace xl::app

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 
 #include "xl/config/schema.h"
@@ -20,5 +21,10 @@ int run_training(
     std::optional<int64_t> stop_at = std::nullopt,
     bool enforce_memory = true,
     bool finished_ok = false);
+
+/// Copies the tokenizer of data.dir into the run at `run_dir` (a run trained before runs kept
+/// theirs: infer/run_tokenizer.h), once every checkpoint of the run is found to be of that
+/// vocabulary. Returns the process exit status.
+int add_tokenizer(const config::Config& config, const std::filesystem::path& run_dir);
 
 } // namespace xl::app

@@ -1,4 +1,6 @@
 // A module in eval mode for a scope (no dropout, the evaluation's lengths), and as it was after.
+// A module in eval mode already (a trained run opened for inference, which threads share) is
+// not touched: no thread writes its flags while another reads them.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -9,10 +11,14 @@ class EvalScope {
  public:
   explicit EvalScope(torch::nn::Module& module)
       : module_(module), was_training_(module.is_training()) {
-    module_.eval();
+    if (was_training_) {
+      module_.eval();
+    }
   }
   ~EvalScope() {
-    module_.train(was_training_);
+    if (was_training_) {
+      module_.train(true);
+    }
   }
   EvalScope(const EvalScope&) = delete;
   EvalScope& operator=(const EvalScope&) = delete;

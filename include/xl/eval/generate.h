@@ -50,6 +50,8 @@ struct GenerateOptions {
   torch::Device device = torch::kCPU;
   /// the forward passes under bf16 autocast (the run's train.bf16), the weights cast once
   bool bf16 = false;
+  /// asked after each step's tokens reached on_tokens: true ends the generation there
+  std::function<bool()> stop;
 };
 
 struct Generated {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "xl/formats/tokens.h"
@@ -25,11 +26,12 @@ namespace xl::eval {
 
 class PerTokenListing {
  public:
-  /// A listing for `out` (checked beforehand: run::check_output_file). With `tokens` (into which
-  /// the batches' target_index point), in text order, the scores kept in scratch space beside
-  /// `out` until write(): a text of any size costs bounded memory. Without, in scoring order.
+  /// A listing for `out` (checked beforehand: run::check_output_file), or kept in memory for
+  /// each_row() (no `out`). With `tokens` (into which the batches' target_index point), in text
+  /// order, the scores kept in scratch space beside `out` until write(): a text of any size
+  /// costs bounded memory. Without, in scoring order.
   PerTokenListing(
-      std::filesystem::path out,
+      std::optional<std::filesystem::path> out,
       const formats::Tokens* tokens,
       std::function<std::string(int64_t)> token_text);
 
@@ -54,7 +56,7 @@ class PerTokenListing {
     float padding;
   };
 
-  std::filesystem::path out_;
+  std::optional<std::filesystem::path> out_;
   const formats::Tokens* tokens_;
   std::function<std::string(int64_t)> token_text_;
   /// text order: a float per token (NaN: not scored); scoring order: a Scored per row

@@ -11,6 +11,7 @@
 #include "xl/eval/evaluator.h"
 #include "xl/formats/vocab.h"
 #include "xl/models/loss.h"
+#include "xl/sources/dataset.h"
 
 namespace xl::eval {
 
@@ -57,5 +58,9 @@ EvalReport report_evaluation(
     const EvalResult& result,
     formats::VocabKind unit,
     nlohmann::json fields);
+
+/// What reading a user's text adds to its report: the share of it the vocabulary lacks (a
+/// warning when it is most of the text) and how a short text was cut (the record's "read").
+void add_text_reading(EvalReport& report, const sources::TextReading& reading);
 
 } // namespace xl::eval

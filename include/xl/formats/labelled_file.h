@@ -25,6 +25,16 @@ bool starts_with_label(std::string_view line);
 /// A line without a tab or with a label that is no non-negative integer is a UserError naming
 /// the file and line; so is a file without examples.
 std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& path);
+/// The first line of NSMC's ratings tsv.
+inline constexpr std::string_view kNsmcHeader = "id\tdocument\tlabel";
+
+/// One review line of NSMC's ratings tsv (`id<TAB>document<TAB>label`): the document, unquoted
+/// (CSV-quoted when it holds quotes), and its label; a line that is not UTF-8, lacks a column or
+/// has a label other than 0 or 1 is a UserError starting with `where`.
+LabelledText nsmc_review(std::string_view line, const std::string& where);
+
+/// read_labelled_texts of a text held in memory (`name` names it in messages).
+std::vector<LabelledText> parse_labelled_texts(std::string_view text, const std::string& name);
 /// Writes atomically.
 void write_labelled_texts(
     const std::filesystem::path& path,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xl/formats/sentencepiece.h"
@@ -30,6 +31,11 @@ struct SentenceTokens {
 
 /// Encodes a raw text file. A file without any text is a UserError.
 SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model);
+/// encode_raw_text of a text held in memory (`name` names it in messages).
+SentenceTokens encode_raw_text(
+    std::string_view text,
+    const std::string& name,
+    const SentencePiece& model);
 
 void write_sentence_tokens(
     const std::filesystem::path& path,

@@ -52,6 +52,10 @@ class SentencePiece {
   uint64_t checksum() const {
     return checksum_;
   }
+  /// hash64 of the model file: checkpoints name the vocabulary by it (Tokenizer::fingerprint).
+  uint64_t file_hash() const {
+    return file_hash_;
+  }
   const std::string& piece(int64_t id) const;
 
   /// normalize_text, then the pieces of XLNet's encode_pieces: a piece ending in a digit and a
@@ -69,6 +73,7 @@ class SentencePiece {
   std::filesystem::path path_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
   uint64_t checksum_ = 0;
+  uint64_t file_hash_ = 0;
   std::vector<bool> word_starts_;
 };
 

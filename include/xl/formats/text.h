@@ -41,6 +41,13 @@ void read_text_pieces(
     const std::string& what,
     bool whole_words,
     const TextPieceSink& sink);
+/// read_text_pieces of a text held in memory (`name` names it in messages): the same pieces.
+void read_text_pieces(
+    std::string_view text,
+    const std::string& name,
+    const std::string& what,
+    bool whole_words,
+    const TextPieceSink& sink);
 
 /// Splits `text` into lines at "\n", "\r\n" or "\r"; the terminator is dropped
 /// and a final line without terminator still counts. An empty text has no

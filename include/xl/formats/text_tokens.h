@@ -1,40 +1,53 @@
-// A user's own text encoded with a run's word or byte vocabulary, for scoring it (xl-eval
-// --file): read in pieces and stored in scratch space on disk, so that a text of any size costs
-// bounded memory; what the vocabulary lacks is counted, mapped to <unk> or left out.
+// A user's own text encoded with a run's tokenizer, for scoring it (xl-eval --file, the
+// library's score): a file is read in pieces and its ids kept in scratch space on disk, so that
+// a text of any size costs bounded memory; a text held in memory keeps its ids in memory and
+// touches no disk. What a vocabulary lacks is counted, mapped to <unk> or left out.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "xl/formats/text.h"
+#include "xl/formats/tokenizer.h"
 #include "xl/formats/tokens.h"
-#include "xl/formats/vocab.h"
 #include "xl/util/scratch_file.h"
 
 namespace xl::formats {
 
 class TextTokens : public Tokens {
  public:
-  /// Encodes the UTF-8 text file `path` with `vocab` (read_text_pieces and
-  /// Vocab::encode_counting), the ids kept in scratch space in `scratch_dir`.
+  /// Encodes the text file `path` (UTF-8 for words and pieces, any bytes for a byte vocabulary)
+  /// with `tokenizer` (read_text_pieces; Vocab::encode_counting, or SentencePiece line by line
+  /// with <eod> for a blank line, as XLNet's corpora are encoded), the ids kept in scratch space
+  /// in `scratch_dir`.
   TextTokens(
       const std::filesystem::path& path,
-      const Vocab& vocab,
+      const Tokenizer& tokenizer,
       const std::filesystem::path& scratch_dir);
+  /// Encodes `text` as the file holding it would be (`name` names it in messages), the ids in
+  /// memory.
+  TextTokens(std::string_view text, std::string name, const Tokenizer& tokenizer);
 
   int64_t size() const override {
     return count_;
   }
   torch::Tensor slice(int64_t start, int64_t length) const override;
   std::string name() const override {
-    return path_.string();
+    return name_;
   }
-  /// The words or bytes read, and those the vocabulary lacks.
+  /// The words, bytes or pieces read, and those the vocabulary lacks.
   const UnknownCount& unknown() const {
     return unknown_;
   }
 
  private:
-  std::filesystem::path path_;
+  void encode(const Tokenizer& tokenizer, const std::function<void(const TextPieceSink&)>& read);
+  void append(const std::vector<int64_t>& ids);
+
+  std::string name_;
   ScratchFile ids_; // int32 each
   int64_t count_ = 0;
   UnknownCount unknown_;

@@ -33,9 +33,12 @@ Span eval_span(const config::Config& config, bool validation);
 /// ("" where it does not).
 std::string eval_span_note(const config::Config& config);
 
-/// The prepared data `config` asks for (data.dir, written by xl-prep for the model family).
-/// Missing or mismatched files, and batch options the data cannot serve, are UserErrors.
-std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config);
+/// The prepared data `config` asks for (data.dir, written by xl-prep for the model family),
+/// encoded with `tokenizer` (null: data.dir's own, data.vocab). Missing or mismatched files, and
+/// batch options the data cannot serve, are UserErrors.
+std::unique_ptr<sources::Dataset> open_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer = nullptr);
 
 /// Random data in the shapes `config`'s family reads (benchmarks: no prepared data needed),
 /// `size` tokens over a vocabulary of `n_token`.

@@ -42,9 +42,12 @@ struct ModelFamily {
   /// section says (null, or "": none).
   std::string (*eval_span_note)(const config::Config& config) = nullptr;
 
-  /// The prepared data `config` asks for (data.dir exists; everything else is the family's to
-  /// check), and random data in the same shapes for benchmarks.
-  std::unique_ptr<sources::Dataset> (*open_dataset)(const config::Config& config) = nullptr;
+  /// The prepared data `config` asks for, encoded with `tokenizer` (data.dir's, or a trained
+  /// run's copy: the family refuses one of the wrong kind; data.dir is read when a split is),
+  /// and random data in the same shapes for benchmarks.
+  std::unique_ptr<sources::Dataset> (*open_dataset)(
+      const config::Config& config,
+      std::shared_ptr<const formats::Tokenizer> tokenizer) = nullptr;
   std::unique_ptr<sources::Dataset> (
       *random_dataset)(const config::Config& config, int64_t n_token, int64_t size) = nullptr;
 

@@ -35,6 +35,9 @@ struct Span {
   std::optional<int64_t> clamp_len;
   /// every query attends to the same number of keys
   std::optional<bool> same_length;
+  /// the positions of a batch that go into the memory, the rest re-read by the next batch (0:
+  /// all; XLNet's reuse_len)
+  std::optional<int64_t> reuse_len;
 };
 
 /// What a family may keep between the calls of one generation or one memory-mode evaluation

@@ -18,14 +18,6 @@ struct NsmcCounts {
   int64_t empty = 0;
 };
 
-/// The first line of NSMC's ratings tsv.
-inline constexpr std::string_view kNsmcHeader = "id\tdocument\tlabel";
-
-/// One review line of NSMC's ratings tsv (`id<TAB>document<TAB>label`): the document, unquoted
-/// (CSV-quoted when it holds quotes), and its label; a line that is not UTF-8, lacks a column or
-/// has a label other than 0 or 1 is a UserError starting with `where`.
-formats::LabelledText nsmc_review(std::string_view line, const std::string& where);
-
 /// Reads NSMC's ratings tsv (a header line, then `id<TAB>document<TAB>label`, CSV-quoted
 /// documents unquoted) and writes, atomically, the raw pretraining corpus `raw` (each review
 /// split into sentences as ratsgo's process_documents, one per line, a blank line after each

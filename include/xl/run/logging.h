@@ -1,4 +1,4 @@
-// Logging: spdlog to the console (stderr) and, for runs, to <run
+// Logging: xl's logger (util/log.h) to the console (stderr) and, for runs, to <run
 // dir>/train.log.
 #pragma once
 
@@ -8,8 +8,8 @@
 
 namespace xl::run {
 
-/// Installs the default logger. `level` is one of trace, debug, info, warn,
-/// error; the file, when given, receives everything at debug and above,
+/// Sets where xl's logger writes: the console from `level` on (trace, debug, info, warn,
+/// error, off) and, when given, the file, which receives everything at debug and above,
 /// appended.
 void setup_logging(
     const std::string& level,

@@ -64,6 +64,9 @@ RunPaths paths_of(const std::filesystem::path& dir);
 /// whose run.dir names another run directory: training it would continue the other run.
 void check_config_belongs(const std::filesystem::path& config_file, const config::Config& config);
 
+/// Refuses (UserError starting with `what`, "--run" or "open_run") a `dir` that is no folder.
+void require_run_folder(const std::string& what, const std::filesystem::path& dir);
+
 /// Whether an opened checkpoint holds what a resume needs, not weights alone (the trainer's
 /// train::holds_training_state).
 using ResumableCheck = std::function<bool(torch::serialize::InputArchive&)>;

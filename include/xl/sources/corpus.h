@@ -13,10 +13,15 @@
 namespace xl::sources {
 
 /// A prepared corpus: its vocabulary and memory-mapped splits, checked against
-/// each other.
+/// each other. The splits are opened when first read: a trained run opened with its own copy
+/// of the vocabulary reads nothing of data.dir unless it evaluates a split.
 class Corpus {
  public:
-  explicit Corpus(const config::DataConfig& data);
+  /// The corpus data.dir holds, encoded with `vocab` (data.dir's or a run's copy, at `vocab_path`).
+  Corpus(
+      const config::DataConfig& data,
+      const formats::Vocab& vocab,
+      std::filesystem::path vocab_path);
 
   const formats::Vocab& vocab() const {
     return vocab_;
@@ -27,8 +32,8 @@ class Corpus {
  private:
   std::filesystem::path dir_;
   std::map<std::string, std::string> files_;
+  const formats::Vocab& vocab_;
   std::filesystem::path vocab_path_;
-  formats::Vocab vocab_;
   std::map<std::string, std::unique_ptr<formats::TokenFile>> splits_;
 };
 

@@ -16,19 +16,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "xl/config/schema.h"
 #include "xl/formats/labelled_file.h"
+#include "xl/formats/tokenizer.h"
 #include "xl/formats/tokens.h"
 #include "xl/formats/vocab.h"
 #include "xl/sources/batch_source.h"
+#include "xl/sources/row_segments.h"
 #include "xl/sources/unigram_baseline.h"
 
 namespace xl::sources {
 
-/// What scoring a user's file (Dataset::file_batches) read of it.
+/// What scoring a user's text (Dataset::text_batches) read of it.
 struct TextReading {
-  /// what the file was read as: "words", "bytes", "pieces", "tokens" (a token file) or
+  /// what the text was read as: "words", "bytes", "pieces", "tokens" (a token file) or
   /// "examples"
   std::string unit;
   /// the units read, and those the vocabulary lacks
@@ -47,11 +51,42 @@ struct EvalBatches {
   /// the tokens in text order, into which the batches' target_index point, each target once
   /// (null where a pass scores no text in order: XLNet's permutation records, labelled texts)
   const formats::Tokens* tokens = nullptr;
-  /// for a user's file: what was read of it
+  /// for a user's text: what was read of it
   std::optional<TextReading> reading;
+  /// what the source reads and `tokens` points into, where the batches own it (a user's text)
+  std::shared_ptr<const formats::Tokens> owned;
+  /// the positions of each batch that go into the memory, where the source decides it (0: all
+  /// of them; unset: the model's own setting, XLNet's reuse_len)
+  std::optional<int64_t> reuse_len;
+  /// a user's text: the streams it is read in, side by side (unset: a split's eval.batch_size)
+  std::optional<int64_t> streams;
 };
 
-/// The sources a Dataset hands out may read its data: keep it alive while they are used.
+/// A user's text to score: a file, or text held in memory.
+struct UserText {
+  /// the file (unset: `text`)
+  std::optional<std::filesystem::path> file;
+  /// the text itself, when there is no file
+  std::string_view text;
+  /// what messages call it: the file, or a name the caller gives ("the text")
+  std::string name;
+};
+
+/// How a user's text is scored.
+struct TextScoring {
+  /// the contiguous streams a memory-mode evaluation cuts the text into, each read with the
+  /// memory from its own start: 1 reads the whole text with the long memory (fewer where the
+  /// text is too short for this many)
+  int64_t streams = 1;
+  /// XLNet: the permutation LM's sampled estimate of pretraining's evaluation (num_predict
+  /// targets per record) instead of every token left to right
+  bool permutation = false;
+};
+
+/// The sources a Dataset hands out may read its data: keep it alive while they are used. The
+/// data of a trained run opened for inference (models::open_dataset with the run's tokenizer)
+/// reads data.dir only when a split is asked for; what it hands out for a user's text or
+/// examples reads nothing of the Dataset's own, so threads may ask for them at once.
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -59,11 +94,14 @@ class Dataset {
   virtual int64_t vocab_size() const = 0;
   /// How token losses read: perplexity per word or piece, or bits per byte.
   virtual formats::VocabKind unit() const = 0;
+  /// The vocabulary or SentencePiece model that encodes and decodes the data's text (null for
+  /// random data).
+  virtual const formats::Tokenizer* tokenizer() const = 0;
   /// Names the vocabulary with its checksum, for checkpoints to record and compare ("" for
   /// random data).
-  virtual std::string vocabulary_fingerprint() const = 0;
+  std::string vocabulary_fingerprint() const;
   /// The file that holds the vocabulary (empty for random data), for messages.
-  virtual std::filesystem::path vocabulary_file() const = 0;
+  std::filesystem::path vocabulary_file() const;
   /// What a language model's targets score under the training split's unigram counts, for
   /// evaluations to print beside the model's loss; null where the data has none (random data,
   /// classification).
@@ -78,12 +116,7 @@ class Dataset {
   virtual std::string describe() = 0;
   /// The word or byte vocabulary that encodes prompts and decodes generated text; a UserError
   /// for data without one.
-  virtual const formats::Vocab& text_vocab() const;
-  /// The ids of `text` under the data's vocabulary (a last line without a line break gets no
-  /// <eos>) or SentencePiece model, and the text of `ids`: the library's Model::encode and
-  /// decode. From text_vocab() unless a family's data has another.
-  virtual std::vector<int64_t> encode_text(const std::string& text) const;
-  virtual std::string decode_ids(const std::vector<int64_t>& ids) const;
+  const formats::Vocab& text_vocab() const;
   /// Builds the training batches now, so that options the data cannot serve fail before a run
   /// writes anything; the next train_source() hands them out.
   void prepare_training() {
@@ -96,20 +129,25 @@ class Dataset {
   /// Batches of `split` ("valid" or "test"); `validation`: the periodic validation of training,
   /// otherwise the final evaluation the eval section describes.
   virtual EvalBatches eval_batches(const std::string& split, bool validation) = 0;
-  /// Evaluation batches of a file the user names, read as its text would be prepared for
+  /// Evaluation batches of a text the user gives, read as its text would be prepared for
   /// data.dir (UTF-8 text encoded with the run's word or byte vocabulary, or a token file
-  /// xl-prep wrote with it; raw text for XLNet pretraining, labelled text for classification),
-  /// with what was read of it; a text too short for the usual batches is scored in fewer or
-  /// shorter ones. The data keeps what the batches read: one file's batches at a time.
-  virtual EvalBatches file_batches(const std::filesystem::path& file) = 0;
-  /// The text of token `id`, for listing scores token by token: a word, a byte, a piece.
-  virtual std::string token_text(int64_t id) const = 0;
+  /// xl-prep wrote with it; raw text for XLNet, scored left to right or by permutations as
+  /// `scoring` says; labelled text for classification), with what was read of it; a text too
+  /// short for the usual batches is scored in fewer or shorter ones. The batches own what they
+  /// read.
+  virtual EvalBatches text_batches(const UserText& text, const TextScoring& scoring) const = 0;
+  /// Batches that score `documents` (each of at least 2 tokens, outliving the batches) side by
+  /// side, a row each, every document read from its own start with a memory of its own
+  /// (RowSegments), so that each scores as text_batches scores it alone; no source where the
+  /// data's evaluation cannot put documents side by side (vanilla windows, ext_len), and each is
+  /// then scored on its own.
+  virtual EvalBatches document_batches(const std::vector<const formats::Tokens*>& documents) const;
   /// A classifier's evaluation batches of `examples` (`name` says what they are), each row's
   /// example in its target_index: predictions over a file read in parts. A UserError for data
   /// that is not labelled().
   virtual std::unique_ptr<BatchSource> example_batches(
       const std::vector<formats::LabelledText>& examples,
-      const std::string& name);
+      const std::string& name) const;
 
  protected:
   virtual std::unique_ptr<BatchSource> build_train_source() = 0;
@@ -117,6 +155,18 @@ class Dataset {
  private:
   std::unique_ptr<BatchSource> prepared_;
 };
+
+/// Documents side by side in segments of eval.tgt_len, one row each (Dataset::document_batches).
+EvalBatches row_batches(
+    const config::Config& config,
+    const std::vector<const formats::Tokens*>& documents,
+    RowLayout layout);
+
+/// Batches of `source` over `tokens` (EvalBatches::tokens), `setting` saying what they are.
+EvalBatches over_tokens(
+    std::unique_ptr<BatchSource> source,
+    std::string setting,
+    const formats::Tokens& tokens);
 
 /// Evaluation batches over one token stream as the eval section asks (memory mode: ordered
 /// segments of eval.tgt_len; vanilla mode: sliding windows of train.tgt_len scoring the last
@@ -130,8 +180,8 @@ EvalBatches token_eval_batches(
     int64_t ext_len,
     bool lead = false);
 
-/// token_eval_batches for a user's text, whose every token counts: in memory mode, when the text
-/// is too short for eval.batch_size streams of one eval.tgt_len segment each, fewer streams
+/// token_eval_batches for a user's text, whose every token counts: in memory mode, `streams`
+/// streams, fewer when the text is too short for that many of one eval.tgt_len segment each
 /// (down to one of one shorter segment); in vanilla mode with a lead window (so a text no
 /// longer than one window is that window alone). `fitted` says how a short text was cut, in one
 /// line ("" when it fits). A text of fewer than 2 tokens is a UserError.
@@ -139,13 +189,22 @@ EvalBatches text_eval_batches(
     const config::Config& config,
     const formats::Tokens& tokens,
     int64_t ext_len,
+    int64_t streams,
     std::string& fitted);
+
+/// The tokens of a user's text (a file read in bounded memory, or text held in memory) encoded
+/// with `tokenizer`, and what was read of it (`unit`, the unknown words); a word or byte file
+/// that xl-prep wrote with the same vocabulary is read as it is.
+std::shared_ptr<const formats::Tokens> read_user_text(
+    const UserText& text,
+    const formats::Tokenizer& tokenizer,
+    TextReading& reading);
 
 /// The file of data.<split> ("train", "valid", "test").
 const std::string& split_file(const config::DataConfig& data, const std::string& split);
 
-/// A UserError unless data.dir is a folder, saying how relative paths are read.
-void check_data_dir(const config::Config& config);
+/// A UserError unless `dir` (data.dir) is a folder, saying how relative paths are read.
+void check_data_dir(const std::filesystem::path& dir);
 
 /// What a family configures of its word or byte token source.
 struct TokenSourceOptions {
@@ -156,9 +215,11 @@ struct TokenSourceOptions {
   int64_t ext_len = 0;
 };
 
-/// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split.
+/// A word or byte corpus prepared by xl-prep in data.dir, one long token stream per split,
+/// encoded with `tokenizer` (a vocabulary: the corpus's own, or a trained run's copy of it).
 std::unique_ptr<Dataset> open_token_dataset(
     const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer,
     const TokenSourceOptions& options = {});
 
 /// `size` uniform ids below `n_token` that every split shares (benchmarks: no prepared data

@@ -84,4 +84,8 @@ class StreamHash {
   uint64_t hash_ = 0;
 };
 
+/// What the file system refused, in one line, when the cause is the user's path or machine (a
+/// name too long, no permission, a full disk, too many open files) rather than xl; else "".
+std::string file_system_refusal(const std::filesystem::filesystem_error& e);
+
 } // namespace xl

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
 namespace xl {
 
@@ -22,5 +24,10 @@ CLI::Validator finite_number();
 /// A check for a number from `low` to `high` (NaN and infinities are not), with both bounds in
 /// the message.
 CLI::Validator number_between(double low, double high);
+
+/// A part of N, "K/N" with 1 <= K <= N (--shard).
+CLI::Validator shard_of();
+/// K and N of a value shard_of() accepted.
+std::pair<int64_t, int64_t> parse_shard(const std::string& value);
 
 } // namespace xl

@@ -42,8 +42,10 @@ sources::TokenSourceOptions token_source() {
   return options;
 }
 
-std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
-  return sources::open_token_dataset(config, token_source());
+std::unique_ptr<sources::Dataset> open_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer) {
+  return sources::open_token_dataset(config, std::move(tokenizer), token_source());
 }
 
 std::unique_ptr<sources::Dataset> random_dataset(

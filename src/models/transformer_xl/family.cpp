@@ -79,8 +79,10 @@ sources::TokenSourceOptions token_source(const config::Config& config) {
   return options;
 }
 
-std::unique_ptr<sources::Dataset> open_dataset(const config::Config& config) {
-  return sources::open_token_dataset(config, token_source(config));
+std::unique_ptr<sources::Dataset> open_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer) {
+  return sources::open_token_dataset(config, std::move(tokenizer), token_source(config));
 }
 
 std::unique_ptr<sources::Dataset> random_dataset(

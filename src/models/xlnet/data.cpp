@@ -9,6 +9,7 @@
 #include "xl/models/xlnet/config.h"
 #include "xl/sources/labelled_texts.h"
 #include "xl/sources/permutation_records.h"
+#include "xl/sources/row_segments.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -22,12 +23,22 @@ namespace fs = std::filesystem;
 // sentences and reviews of the same shapes.
 class XLNetDataset : public sources::Dataset {
  public:
-  explicit XLNetDataset(const config::Config& c)
+  XLNetDataset(const config::Config& c, std::shared_ptr<const formats::Tokenizer> tokenizer)
       : c_(c),
         dir_(c.data.dir),
-        pieces_(std::make_unique<formats::SentencePiece>(dir_ / c.data.vocab)),
-        n_token_(pieces_->size()),
-        word_starts_(pieces_->word_starts()) {}
+        tokenizer_(std::move(tokenizer)),
+        pieces_(tokenizer_->pieces()),
+        n_token_(pieces_ ? pieces_->size() : 0),
+        word_starts_(pieces_ ? pieces_->word_starts() : std::vector<bool>{}) {
+    if (!pieces_) {
+      throw UserError(fmt::format(
+          "{}: XLNet reads SentencePiece pieces, and this is a {} of {}; prepare the corpus "
+          "with xl-prep --format xlnet (or nsmc)",
+          tokenizer_->file().string(),
+          tokenizer_->describe(),
+          tokenizer_->size()));
+    }
+  }
   XLNetDataset(const config::Config& c, int64_t n_token, int64_t size)
       : c_(c), n_token_(n_token), word_starts_(n_token, true) {
     if (n_token <= formats::kEopId + 1) {
@@ -67,45 +78,15 @@ class XLNetDataset : public sources::Dataset {
   formats::VocabKind unit() const override {
     return formats::VocabKind::kWord;
   }
-  std::string vocabulary_fingerprint() const override {
-    if (!pieces_) {
-      return "";
-    }
-    const std::string model = read_file(pieces_->path(), "SentencePiece model");
-    return fmt::format(
-        "SentencePiece vocabulary of {}, checksum {:016x}",
-        n_token_,
-        hash64(model.data(), model.size()));
-  }
-  fs::path vocabulary_file() const override {
-    return pieces_ ? pieces_->path() : fs::path();
-  }
-  std::vector<int64_t> encode_text(const std::string& text) const override {
-    return model_pieces().encode(text);
-  }
-  // The pieces joined, each U+2581 (SentencePiece's word start) a space.
-  std::string decode_ids(const std::vector<int64_t>& ids) const override {
-    const auto& pieces = model_pieces();
-    std::string text;
-    for (const int64_t id : ids) {
-      if (id < 0 || id >= pieces.size()) {
-        throw UserError(fmt::format(
-            "piece id {} is outside the SentencePiece vocabulary of {}", id, pieces.size()));
-      }
-      text += pieces.piece(id);
-    }
-    static const std::string kWordStart = "\xE2\x96\x81";
-    for (size_t at = text.find(kWordStart); at != std::string::npos;
-         at = text.find(kWordStart, at)) {
-      text.replace(at, kWordStart.size(), " ");
-    }
-    return text.empty() || text[0] != ' ' ? text : text.substr(1);
+  const formats::Tokenizer* tokenizer() const override {
+    return tokenizer_.get();
   }
   const sources::UnigramBaseline* unigram_baseline() override {
     if (!pieces_ || classification()) {
       return nullptr;
     }
     if (!unigram_) {
+      sources::check_data_dir(dir_);
       const auto train = formats::read_sentence_tokens(dir_ / c_.data.train, *pieces_);
       unigram_ = sources::piece_unigram_baseline(train, *pieces_);
     }
@@ -128,35 +109,45 @@ class XLNetDataset : public sources::Dataset {
   sources::EvalBatches eval_batches(const std::string& split, bool /*validation*/) override {
     return described(split_source(split, c_.eval.batch_size, false));
   }
-  sources::EvalBatches file_batches(const fs::path& file) override {
+  sources::EvalBatches text_batches(
+      const sources::UserText& text,
+      const sources::TextScoring& scoring) const override {
     if (!pieces_) {
       throw UserError(fmt::format(
-          "{}: random data has no SentencePiece model to encode files with", file.string()));
+          "{}: random data has no SentencePiece model to encode a text with", text.name));
     }
     sources::TextReading reading;
     if (classification()) {
-      auto source = std::make_unique<sources::LabelledTexts>(
-          file, *pieces_, labelled_options(c_.eval.batch_size, false));
+      const auto examples = text.file ? formats::read_labelled_texts(*text.file)
+                                      : formats::parse_labelled_texts(text.text, text.name);
+      auto source = example_batches(examples, text.name);
       reading.unit = "examples";
-      reading.count.units = source->examples();
+      reading.count.units = static_cast<int64_t>(examples.size());
       auto batches = described(std::move(source));
       batches.reading = std::move(reading);
       return batches;
     }
-    const auto text = formats::encode_raw_text(file, *pieces_);
-    reading.unit = "pieces";
-    reading.count.units = static_cast<int64_t>(text.ids.size());
-    reading.count.unknown = std::count(text.ids.begin(), text.ids.end(), formats::kUnkId);
-    reading.unknown_as = "<unk>";
-    auto options = permutation_options(c_.eval.batch_size);
-    reading.fitted = sources::fit_to_text(options, reading.count.units, file.string());
-    auto batches = described(records(text, options, false));
+    if (scoring.permutation) {
+      return permutation_batches(text);
+    }
+    auto tokens = sources::read_user_text(text, *tokenizer_, reading);
+    auto batches = left_to_right(tokens, scoring.streams, reading.fitted);
+    batches.owned = std::move(tokens);
     batches.reading = std::move(reading);
+    return batches;
+  }
+  sources::EvalBatches document_batches(
+      const std::vector<const formats::Tokens*>& documents) const override {
+    if (classification()) {
+      return {};
+    }
+    auto batches = sources::row_batches(c_, documents, sources::RowLayout::kSelf);
+    batches.reuse_len = 0;
     return batches;
   }
   std::unique_ptr<sources::BatchSource> example_batches(
       const std::vector<formats::LabelledText>& examples,
-      const std::string& name) override {
+      const std::string& name) const override {
     if (!pieces_ || !classification()) {
       return Dataset::example_batches(examples, name);
     }
@@ -168,30 +159,85 @@ class XLNetDataset : public sources::Dataset {
     return std::make_unique<sources::LabelledTexts>(
         encoded, name, labelled_options(c_.eval.batch_size, false));
   }
-  std::string token_text(int64_t id) const override {
-    return pieces_ ? pieces_->piece(id) : std::to_string(id);
-  }
 
  private:
-  const formats::SentencePiece& model_pieces() const {
-    if (!pieces_) {
-      throw UserError("random data has no SentencePiece model to encode and decode text with");
-    }
-    return *pieces_;
-  }
   bool classification() const {
     return c_.model.section<XLNetConfig>().n_class > 0;
   }
 
   static sources::EvalBatches described(std::unique_ptr<sources::BatchSource> source) {
-    auto setting = source->describe();
-    return {std::move(source), std::move(setting), nullptr, {}};
+    sources::EvalBatches batches;
+    batches.setting = source->describe();
+    batches.source = std::move(source);
+    return batches;
+  }
+
+  // The pretraining evaluation's estimate: permutation records of the text, drawn from the
+  // seed, num_predict targets each.
+  sources::EvalBatches permutation_batches(const sources::UserText& text) const {
+    const auto encoded = text.file ? formats::encode_raw_text(*text.file, *pieces_)
+                                   : formats::encode_raw_text(text.text, text.name, *pieces_);
+    sources::TextReading reading;
+    reading.unit = "pieces";
+    reading.count.units = static_cast<int64_t>(encoded.ids.size());
+    reading.count.unknown = std::count(encoded.ids.begin(), encoded.ids.end(), formats::kUnkId);
+    reading.unknown_as = "<unk>";
+    auto options = permutation_options(c_.eval.batch_size);
+    reading.fitted = sources::fit_to_text(options, reading.count.units, text.name);
+    auto batches = described(records(encoded, options, false));
+    batches.reading = std::move(reading);
+    return batches;
+  }
+
+  // Every piece of the text scored once, in order, each from the pieces before it: `streams`
+  // contiguous parts (fewer for a short text), segments of eval.tgt_len with the memory.
+  sources::EvalBatches left_to_right(
+      const std::shared_ptr<const formats::Tokens>& tokens,
+      int64_t streams,
+      std::string& fitted) const {
+    const int64_t n = tokens->size();
+    if (n < 2) {
+      throw UserError(fmt::format(
+          "{} holds {} piece{}: XLNet scores a text of at least 2 (the first is context only)",
+          tokens->name(),
+          n,
+          n == 1 ? "" : "s"));
+    }
+    const int64_t tgt_len = c_.eval.tgt_len.value_or(c_.train.tgt_len);
+    const int64_t rows = std::clamp<int64_t>(n / (tgt_len + 1), 1, streams);
+    if (rows < streams) {
+      fitted = fmt::format(
+          "{} holds {} pieces, too few for {} streams of a segment of {} (eval.tgt_len) each: "
+          "scored as {} stream{}",
+          tokens->name(),
+          n,
+          streams,
+          tgt_len,
+          rows,
+          rows == 1 ? "" : "s");
+    }
+    std::vector<sources::TokenRow> parts;
+    const int64_t each = n / rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      parts.push_back({tokens.get(), r * each, r + 1 == rows ? n - r * each : each});
+    }
+    auto batches = sources::over_tokens(
+        std::make_unique<sources::RowSegments>(
+            std::move(parts), tgt_len, sources::RowLayout::kSelf, tokens->name()),
+        fmt::format("left to right: tgt_len {}, {} stream{}", tgt_len, rows, rows == 1 ? "" : "s"),
+        *tokens);
+    batches.reuse_len = 0; // every position of a segment goes into the memory
+    batches.streams = rows;
+    return batches;
   }
 
   std::unique_ptr<sources::BatchSource> split_source(
       const std::string& split,
       int64_t batch_size,
       bool training) {
+    if (pieces_) {
+      sources::check_data_dir(dir_);
+    }
     const fs::path path = dir_ / sources::split_file(c_.data, split);
     if (classification()) {
       auto o = labelled_options(batch_size, training);
@@ -250,7 +296,7 @@ class XLNetDataset : public sources::Dataset {
   std::unique_ptr<sources::BatchSource> records(
       const formats::SentenceTokens& tokens,
       const sources::PermutationOptions& o,
-      bool training) {
+      bool training) const {
     try {
       return std::make_unique<sources::PermutationRecords>(tokens, word_starts_, o);
     } catch (const UserError& e) {
@@ -264,7 +310,8 @@ class XLNetDataset : public sources::Dataset {
 
   config::Config c_;
   fs::path dir_;
-  std::unique_ptr<formats::SentencePiece> pieces_; // null: random data
+  std::shared_ptr<const formats::Tokenizer> tokenizer_; // null: random data
+  const formats::SentencePiece* pieces_ = nullptr;
   int64_t n_token_;
   std::vector<bool> word_starts_;
   formats::SentenceTokens random_pieces_;
@@ -274,8 +321,10 @@ class XLNetDataset : public sources::Dataset {
 
 } // namespace
 
-std::unique_ptr<sources::Dataset> open_xlnet_dataset(const config::Config& config) {
-  return std::make_unique<XLNetDataset>(config);
+std::unique_ptr<sources::Dataset> open_xlnet_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer) {
+  return std::make_unique<XLNetDataset>(config, std::move(tokenizer));
 }
 
 std::unique_ptr<sources::Dataset> random_xlnet_dataset(

@@ -12,6 +12,7 @@ XLNetLengths XLNetLengths::with(const Span& span) const {
   XLNetLengths out = *this;
   out.mem_len = span.mem_len.value_or(mem_len);
   out.clamp_len = span.clamp_len.value_or(clamp_len);
+  out.reuse_len = span.reuse_len.value_or(reuse_len);
   return out;
 }
 

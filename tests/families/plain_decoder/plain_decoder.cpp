@@ -163,7 +163,9 @@ models::ModelFamily plain_decoder_family() {
   f.build = [](const config::Config& c, int64_t n_token) -> models::LanguageModel {
     return std::make_shared<PlainDecoderImpl>(options_of(c, n_token));
   };
-  f.open_dataset = [](const config::Config& c) { return sources::open_token_dataset(c); };
+  f.open_dataset = [](const config::Config& c, std::shared_ptr<const formats::Tokenizer> t) {
+    return sources::open_token_dataset(c, std::move(t));
+  };
   f.random_dataset = [](const config::Config& c, int64_t n_token, int64_t size) {
     return sources::random_token_dataset(c, n_token, size);
   };

@@ -12,7 +12,9 @@ namespace xl::models {
 
 /// data.dir's spiece.model and <split>.pieces or <split>.tsv; missing or mismatched files are
 /// UserErrors.
-std::unique_ptr<sources::Dataset> open_xlnet_dataset(const config::Config& config);
+std::unique_ptr<sources::Dataset> open_xlnet_dataset(
+    const config::Config& config,
+    std::shared_ptr<const formats::Tokenizer> tokenizer);
 
 /// `size` ordinary pieces (ids above XLNet's special ones, below `n_token`) cut into sentences
 /// of 8 to 31, and reviews of random classes.
