@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Scoring many short documents, and one short string in process: xl against Hugging Face.
 
-Documents: the sentences of WikiText-2's test split (its paragraphs cut after " . "), the first
---documents of them, each scored on its own (its memory from its own start) with a trained
+Documents: the sentences of WikiText-2's test split, then of its validation split (their
+paragraphs cut after " . "), the first --documents of them, each scored on its own (its memory from its own start) with a trained
 Transformer-XL run: xl by `xl-eval --documents` (--sessions sessions, eval.batch_size documents
 side by side), Hugging Face's TransfoXLLMHeadModel on the run's `xl-export` by the same recipe
 written in Python (documents sorted by length, --batch of them side by side, padded, segments of
 eval.tgt_len with the memory of eval.mem_len carried, no_grad, the log-probability of every
 token but the first). Both on --threads threads; the rounds alternate, so that a slow spell of a
 shared machine hits both. Prints documents per second for each and the ratio, and the largest
-difference between the two losses of a document (they must agree within 1e-4).
+difference between the two losses of a document (they must agree within 1e-4). Hugging Face gives
+every position's log-probability through its whole adaptive-softmax distribution (labels=None);
+its labels path, which computes the targets' alone but shifts them inside each call (a
+segment's last target dropped: other numbers), is timed too, for its speed.
 
 In process: one short string scored --repeat times by one xl::Model (examples/time_score, built
 against an install of the build) and by Hugging Face's forward on the same ids, the mean time
@@ -36,8 +39,19 @@ SHORT = "the film was released in the united states , and critics praised its mu
 
 
 def documents(n):
-    """The first n sentences of WikiText-2's test paragraphs ("=" headings left out)."""
-    text = lzma.open(ROOT / "data/wikitext-2/wiki.test.tokens.xz", "rt", encoding="utf-8").read()
+    """The first n sentences of WikiText-2's test paragraphs, then its validation paragraphs'
+    ("=" headings left out)."""
+    out = []
+    for split in ("test", "valid"):
+        text = lzma.open(ROOT / f"data/wikitext-2/wiki.{split}.tokens.xz", "rt", encoding="utf-8")
+        out += sentences(text.read())
+    if len(out) < n:
+        sys.exit(f"WikiText-2's test and validation splits hold {len(out)} sentences, fewer than {n}")
+    return out[:n]
+
+
+def sentences(text):
+    """The sentences of a WikiText split's paragraphs, each ending in " ."."""
     out = []
     for line in text.splitlines():
         line = line.strip()
@@ -46,9 +60,7 @@ def documents(n):
         for sentence in line.split(" . "):
             if len(sentence.split()) >= 2:
                 out.append(sentence.strip() + " .")
-    if len(out) < n:
-        sys.exit(f"WikiText-2's test split holds {len(out)} sentences, fewer than {n}")
-    return out[:n]
+    return out
 
 
 def evaluation(run):
@@ -93,7 +105,10 @@ class HuggingFace:
             ids[b, :len(row)] = torch.tensor(row)
         sums = torch.zeros(len(batch_of_ids), dtype=torch.float64)
         counts = torch.zeros(len(batch_of_ids), dtype=torch.long)
-        mems = None
+        # An empty memory: without one, TransfoXLModel starts with mem_len states of zeros, which
+        # every position of the first segments attends to.
+        config = self.model.config
+        mems = [torch.zeros(0, len(batch_of_ids), config.d_model) for _ in range(config.n_layer)]
         with torch.no_grad():
             for i in range(0, longest - 1, self.tgt_len):
                 s = min(self.tgt_len, longest - 1 - i)
@@ -105,7 +120,24 @@ class HuggingFace:
                 counts += counted.sum(1)
         return sums, counts
 
-    def documents(self, texts, batch):
+    def with_labels(self, batch_of_ids):
+        """The forwards of score() with labels: the adaptive softmax of the targets alone, the
+        speed of Hugging Face's cheaper path (which shifts its labels inside each call, so it
+        drops each segment's last target: not the same numbers)."""
+        torch = self.torch
+        longest = max(len(r) for r in batch_of_ids)
+        ids = torch.zeros(len(batch_of_ids), longest, dtype=torch.long)
+        for b, row in enumerate(batch_of_ids):
+            ids[b, :len(row)] = torch.tensor(row)
+        config = self.model.config
+        mems = [torch.zeros(0, len(batch_of_ids), config.d_model) for _ in range(config.n_layer)]
+        with torch.no_grad():
+            for i in range(0, longest - 1, self.tgt_len):
+                s = min(self.tgt_len, longest - 1 - i)
+                labels = ids[:, i:i + s] if s > 1 else None  # HF refuses labels of one position
+                mems = self.model(input_ids=ids[:, i:i + s], labels=labels, mems=mems).mems
+
+    def documents(self, texts, batch, labels=False):
         """Per document (nll, tokens), longest first in groups of `batch`; and the seconds."""
         start = time.perf_counter()
         encoded = [self.encode(t) for t in texts]
@@ -113,19 +145,24 @@ class HuggingFace:
         out = [None] * len(texts)
         for g in range(0, len(order), batch):
             group = order[g:g + batch]
+            if labels:
+                self.with_labels([encoded[i] for i in group])
+                continue
             sums, counts = self.score([encoded[i] for i in group])
             for r, i in enumerate(group):
                 out[i] = (-sums[r].item(), counts[r].item())
         return out, time.perf_counter() - start
 
-    def one(self, text, repeat):
-        """Seconds per forward of one short string, and its loss."""
+    def one(self, text, repeat, labels=False):
+        """Seconds per forward of one short string, and its loss (with labels: none)."""
         ids = self.encode(text)
-        self.score([ids])
+        call = (lambda: self.with_labels([ids])) if labels else (lambda: self.score([ids]))
+        call()
         start = time.perf_counter()
         for _ in range(repeat):
-            sums, counts = self.score([ids])
-        return (time.perf_counter() - start) / repeat, -sums[0].item() / counts[0].item()
+            out = call()
+        seconds = (time.perf_counter() - start) / repeat
+        return seconds, None if labels else -out[0][0].item() / out[1][0].item()
 
 
 def run(args, **kwargs):
@@ -154,13 +191,17 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--batch", type=int, help="documents side by side (default: the run's "
                         "eval.batch_size)")
-    parser.add_argument("--sessions", type=int, default=1, help="xl-eval --sessions")
+    parser.add_argument("--sessions", type=int, help="xl-eval --sessions, each on --threads / "
+                        "--sessions threads (default: one session a thread, the fastest on a CPU "
+                        "for short documents)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=200, help="calls of the short string")
     parser.add_argument("--json", help="also write the record to this file")
     args = parser.parse_args()
     lengths = evaluation(args.run)
     batch = args.batch or lengths["batch"]
+    sessions = args.sessions or args.threads
+    per_session = max(1, args.threads // sessions)
     texts = documents(args.documents)
     with tempfile.TemporaryDirectory(prefix="xl-bench-documents-") as tmp:
         work = pathlib.Path(tmp)
@@ -169,16 +210,17 @@ def main():
         run([BUILD / "bin/xl-export", "--run", args.run, "--out", work / "hf"])
         hf = HuggingFace(work / "hf", lengths, args.threads)
         timer = time_score_program(work)
-        xl_rates, hf_rates, xl_one, hf_one = [], [], [], []
+        xl_rates, hf_rates, hf_labels_rates, xl_one, hf_one, hf_labels_one = [], [], [], [], [], []
         for r in range(args.rounds):
             out = work / f"xl{r}.jsonl"
             said = run([BUILD / "bin/xl-eval", "--run", args.run, "--documents", work / "docs.jsonl",
-                        "--out", out, "--sessions", args.sessions, "--set",
-                        f"train.threads={args.threads}", "--set", f"eval.batch_size={batch}"])
+                        "--out", out, "--sessions", sessions, "--set",
+                        f"train.threads={per_session}", "--set", f"eval.batch_size={batch}"])
             seconds = float(said.stdout.split(" s, ")[0].rsplit("| ", 1)[1])
             xl_rates.append(len(texts) / seconds)
             theirs, hf_seconds = hf.documents(texts, batch)
             hf_rates.append(len(texts) / hf_seconds)
+            hf_labels_rates.append(len(texts) / hf.documents(texts, batch, labels=True)[1])
             ours = [json.loads(line) for line in out.read_text().splitlines()]
             worst = max(abs(o["loss"] - n / c) for o, (n, c) in zip(ours, theirs) if c > 0)
             if any(o["tokens"] != c for o, (_, c) in zip(ours, theirs)):
@@ -187,20 +229,27 @@ def main():
             xl_one.append(float(one[1]))
             hf_seconds_one, hf_loss = hf.one(SHORT, args.repeat)
             hf_one.append(hf_seconds_one)
+            hf_labels_one.append(hf.one(SHORT, args.repeat, labels=True)[0])
             print(f"round {r + 1}: documents {xl_rates[-1]:.1f} doc/s (xl) {hf_rates[-1]:.1f} "
-                  f"(Hugging Face), largest loss difference {worst:.2g}; one string "
-                  f"{xl_one[-1] * 1e3:.2f} ms (xl) {hf_one[-1] * 1e3:.2f} ms (Hugging Face), "
+                  f"(Hugging Face; {hf_labels_rates[-1]:.1f} with labels), largest loss "
+                  f"difference {worst:.2g}; one string "
+                  f"{xl_one[-1] * 1e3:.2f} ms (xl) {hf_one[-1] * 1e3:.2f} ms (Hugging Face; "
+                  f"{hf_labels_one[-1] * 1e3:.2f} with labels), "
                   f"losses {float(one[3]):.6f} {hf_loss:.6f}", flush=True)
             if worst > 1e-4 or abs(float(one[3]) - hf_loss) > 1e-4:
                 sys.exit("the losses differ by more than 1e-4")
     record = {
-        "documents": len(texts), "batch": batch, "sessions": args.sessions,
+        "documents": len(texts), "batch": batch, "sessions": sessions,
         "threads": args.threads, "rounds": args.rounds, **lengths,
         "xl_docs_per_s": statistics.median(xl_rates), "hf_docs_per_s": statistics.median(hf_rates),
+        "hf_labels_docs_per_s": statistics.median(hf_labels_rates),
         "xl_ms_per_string": statistics.median(xl_one) * 1e3,
-        "hf_ms_per_string": statistics.median(hf_one) * 1e3}
+        "hf_ms_per_string": statistics.median(hf_one) * 1e3,
+        "hf_labels_ms_per_string": statistics.median(hf_labels_one) * 1e3}
     record["documents_ratio"] = record["xl_docs_per_s"] / record["hf_docs_per_s"]
+    record["documents_ratio_labels"] = record["xl_docs_per_s"] / record["hf_labels_docs_per_s"]
     record["string_ratio"] = record["hf_ms_per_string"] / record["xl_ms_per_string"]
+    record["string_ratio_labels"] = record["hf_labels_ms_per_string"] / record["xl_ms_per_string"]
     print(json.dumps(record))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(record, indent=2) + "\n")

@@ -28,7 +28,9 @@ Evaluator::Evaluator(models::LanguageModelImpl& model, EvalOptions options)
       start_(std::chrono::steady_clock::now()) {}
 
 void Evaluator::consume(const sources::Batch& batch, bool continues_streams) {
-  torch::NoGradGuard no_grad;
+  // Inference mode: no autograd records, no version counters; what it makes (the memory, the
+  // projection cache) is read by the evaluation alone.
+  const c10::InferenceMode inference;
   runtime::AutocastGuard autocast(options_.device, options_.bf16);
   models::ForwardArgs args;
   args.span = options_.span;

@@ -159,7 +159,7 @@ Generated generate(
       options.segment,
       ", ",
       options.window);
-  torch::NoGradGuard no_grad;
+  const c10::InferenceMode inference; // no autograd records: only the drawn ids leave
   const EvalScope eval_scope(model);
   const runtime::KeptWeightCasts kept_casts(options.bf16);
   GenerationSteps steps(model, prompt, options);
