@@ -2,7 +2,8 @@
 """Fault trial: random kills, failed writes, signals and corruptions against a built xl (build/bin).
 
   python3 scripts/fault_trial.py [--kills N] [--first-checkpoint-kills N] [--replacement-kills N]
-      [--prep-kills N] [--signals N] [--no-write-failures] [--corruptions N] [--seed S] [--steps N]
+      [--prep-kills N] [--export-kills N] [--signals N] [--no-write-failures] [--corruptions N]
+      [--seed S] [--steps N]
 
 A reference run of configs/txl/tiny.yaml (constant learning rate, --steps steps) on WikiText-2,
 then, each run continued with --auto-resume (what a scheduler or torchrun --max-restarts does):
@@ -23,7 +24,9 @@ exactly the reference's loss, and ends with the reference's validation loss.
 Prep kills: `xl-prep --force` replacing a prepared folder with one of another vocabulary,
 SIGKILLed after a random delay (or the moment its staging folder appears); the folder must then
 hold the old files or the new ones, byte for byte, never a mix, and a second xl-prep must
-complete it.
+complete it. Export kills: `xl-export --force` over an earlier export of another run, killed
+the same ways: the folder is the earlier export or the new one, byte for byte (what Hugging
+Face loads: config.json beside its own weights), and a second xl-export completes it.
 
 Corruptions: N times, one random byte of one file of the reference run XOR-ed with a random
 non-zero value (last.pt, the test split's token file or the vocabulary; put back afterwards). A
@@ -294,6 +297,57 @@ def prep_kills(work, text, rng, n):
     return kept, failures
 
 
+def export_kills(trial, rng, n):
+    """xl-export --force over an earlier export of another run, killed at random: the folder is
+    the earlier export or the new one, never a mix, and the next xl-export completes it."""
+    other = trial.work / "export-other"
+    r = run(trial.train(other, "--set", "train.seed=7", "--set", "train.max_step=20"))
+    if r.returncode != 0:
+        sys.exit("the second run failed:\n" + r.stdout + r.stderr)
+
+    def export(run_dir, out):
+        return [BIN / "xl-export", "--run", run_dir, "--out", out, "--force"]
+    old, new = trial.work / "export-old", trial.work / "export-new"
+    start = time.monotonic()
+    for run_dir, out in [(other, old), (trial.ref, new)]:
+        r = run(export(run_dir, out))
+        if r.returncode != 0:
+            sys.exit("xl-export failed:\n" + r.stdout + r.stderr)
+    duration = (time.monotonic() - start) / 2
+    want_old, want_new = prepared(old), prepared(new)
+    kept = failures = 0
+    for i in range(n):
+        out = trial.work / f"export-{i}"
+        shutil.copytree(old, out)
+        process = subprocess.Popen([str(a) for a in export(trial.ref, out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if i % 3 == 0:  # the moment the staging folder appears
+            staging = trial.work / f".export-{i}.staged"
+            while process.poll() is None and not staging.exists():
+                pass
+            delay = 0.0
+        else:
+            delay = rng.uniform(0, duration)
+            time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        state = prepared(out)
+        found = "old" if state == want_old else "new" if state == want_new else "MIXED"
+        again = run(export(trial.ref, out))
+        ok = found != "MIXED" and again.returncode == 0 and prepared(out) == want_new
+        ok = ok and not any(p.name.startswith(f".export-{i}.") for p in trial.work.iterdir())
+        where = f"export kill {i}: killed after {delay:.2f} s: the folder {found}"
+        if ok:
+            kept += 1
+            shutil.rmtree(out)
+            print(f"{where}, completed by the next xl-export")
+        else:
+            failures += 1
+            print(f"{where}: NOT KEPT (next xl-export exit {again.returncode}) "
+                  f"{again.stderr[-300:]}")
+    return kept, failures
+
+
 def corruptions(trial, rng, n):
     ref, data = trial.ref, trial.data
     targets = [ref / "checkpoints" / "last.pt", data / "test.bin", data / "vocab.txt"]
@@ -331,6 +385,7 @@ def main():
     parser.add_argument("--first-checkpoint-kills", type=int, default=12)
     parser.add_argument("--replacement-kills", type=int, default=24)
     parser.add_argument("--prep-kills", type=int, default=24)
+    parser.add_argument("--export-kills", type=int, default=12)
     parser.add_argument("--signals", type=int, default=10)
     parser.add_argument("--no-write-failures", action="store_true")
     parser.add_argument("--corruptions", type=int, default=300)
@@ -371,6 +426,10 @@ def main():
     kept, prep_failures = prep_kills(work, text, rng, args.prep_kills)
     trial.failures += prep_failures
     summary.append(f"prep kills: {kept} of {args.prep_kills} left the old or the new folder")
+    kept, export_failures = export_kills(trial, rng, args.export_kills)
+    trial.failures += export_failures
+    summary.append(f"export kills: {kept} of {args.export_kills} left the earlier or the new "
+                   "export")
     caught, counts = corruptions(trial, rng, args.corruptions)
     summary.append(f"corruptions: {caught} of {args.corruptions} caught (" + ", ".join(
         f"{name} {c[1]} of {c[0]}" for name, c in counts.items()) + ")")

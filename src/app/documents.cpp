@@ -73,7 +73,13 @@ std::optional<int64_t> resume_after(const fs::path& out) {
 class LineWriter {
  public:
   LineWriter(const std::optional<fs::path>& out, bool append)
-      : out_(out), file_(out ? std::fopen(out->c_str(), append ? "ab" : "wb") : stdout) {
+      : out_(out),
+        // A device or a descriptor is written into as it is: appended, never synced.
+        through_(!out || run::writes_through(*out)),
+        file_(
+            !out           ? stdout
+                : through_ ? ::fdopen(run::open_through("--out", *out), "ab")
+                           : std::fopen(out->c_str(), append ? "ab" : "wb")) {
     if (file_ == nullptr) {
       throw UserError(
           fmt::format("cannot write --out {}: {}", out->string(), std::strerror(errno)));
@@ -89,7 +95,7 @@ class LineWriter {
 
   void write(const std::string& lines) {
     if (std::fwrite(lines.data(), 1, lines.size(), file_) != lines.size() ||
-        std::fflush(file_) != 0 || (out_ && ::fsync(::fileno(file_)) != 0)) {
+        std::fflush(file_) != 0 || (!through_ && ::fsync(::fileno(file_)) != 0)) {
       throw UserError(fmt::format(
           "cannot write {}: {}", out_ ? out_->string() : "stdout", std::strerror(errno)));
     }
@@ -97,6 +103,7 @@ class LineWriter {
 
  private:
   std::optional<fs::path> out_;
+  bool through_;
   std::FILE* file_;
 };
 
@@ -290,8 +297,11 @@ int run_documents(const config::Config& config, const DocumentsRequest& request)
   run::OutputFiles files(request.force || request.resume);
   files.add_input("--documents", request.documents);
   const auto out = files.add("--out", request.out);
-  if (request.resume && !out) {
-    throw UserError("--resume continues the file --out names: give --out");
+  if (request.resume && (!out || run::writes_through(*out))) {
+    throw UserError(fmt::format(
+        "--resume continues the file --out names{}",
+        out ? fmt::format(", and {} is a device or a descriptor, not a file", out->string())
+            : ": give --out"));
   }
   formats::DocumentReader reader(request.documents, request.format);
   const Range range = places_of(reader, request, out);

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <set>
 
 #include "xl/app/cli.h"
+#include "xl/formats/token_file.h"
 #include "xl/infer/run_tokenizer.h"
 #include "xl/infer/trained_run.h"
 #include "xl/io/safetensors.h"
@@ -14,13 +16,24 @@
 #include "xl/run/outputs.h"
 #include "xl/run/run_dir.h"
 #include "xl/sources/dataset.h"
+#include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/staged_folder.h"
 
 namespace xl::app {
 
 int run_export(const config::Config& config, const ExportRequest& request) {
   run::setup_logging(config.run.log_level);
   const auto out = run::check_output_folder("--out", request.out, request.force);
+  std::error_code ec;
+  if (const auto data =
+          std::filesystem::is_directory(out, ec) ? formats::prepared_data_in(out) : std::nullopt) {
+    throw UserError(fmt::format(
+        "--out {} is a data folder xl-prep wrote (it holds {}), which runs read: an export "
+        "never writes into one, --force neither; name another folder",
+        request.out,
+        data->filename().string()));
+  }
   // Checked before the weights are read: what HF cannot express fails at once, unless the
   // config is not the checkpoint's, which is said first.
   const auto dataset =
@@ -37,21 +50,21 @@ int run_export(const config::Config& config, const ExportRequest& request) {
   open.checkpoint = request.checkpoint;
   open.device = torch::kCPU;
   const auto trained = infer::TrainedRun::open(config, request.run_dir, open);
-  run::create_output_folder("--out", out);
+  // The folder swapped in whole: a kill leaves the earlier export or this one, never a mix.
+  if (out.has_parent_path()) {
+    run::create_output_folder("--out", out.parent_path());
+  }
+  StagedFolder staged(out, "xl-export --out");
   io::save_safetensors(
-      out / "model.safetensors", models::hf_state(trained->model()), {{"format", "pt"}});
-  atomic_write(out / "config.json", hf.dump(2) + "\n");
+      staged.path() / "model.safetensors", models::hf_state(trained->model()), {{"format", "pt"}});
+  atomic_write(staged.path() / "config.json", hf.dump(2) + "\n");
   const auto vocabulary = dataset->vocabulary_file();
-  std::filesystem::copy_file(
-      vocabulary, out / vocabulary.filename(), std::filesystem::copy_options::overwrite_existing);
+  atomic_copy(vocabulary, staged.path() / vocabulary.filename(), "vocabulary");
   // An earlier export of another family (--force) left the other vocabulary, which HF's
   // tokenizers would read beside this one.
-  for (const char* other : {"vocab.txt", "spiece.model"}) {
-    if (vocabulary.filename() != other) {
-      std::error_code ec;
-      std::filesystem::remove(out / other, ec);
-    }
-  }
+  std::set<std::string> others{"vocab.txt", "spiece.model"};
+  others.erase(vocabulary.filename().string());
+  staged.commit(others);
   std::cout << fmt::format(
                    "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
                    "in Python: {}.from_pretrained(\"{}\")",

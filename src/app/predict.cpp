@@ -168,8 +168,7 @@ int run_prediction(const config::Config& config, const PredictRequest& request) 
   // 3. The predictions, part by part, into --out (whole or not at all) or onto stdout.
   Predictor predictor(*run, request);
   if (out) {
-    run::create_output_folder("--out", out->has_parent_path() ? out->parent_path() : ".");
-    atomic_write(*out, [&](const ByteSink& sink) { predictor.run(sink); });
+    run::write_output("--out", *out, [&](const ByteSink& sink) { predictor.run(sink); });
     std::cout << predictor.summary() << std::endl;
   } else {
     predictor.run([](const void* data, size_t size) { std::fwrite(data, 1, size, stdout); });

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "xl/run/outputs.h"
 #include "xl/run/progress.h"
 #include "xl/util/files.h"
 #include "xl/util/log.h"
@@ -22,6 +23,15 @@ constexpr int64_t kBlock = 1 << 16;
 std::string row(int64_t index, const std::string& token, float log_prob) {
   return std::isnan(log_prob) ? fmt::format("{}\t{}\t\n", index, tsv_field(token))
                               : fmt::format("{}\t{}\t{:.6g}\n", index, tsv_field(token), log_prob);
+}
+
+// Beside the file, on its disk (its folder may be made only when it is written); a device's, or
+// a file's in a folder not made yet, in the scratch folder.
+std::filesystem::path scratch_beside(const std::filesystem::path& out) {
+  const auto folder = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  return run::writes_through(out) || !std::filesystem::is_directory(folder, ec) ? scratch_dir()
+                                                                                : folder;
 }
 
 } // namespace
@@ -59,7 +69,7 @@ PerTokenListing::PerTokenListing(
       token_text_(std::move(token_text)),
       scratch_(
           out_ ? std::make_unique<ScratchFile>(
-                     out_->has_parent_path() ? out_->parent_path() : std::filesystem::path("."),
+                     scratch_beside(*out_),
                      "--per-token " + out_->string())
                : std::make_unique<ScratchFile>(ScratchFile::in_memory("each token's score"))) {
   if (tokens_ == nullptr) {
@@ -151,7 +161,7 @@ int64_t PerTokenListing::each_row(const RowSink& sink, double progress_seconds) 
 int64_t PerTokenListing::write(double progress_seconds) const {
   TORCH_CHECK(out_, "a listing kept in memory is read with each_row(), not written");
   int64_t rows = 0;
-  atomic_write(*out_, [&](const ByteSink& sink) {
+  run::write_output("--per-token", *out_, [&](const ByteSink& sink) {
     sink(kHeader, std::char_traits<char>::length(kHeader));
     std::string lines;
     rows = each_row(

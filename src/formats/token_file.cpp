@@ -53,7 +53,10 @@ void write_token_file(
   });
 }
 
-bool looks_like_token_file(const std::filesystem::path& path) {
+namespace {
+
+// Whether the file at `path` starts with `expected` (8 bytes).
+bool starts_with_magic(const std::filesystem::path& path, const char* expected) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return false;
@@ -65,7 +68,24 @@ bool looks_like_token_file(const std::filesystem::path& path) {
   char magic[8] = {};
   const bool read = ::read(fd, magic, sizeof(magic)) == static_cast<ssize_t>(sizeof(magic));
   ::close(fd);
-  return read && std::memcmp(magic, token_format().magic, sizeof(magic)) == 0;
+  return read && std::memcmp(magic, expected, sizeof(magic)) == 0;
+}
+
+} // namespace
+
+bool looks_like_token_file(const std::filesystem::path& path) {
+  return starts_with_magic(path, token_format().magic);
+}
+
+std::optional<std::filesystem::path> prepared_data_in(const std::filesystem::path& folder) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    if (starts_with_magic(entry.path(), token_format().magic) ||
+        starts_with_magic(entry.path(), "XLPIECES")) {
+      return entry.path();
+    }
+  }
+  return std::nullopt;
 }
 
 TokenFile::TokenFile(

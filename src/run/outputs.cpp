@@ -1,7 +1,12 @@
 #include "xl/run/outputs.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -108,12 +113,73 @@ void check_plain_name(const std::string& flag, const std::string& name) {
   }
 }
 
+namespace {
+
+// A descriptor's link on the way from `path` (/proc/<pid>/fd/<n>, /dev/fd/<n>, or what leads to
+// one, as /dev/stdout does): its process (0: this one) and descriptor; nothing else.
+std::optional<std::pair<int, int>> descriptor_link(const fs::path& path) {
+  std::error_code ec;
+  fs::path at = fs::absolute(path, ec).lexically_normal();
+  for (int hop = 0; hop < 40; ++hop) {
+    const auto parent = at.parent_path();
+    const auto owner = parent.parent_path();
+    if (parent.filename() == "fd" && (owner == "/dev" || owner.parent_path() == "/proc")) {
+      const std::string process = owner.filename().string();
+      const bool ours = owner == "/dev" || process == "self" ||
+          process == std::to_string(::getpid()) || process == "thread-self";
+      const std::string number = at.filename().string();
+      const bool digits = !number.empty() &&
+          number.find_first_not_of("0123456789") == std::string::npos && number.size() < 9;
+      return std::pair{ours ? 0 : -1, digits ? std::stoi(number) : -1};
+    }
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) {
+      return std::nullopt;
+    }
+    const auto target = fs::read_symlink(at, ec);
+    if (ec) {
+      return std::nullopt;
+    }
+    at = (target.is_absolute() ? target : at.parent_path() / target).lexically_normal();
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+bool writes_through(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  return descriptor_link(path).has_value() || fs::is_character_file(status) || fs::is_fifo(status);
+}
+
+int open_through(const std::string& flag, const fs::path& path) {
+  // One of this process's own descriptors (/dev/stdout): written through that descriptor, so
+  // that what it and this write come in the order they were written; what stdio holds first.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const auto link = descriptor_link(path);
+  const int fd = link && link->first == 0 && link->second >= 0
+      ? ::fcntl(link->second, F_DUPFD_CLOEXEC, 0)
+      : ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    throw UserError(
+        fmt::format("{} {}: cannot write: {}", flag, path.string(), std::strerror(errno)));
+  }
+  return fd;
+}
+
 fs::path check_output_file(const std::string& flag, const std::string& path, bool force) {
   check_not_empty(flag, path);
-  const fs::path file(path);
+  fs::path file(path);
   std::error_code ec;
   if (fs::is_directory(file, ec)) {
     throw UserError(fmt::format("{} {} is a folder; name a file to write", flag, path));
+  }
+  if (writes_through(file)) {
+    return file; // a device, a pipe or a descriptor: written into, never replaced
+  }
+  if (fs::is_symlink(fs::symlink_status(file, ec))) {
+    file = resolved(file); // the file it leads to is replaced, the link stays
   }
   if (const auto run = enclosing_run(file)) { // through links: judged by where it leads
     if (const auto role = file_role(*run, file); !role.empty()) {
@@ -128,8 +194,11 @@ fs::path check_output_file(const std::string& flag, const std::string& path, boo
   }
   if (fs::exists(fs::symlink_status(file, ec))) {
     if (!fs::is_regular_file(file, ec)) {
-      throw UserError(
-          fmt::format("{} {} exists and is not a regular file; name another file", flag, path));
+      throw UserError(fmt::format(
+          "{} {} exists and is a {}, not a file; name another file",
+          flag,
+          path,
+          fs::is_block_file(file, ec) ? "disk" : "socket or another special file"));
     }
     if (!force) {
       throw UserError(fmt::format(
@@ -173,7 +242,7 @@ std::optional<fs::path> OutputFiles::add(
   }
   fs::path file = check_output_file(flag, *path, force_);
   for (const auto& [other_flag, other] : checked_) {
-    if (same_file(other, file)) {
+    if (!writes_through(file) && same_file(other, file)) {
       throw UserError(fmt::format("{} and {} name the same file: {}", other_flag, flag, *path));
     }
   }
@@ -232,11 +301,45 @@ void create_output_folder(const std::string& flag, const fs::path& folder) {
   }
 }
 
-void write_output_file(const std::string& flag, const fs::path& path, const std::string& content) {
-  if (path.has_parent_path()) {
-    create_output_folder(flag, path.parent_path());
+void write_output(
+    const std::string& flag,
+    const fs::path& path,
+    const std::function<void(const ByteSink&)>& produce) {
+  if (!writes_through(path)) {
+    if (path.has_parent_path()) {
+      create_output_folder(flag, path.parent_path());
+    }
+    atomic_write(path, produce);
+    return;
   }
-  atomic_write(path, content);
+  const int fd = open_through(flag, path);
+  try {
+    produce([&](const void* data, size_t size) {
+      const auto* bytes = static_cast<const char*>(data);
+      for (size_t done = 0; done < size;) {
+        const ssize_t n = ::write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR) {
+          continue;
+        }
+        if (n <= 0) {
+          throw UserError(fmt::format(
+              "{} {}: cannot write: {}",
+              flag,
+              path.string(),
+              n < 0 ? std::strerror(errno) : "nothing written"));
+        }
+        done += static_cast<size_t>(n);
+      }
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+void write_output_file(const std::string& flag, const fs::path& path, const std::string& content) {
+  write_output(flag, path, [&](const ByteSink& sink) { sink(content.data(), content.size()); });
 }
 
 } // namespace xl::run

@@ -90,6 +90,10 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
   if (step % config_.train.eval_interval != 0 && step != s.last_step && !signalled) {
     return;
   }
+  // The run's own validations count (the plateau schedule, train.early_stop, the best so far);
+  // one at --stop-at-step between them is shown and recorded, but counting it would make the
+  // resumed run go on from other ones than an uninterrupted run's.
+  const bool counts = step % config_.train.eval_interval == 0 || step == config_.train.max_step;
   bool best = false;
   if (!signalled) {
     s.last_valid = validate(s, step);
@@ -116,19 +120,25 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
           valid,
           last_good_checkpoint()));
     }
-    if (s.schedule->observe(valid)) {
-      logger().info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
+    if (counts) {
+      if (s.schedule->observe(valid)) {
+        logger().info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
+      }
+      best = valid < s.loop.best_valid;
+      s.loop.best_valid = std::min(s.loop.best_valid, valid);
+      s.loop.stale_validations = best ? 0 : s.loop.stale_validations + 1;
+      s.stopped_early = stale(s);
+    } else {
+      // Until a validation that counts, this checkpoint is the best the tools can open.
+      std::error_code ec;
+      best = !std::filesystem::exists(paths_.best_checkpoint(), ec);
     }
-    best = valid < s.loop.best_valid;
-    s.loop.best_valid = std::min(s.loop.best_valid, valid);
-    s.loop.stale_validations = best ? 0 : s.loop.stale_validations + 1;
-    s.stopped_early = stale(s);
   }
   save(s, best);
   s.saved_step = step;
   logger().info(
       "checkpoint step {} -> {}{}", step, paths_.last_checkpoint().string(), best ? " (best)" : "");
-  if (!signalled) {
+  if (!signalled && counts) {
     keep_snapshot(step);
   }
 }

@@ -47,13 +47,18 @@ int make_locked(const fs::path& dir) {
   return fd;
 }
 
-// Hard links of `from`'s files (folders recreated) into `to` where `to` has none of that name.
-void link_missing(const fs::path& from, const fs::path& to) {
+// Hard links of `from`'s files (folders recreated) into `to` where `to` has none of that name,
+// those named in `left_out` left out.
+void link_missing(
+    const fs::path& from,
+    const fs::path& to,
+    const std::set<std::string>& left_out = {}) {
   for (const auto& entry : fs::directory_iterator(from)) {
     const fs::path there = to / entry.path().filename();
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(there, ec))) {
-      continue; // written anew
+    if (fs::exists(fs::symlink_status(there, ec)) ||
+        left_out.count(entry.path().filename().string()) > 0) {
+      continue; // written anew, or to go
     }
     if (entry.is_directory() && !entry.is_symlink()) {
       fs::create_directory(there);
@@ -151,14 +156,14 @@ StagedFolder::~StagedFolder() {
   }
 }
 
-void StagedFolder::commit() {
+void StagedFolder::commit(const std::set<std::string>& left_out) {
   std::error_code ec;
   const bool replacing = fs::exists(target_, ec);
   // The old folder is locked before the swap puts it at the staging path, so that a second
   // writer waits for its removal instead of taking it for a killed writer's.
   int old_fd = -1;
   if (replacing) {
-    link_missing(target_, staging_);
+    link_missing(target_, staging_, left_out);
     old_fd = ::open(target_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (old_fd >= 0) {
       ::flock(old_fd, LOCK_EX | LOCK_NB);

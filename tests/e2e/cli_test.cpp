@@ -70,6 +70,45 @@ std::map<std::string, std::string> run_files(const fs::path& run) {
 // output (with --force neither), names are plain, an existing output needs --force, the
 // check comes before the work, and a run's config.yaml trains only its own run. The run's
 // bytes are compared before and after all of it.
+// A device, a pipe or a descriptor's link (/dev/stdout with the output redirected to a file) is
+// written into as it is, without --force and never replaced; a link to a file stays a link, the
+// file it leads to replaced. A missing folder of an output is made.
+TEST(Integrity, OutputsWriteThroughDevicesAndKeepLinks) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 4"), dir.path()).status, 0);
+  write_file(dir / "t.txt", "the game was released .\n");
+  const std::string eval = std::string(kBinDir) + "/xl-eval --run r --file t.txt";
+  for (const std::string device : {"/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"}) {
+    SCOPED_TRACE(device);
+    fs::remove(dir / "out.txt");
+    const auto r = run_command(
+        "(" + eval + " --json " + device + " --per-token " + device + " >out.txt 2>err.txt)",
+        dir.path());
+    ASSERT_EQ(r.status, 0) << read_text(dir / "err.txt");
+    const auto out = read_text(dir / "out.txt");
+    EXPECT_THAT(out, HasSubstr("\"tokens\": 5"));          // the JSON
+    EXPECT_THAT(out, HasSubstr("index\ttoken\tlog_prob")); // the listing
+    EXPECT_THAT(out, HasSubstr("t.txt | loss"));           // the result line, after them
+  }
+  EXPECT_TRUE(fs::is_symlink("/dev/stdout"));
+  EXPECT_EQ(run_command(eval + " --json /dev/null", dir.path()).status, 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // A link to a file: replaced through it, with --force.
+  write_file(dir / "real.json", "old\n");
+  fs::create_symlink("real.json", dir / "link.json");
+  auto r = run_command(eval + " --json link.json", dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("link.json exists; pass --force"));
+  r = run_command(eval + " --json link.json --force", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_THAT(read_text(dir / "real.json"), HasSubstr("\"tokens\": 5"));
+  // A folder not made yet.
+  r = run_command(eval + " --per-token new/deeper/t.tsv", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(read_text(dir / "new/deeper/t.tsv"), HasSubstr("index\ttoken"));
+}
+
 TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
   TempDir dir;
   const auto trained =
@@ -95,6 +134,7 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
            {"xl-predict --run r --file afile --out r/train.log", "(its log)"},
            {"xl-export --run r --out r", "is the run in"},
            {"xl-export --run r --out r/checkpoints/hf --force", "is inside the run in"},
+           {"xl-export --run r --out data --force", "is a data folder xl-prep wrote"},
            {"xl-prep --train afile --out r", "is the run in"},
            {"xl-train -c r/config.yaml --set run.name=.. --set run.dir=null",
             "run.name: expected a plain name"},
@@ -108,6 +148,9 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
     if (command.find("copy/") != std::string::npos && !fs::exists(dir / "copy")) {
       fs::copy(dir / "r", dir / "copy", fs::copy_options::recursive);
     }
+    if (command.find("--out data") != std::string::npos && !fs::exists(dir / "data")) {
+      fs::copy(corpus_dir(), dir / "data", fs::copy_options::recursive);
+    }
     write_file(dir / "afile", "text\n");
     // "user": a new run into a folder of the user's files
     const auto r =
@@ -118,6 +161,7 @@ TEST(Integrity, ToolsNeverWriteOverARunOrOutsideTheirFolder) {
     EXPECT_THAT(r.output, Not(HasSubstr("evaluating"))); // refused before the work
   }
   EXPECT_EQ(read_text(dir / "user/config.yaml"), "the user's own notes\n");
+  EXPECT_EQ(read_text(dir / "data/vocab.txt"), read_text(corpus_dir() / "vocab.txt"));
   EXPECT_EQ(run_files(dir / "r"), before);
   EXPECT_EQ(run_files(dir / "copy"), before);
 

@@ -64,6 +64,45 @@ TEST(EarlyStopping, EndsAtTheRightStepAndAKilledRunResumesToTheSameStop) {
   EXPECT_EQ(checkpoint_step(dir / "cut"), 100);
 }
 
+// step -> the learning rate of a run's training records (the last record of a step).
+std::map<int64_t, double> learning_rates(const fs::path& run) {
+  std::map<int64_t, double> out;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("split", "") == "train") {
+      out[record["step"].get<int64_t>()] = record["lr"].get<double>();
+    }
+  }
+  return out;
+}
+
+// --stop-at-step between two validations, then --resume: the run an uninterrupted one is. The
+// validation at the stop is shown but does not count, for the plateau schedule (its learning
+// rate halves at each validation without a new best) nor for train.early_stop (3 of them end
+// the run): counted, the cut run would stop at step 30 with another learning rate from 15 on.
+TEST(EarlyStopping, AStopBetweenValidationsChangesNothingOfTheRun) {
+  TempDir dir;
+  const std::string stale =
+      "--set train.max_step=100 train.lr=1e-30 train.eval_interval=10 train.early_stop=3 "
+      "train.scheduler=plateau train.patience=0 train.log_interval=1 ";
+  const auto reference = run_command(train_command(dir / "ref", stale), dir.path());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  EXPECT_THAT(reference.output, HasSubstr("at step 40 of 100"));
+  auto cut = run_command(train_command(dir / "cut", stale + "--stop-at-step 15"), dir.path());
+  ASSERT_EQ(cut.status, 0) << cut.output;
+  EXPECT_TRUE(fs::exists(dir / "cut/checkpoints/best.pt")); // the tools have one to open
+  cut = run_command(train_command(dir / "cut", stale + "--resume --stop-at-step 27"), dir.path());
+  ASSERT_EQ(cut.status, 0) << cut.output;
+  cut = run_command(train_command(dir / "cut", stale + "--resume"), dir.path());
+  ASSERT_EQ(cut.status, 0) << cut.output;
+  EXPECT_THAT(cut.output, HasSubstr("at step 40 of 100"));
+  EXPECT_EQ(checkpoint_step(dir / "cut"), 40);
+  expect_same_losses_after(train_losses(dir / "ref"), train_losses(dir / "cut"), 0, 40);
+  EXPECT_EQ(learning_rates(dir / "cut"), learning_rates(dir / "ref"));
+}
+
 // A save that cannot be written (here: past a file-size limit, as on a full disk) is a one-line
 // error; the previous checkpoint and nothing else stays.
 TEST(Integrity, AFailedSaveKeepsThePreviousCheckpoint) {

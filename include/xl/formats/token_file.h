@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ void write_token_file(
 /// Whether `path` is a regular file that starts as a token file does (its magic), rather than
 /// text; reads nothing of anything else (a pipe is left unread).
 bool looks_like_token_file(const std::filesystem::path& path);
+
+/// A file xl-prep wrote in `folder` (a token file or a pieces file, told by its magic), if
+/// any: the folder is a prepared corpus, whose runs read its files.
+std::optional<std::filesystem::path> prepared_data_in(const std::filesystem::path& folder);
 
 class TokenFile : public Tokens {
  public:

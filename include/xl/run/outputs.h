@@ -4,10 +4,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "xl/util/files.h"
 
 namespace xl::run {
 
@@ -24,11 +27,24 @@ std::string file_role(const std::filesystem::path& run, const std::filesystem::p
 /// "." or "..", with a '/', a NUL or another control character, or longer than 255 bytes.
 void check_plain_name(const std::string& flag, const std::string& name);
 
-/// Checks the file a tool is about to write for `flag` before it starts work, and returns it:
-/// refuses an empty path, a folder or anything but a regular file, a file a run owns or
-/// anything under a run's checkpoints/ (with --force too), an existing file unless `force`,
-/// and a path whose existing part is not a writable folder. Missing folders are created when
-/// the file is written (write_output_file).
+/// Whether `path` is written through rather than replaced: a character device (/dev/null, a
+/// terminal), a pipe, or a descriptor's link (/dev/stdout, /proc/self/fd/1, /dev/fd/3, even where
+/// the descriptor is a file the shell redirected). A tool writes into these as they are; it
+/// never replaces them, nor the links that lead to them.
+bool writes_through(const std::filesystem::path& path);
+
+/// A descriptor to write `path` through (writes_through), after what stdio holds is flushed: a
+/// copy of this process's own descriptor where `path` leads to one (/dev/stdout: the order of
+/// what is written through it and through stdout is kept), else `path` opened to append. The
+/// caller closes it; a failure is a UserError naming `flag`.
+int open_through(const std::string& flag, const std::filesystem::path& path);
+
+/// Checks the file a tool is about to write for `flag` before it starts work, and returns where
+/// it goes: a path that writes_through() as it is (no --force needed), a link to a file as the
+/// file it leads to (the link stays), else the path. Refuses an empty path, a folder, a disk,
+/// a socket, a file a run owns or anything under a run's checkpoints/ (with --force too), an
+/// existing file unless `force`, and a path whose existing part is not a writable folder.
+/// Missing folders are created when the file is written (write_output).
 std::filesystem::path check_output_file(
     const std::string& flag,
     const std::string& path,
@@ -65,8 +81,15 @@ std::filesystem::path check_output_folder(
 /// Creates `folder` and the folders above it, a UserError naming `flag` when it cannot.
 void create_output_folder(const std::string& flag, const std::filesystem::path& folder);
 
-/// Writes `content` to a file checked by check_output_file, atomically, creating the folders
-/// above it; a failure is a UserError naming `flag`.
+/// Writes what `produce` streams to a path checked by check_output_file: a file replaced whole
+/// and atomically, the folders above it created; a device, pipe or descriptor's link written
+/// through, appended to. A failure is a UserError naming `flag`.
+void write_output(
+    const std::string& flag,
+    const std::filesystem::path& path,
+    const std::function<void(const ByteSink&)>& produce);
+
+/// write_output of content held in memory.
 void write_output_file(
     const std::string& flag,
     const std::filesystem::path& path,

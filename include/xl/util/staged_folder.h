@@ -26,8 +26,9 @@ class StagedFolder {
     return staging_;
   }
   /// Links the target's files that the staging folder does not hold into it (they stay, as they
-  /// were), makes it durable, swaps it in for the target and removes the old content.
-  void commit();
+  /// were), but those of the top level named in `left_out`; makes it durable, swaps it in for
+  /// the target and removes the old content.
+  void commit(const std::set<std::string>& left_out = {});
 
  private:
   /// The staging folder renamed to the target, exchanged with it when it exists.
