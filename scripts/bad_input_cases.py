@@ -110,7 +110,7 @@ def cases(work):
             ("model.transformer_xl.mem_len", ["-1"]),
             ("train.clip", ["-1", "nan", "1e308", "1e39"]),
             ("train.eps", ["1e-50"]),
-            ("train.threads", ["3000000000"]),
+            ("train.threads", ["3000000000", "100000", "1000"]),
             ("model.init_std", ["1e39"]),
             ("train.progress_seconds", ["1e300"]),
             ("train.warmup_step", ["-1", "1000000"]),

@@ -21,6 +21,7 @@
 #include "xl/config/config.h"
 #include "xl/run/run_dir.h"
 #include "xl/runtime/cpu_cache.h"
+#include "xl/runtime/device.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 #include "xl/util/utf8.h"
@@ -237,6 +238,10 @@ int run_main(char** argv, const std::function<int()>& body) {
   std::signal(SIGXFSZ, SIG_IGN);
   // A scheduler's warning ahead of a time limit (SIGUSR1) ends no tool; xl-train checkpoints.
   std::signal(SIGUSR1, SIG_IGN);
+  // A reader or a peer rank that went away makes a write fail (EPIPE), which the writer reports
+  // in one line, instead of ending the process without a word.
+  std::signal(SIGPIPE, SIG_IGN);
+  runtime::route_torch_warnings();
   try {
     return checked_output(body());
   } catch (const UserError& e) {
@@ -249,6 +254,9 @@ int run_main(char** argv, const std::function<int()>& body) {
     }
     std::cerr << "internal error: " << e.what() << std::endl;
     return 1;
+  } catch (const c10::OutOfMemoryError& e) {
+    std::cerr << "error: " << runtime::out_of_memory(e) << std::endl;
+    return kUserErrorExit;
   } catch (const c10::Error& e) {
     std::cerr << "internal error: " << e.what_without_backtrace() << std::endl;
     return 1;

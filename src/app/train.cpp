@@ -216,7 +216,13 @@ int run_training(
         device,
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_start_timeout_s * 1000.0)),
         std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0)));
-    train::require_same_setup(*group, config, *model);
+    // What the config does not say: the deadline, and the vocabulary data.dir resolves to.
+    train::require_same_setup(
+        *group,
+        config,
+        *model,
+        {{"--stop-at-step", stop_at ? std::to_string(*stop_at) : ""},
+         {"the data's vocabulary", dataset->vocabulary_fingerprint()}});
   }
   const run::RunPaths paths =
       open_run_directory(config, resume, *dataset->tokenizer(), env, group.get());

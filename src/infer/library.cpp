@@ -76,6 +76,8 @@ auto guarded(F&& body) -> decltype(body()) {
       throw InternalError(std::string("internal error: ") + e.what());
     }
     throw UserError(said);
+  } catch (const c10::OutOfMemoryError& e) {
+    throw UserError(runtime::out_of_memory(e));
   } catch (const c10::Error& e) {
     throw InternalError(std::string("internal error: ") + e.what_without_backtrace());
   } catch (const std::exception& e) {
@@ -196,8 +198,12 @@ Model Model::open(const std::string& run_dir, const RunOptions& options) {
   return guarded([&] {
     models::model_families(); // the built-in families' config sections, before any config
     run::require_run_folder("open_run", run_dir);
-    if (options.threads && *options.threads < 1) {
-      throw UserError(fmt::format("RunOptions::threads {}: expected 1 or more", *options.threads));
+    if (options.threads) {
+      if (*options.threads < 1) {
+        throw UserError(
+            fmt::format("RunOptions::threads {}: expected 1 or more", *options.threads));
+      }
+      runtime::check_threads(*options.threads, "RunOptions::threads");
     }
     auto config = config::load(run_dir + "/config.yaml", options.overrides);
     const auto device = device_of(options, config);

@@ -117,7 +117,8 @@ class CachingAllocator final : public c10::Allocator {
       evict(0);
       data = anonymous();
     }
-    TORCH_CHECK(
+    TORCH_CHECK_WITH(
+        OutOfMemoryError,
         data != MAP_FAILED,
         "CPU allocator: cannot map ",
         size,

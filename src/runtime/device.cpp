@@ -10,12 +10,37 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "xl/runtime/cuda.h"
 #include "xl/util/error.h"
 #include "xl/util/log.h"
 
 namespace xl::runtime {
+
+void check_threads(int64_t threads, const std::string& what) {
+  const auto cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  if (cores <= 0 || threads <= cores) {
+    return;
+  }
+  // Threads beyond the cores take turns; many of them spend the run starting and waiting.
+  if (threads > 4 * cores) {
+    throw UserError(fmt::format(
+        "{} {}: this machine has {} cores, and threads beyond them only wait for each other (a "
+        "run slows down many times over); give at most {}, or 0 for one a core",
+        what,
+        threads,
+        cores,
+        cores));
+  }
+  logger().warn(
+      "{} {} on {} cores: threads beyond the cores take turns, which slows the run; {} (or 0) is "
+      "faster",
+      what,
+      threads,
+      cores,
+      cores);
+}
 
 torch::Device pick_device(const config::TrainConfig& train) {
   if (train.device != config::Device::kCpu && torch::cuda::is_available()) {
@@ -200,11 +225,42 @@ std::string device_name(const torch::Device& device) {
 
 void setup_runtime(const config::TrainConfig& train) {
   if (train.threads > 0) {
+    check_threads(train.threads, "train.threads");
     torch::set_num_threads(static_cast<int>(train.threads));
   }
   at::globalContext().setAllowTF32CuBLAS(train.tf32);
   at::globalContext().setAllowTF32CuDNN(train.tf32);
   torch::manual_seed(static_cast<uint64_t>(train.seed));
+}
+
+std::string out_of_memory(const c10::OutOfMemoryError& e) {
+  std::string what = e.what_without_backtrace();
+  what = what.substr(0, what.find('\n'));
+  return fmt::format(
+      "out of memory ({}): the model, batch, segment or memory is too large for this machine; "
+      "use smaller sizes (or train.batch_chunk, train.activation_checkpointing, a smaller "
+      "eval.batch_size)",
+      what);
+}
+
+namespace {
+
+class WarningsToLog : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override {
+    const std::string& message = warning.msg();
+    if (message.find("find_unused_parameters=True was specified") != std::string::npos) {
+      return; // the reducer looks for unused parameters because some families have them
+    }
+    logger().warn("LibTorch: {}", message.substr(0, message.find('\n')));
+  }
+};
+
+} // namespace
+
+void route_torch_warnings() {
+  static WarningsToLog handler;
+  c10::WarningUtils::set_warning_handler(&handler);
 }
 
 } // namespace xl::runtime

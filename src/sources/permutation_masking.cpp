@@ -2,6 +2,7 @@
 // record's half are predicted, whole words and spans of words, drawn from the source's stream.
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 #include "xl/sources/permutation_records.h"
 
@@ -53,7 +54,11 @@ std::vector<uint8_t> PermutationRecords::sample_mask(
   const Words words(tokens, word_starts_, reverse);
   std::vector<uint8_t> mask(tokens.size());
   const int64_t num = mask_spans(words, goal, mask);
-  mask_whole_words(words, goal, num, mask);
+  if (mask_whole_words(words, goal, num, mask) == 0) {
+    // No word fits the budget (a text without spaces: a line is one word): the original's
+    // fallback, single pieces, so that the half predicts something.
+    mask_single_pieces(words, goal, mask);
+  }
   if (reverse) {
     std::reverse(mask.begin(), mask.end());
   }
@@ -112,8 +117,9 @@ int64_t PermutationRecords::mask_spans(
   return num;
 }
 
-// Fills the budget (`num` of `goal` covered) with random whole words that fit.
-void PermutationRecords::mask_whole_words(
+// Fills the budget (`num` of `goal` covered) with random whole words that fit; returns the
+// positions covered.
+int64_t PermutationRecords::mask_whole_words(
     const Words& words,
     int64_t goal,
     int64_t num,
@@ -135,6 +141,21 @@ void PermutationRecords::mask_whole_words(
         fitting[static_cast<size_t>(draw(static_cast<int64_t>(fitting.size())))];
     std::fill(mask.begin() + begin, mask.begin() + end, 1);
     num += end - begin;
+  }
+  return num;
+}
+
+// `goal` random positions (all of them where there are fewer), one piece each.
+void PermutationRecords::mask_single_pieces(
+    const Words& words,
+    int64_t goal,
+    std::vector<uint8_t>& mask) {
+  std::vector<int64_t> free(static_cast<size_t>(words.size()));
+  std::iota(free.begin(), free.end(), 0);
+  for (int64_t num = 0; num < goal && !free.empty(); ++num) {
+    const auto k = static_cast<size_t>(draw(static_cast<int64_t>(free.size())));
+    mask[static_cast<size_t>(free[k])] = 1;
+    free.erase(free.begin() + static_cast<std::ptrdiff_t>(k));
   }
 }
 

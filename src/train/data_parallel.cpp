@@ -78,11 +78,18 @@ std::string first_difference(
 void require_same_setup(
     runtime::Group& group,
     const config::Config& config,
-    const torch::nn::Module& model) {
+    const torch::nn::Module& model,
+    const std::vector<std::pair<std::string, std::string>>& facts) {
   const std::string resolved = config::dump(config);
   const std::string shapes = parameter_shapes(model);
-  const auto digest = static_cast<int64_t>(
-      hash64(shapes.data(), shapes.size(), hash64(resolved.data(), resolved.size())));
+  std::string said;
+  for (const auto& [name, value] : facts) {
+    said += name + ": " + value + "\n";
+  }
+  const auto digest = static_cast<int64_t>(hash64(
+      said.data(),
+      said.size(),
+      hash64(shapes.data(), shapes.size(), hash64(resolved.data(), resolved.size()))));
   const auto digests = group.all_gather(torch::tensor({digest}));
   const bool same = std::all_of(digests.begin(), digests.end(), [&](const torch::Tensor& d) {
     return d.item<int64_t>() == digests[0].item<int64_t>();
@@ -93,9 +100,23 @@ void require_same_setup(
   // Every rank learns every rank's setup, so that each prints the same line.
   const auto configs = gather_texts(group, resolved);
   const auto models = gather_texts(group, shapes);
+  std::vector<std::vector<std::string>> values(facts.size());
+  for (size_t f = 0; f < facts.size(); ++f) {
+    values[f] = gather_texts(group, facts[f].second);
+  }
   for (size_t r = 1; r < configs.size(); ++r) {
-    const auto difference =
+    auto difference =
         first_difference(configs[r], configs[0], static_cast<int>(r), models[r], models[0]);
+    for (size_t f = 0; f < facts.size() && difference.empty(); ++f) {
+      if (values[f][r] != values[f][0]) {
+        difference = fmt::format(
+            "{}: rank 0 {}, rank {} {}",
+            facts[f].first,
+            values[f][0].empty() ? "(none)" : values[f][0],
+            r,
+            values[f][r].empty() ? "(none)" : values[f][r]);
+      }
+    }
     if (!difference.empty()) {
       throw UserError(fmt::format(
           "rank {} of {}: the ranks would train different things: {}; start every rank with "

@@ -1,5 +1,7 @@
 #include "xl/train/step.h"
 
+#include "xl/util/error.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -245,7 +247,12 @@ StepResult train_step(
       " chunks");
   StepResult result;
   result.targets = batch.n_targets;
-  TORCH_CHECK(result.targets > 0, "a training batch without counted targets");
+  if (result.targets == 0) {
+    throw UserError(
+        "a training batch predicts no token: its records hold nothing to predict (XLNet's masking "
+        "needs pieces other than <sep> and <cls>); check data.train and the model.xlnet "
+        "settings (num_predict, reuse_len)");
+  }
   // 1. The gradients of this rank's chunks.
   optimizer.zero_grad();
   const int64_t ranks = options.parallel ? options.parallel->group().size() : 1;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,8 @@
 #include "xl/runtime/device.h"
 #include "xl/train/optimizer.h"
 #include "xl/util/error.h"
+#include "xl/util/files.h"
+#include "xl/util/flag_checks.h"
 
 namespace {
 
@@ -193,6 +196,35 @@ std::vector<Difference> check_training(
   return out;
 }
 
+// The reference's meta.json: n_token, segments and tgt_len at least; what is not such a folder
+// is named in one line.
+nlohmann::json read_meta(const std::string& ref) {
+  const auto file = std::filesystem::path(ref) / "meta.json";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(ref, ec) || !std::filesystem::is_regular_file(file, ec)) {
+    throw xl::UserError(fmt::format(
+        "--ref {}: {}; name the folder scripts/parity/transfo_xl.py or xlnet.py wrote "
+        "(scripts/parity/check.sh runs both)",
+        ref,
+        std::filesystem::is_directory(ref, ec) ? "it holds no meta.json" : "no such folder"));
+  }
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(xl::read_file(file, "meta.json"));
+  } catch (const nlohmann::json::exception&) {
+    throw xl::UserError(fmt::format("{}: not JSON; write the reference again", file.string()));
+  }
+  for (const char* key : {"n_token", "segments", "tgt_len"}) {
+    if (!meta.is_object() || !meta.contains(key) || !meta[key].is_number_integer()) {
+      throw xl::UserError(fmt::format(
+          "{}: no whole number \"{}\": not a reference of scripts/parity; write it again",
+          file.string(),
+          key));
+    }
+  }
+  return meta;
+}
+
 int run(
     const std::string& config_path,
     const std::vector<std::string>& overrides,
@@ -204,8 +236,7 @@ int run(
   all.emplace_back("model.dropout=0.0");
   all.emplace_back("model.dropatt=0.0");
   const auto config = xl::config::load(config_path, all);
-  std::ifstream meta_file(ref + "/meta.json");
-  const auto meta = nlohmann::json::parse(meta_file);
+  const auto meta = read_meta(ref);
   const int64_t n_token = meta["n_token"];
   const int64_t segments = meta["segments"];
   const int64_t tgt_len = meta["tgt_len"];
@@ -289,7 +320,8 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", config, "xl config")->required();
     app.add_option("--ref", ref, "folder written by scripts/parity/transfo_xl.py")->required();
     app.add_option("--set", overrides, "config override (repeatable)");
-    app.add_option("--tolerance", tol, "absolute and relative tolerance (float32: 1e-5)");
+    app.add_option("--tolerance", tol, "absolute and relative tolerance (float32: 1e-5)")
+        ->check(xl::number_between(1e-12, 1.0));
     app.add_flag(
         "--bf16",
         bf16,

@@ -186,7 +186,8 @@ void check_batch(
         EXPECT_EQ(ranks[r], static_cast<int64_t>(r)) << "half " << half;
       }
       // Whole words: in reading order, a run of targets starts a word and stops at a word
-      // start or at the end of the half; words never run across <sep> or <cls>.
+      // start or at the end of the half; words never run across <sep> or <cls>. A half where
+      // no word fits its budget (a text without spaces) predicts single pieces instead.
       const bool reverse = o.bi_data && b >= o.batch_size / 2;
       const auto at = [&](int64_t k) { // k-th position of the half in reading order
         return reverse ? to - 1 - k : from + k;
@@ -197,7 +198,15 @@ void check_batch(
         return starts[static_cast<size_t>(tokens[at(k)][b])] || before == formats::kSepId ||
             before == formats::kClsId;
       };
-      for (int64_t k = 0; k < n; ++k) {
+      const int64_t goal = half == 0 ? p - p / 2 : p / 2;
+      bool fits = false;
+      for (int64_t k = 0, begin = 0; k <= n; ++k) {
+        if (k == n || (k > 0 && word_start(k))) {
+          fits = fits || (word_start(begin) && k - begin <= goal);
+          begin = k;
+        }
+      }
+      for (int64_t k = 0; k < n && fits; ++k) {
         const bool in = target[static_cast<size_t>(at(k))] != 0;
         const bool before = k > 0 && target[static_cast<size_t>(at(k - 1))] != 0;
         if (in && !before) {
@@ -246,6 +255,25 @@ TEST(PermutationRecords, EveryRecordKeepsTheRules) {
     }
   }
   EXPECT_GT(records, 500);
+}
+
+// A text without spaces is one word a line, longer than a half's budget: where no whole word
+// fits, the half predicts single pieces (the original's fallback), so no row predicts nothing.
+TEST(PermutationRecords, ATextWithoutSpacesStillPredicts) {
+  auto data = synthetic(600, 5);
+  for (int64_t id = 9; id < kVocab; ++id) {
+    data.starts[static_cast<size_t>(id)] = false; // no piece starts a word
+  }
+  auto o = four_rows();
+  sources::PermutationRecords source(data.tokens, data.starts, o);
+  int64_t batches = 0;
+  while (auto batch = source.next()) {
+    check_batch(*batch, o, data.starts);
+    const auto per_row = batch->target_mask.sum(0);
+    EXPECT_GT(per_row.min().item<int64_t>(), 0) << "batch " << batches;
+    ++batches;
+  }
+  EXPECT_GT(batches, 2);
 }
 
 TEST(PermutationRecords, RealKoreanTextKeepsTheRulesAndFillsTheBudget) {

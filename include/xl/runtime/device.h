@@ -47,7 +47,19 @@ double available_memory(const torch::Device& device);
 /// "the CPU" or "cuda:0", for messages.
 std::string device_name(const torch::Device& device);
 
-/// Sets train.threads (when > 0) and train.tf32, and seeds torch with train.seed.
+/// Sends LibTorch's warnings to xl's logger, in one line each ("LibTorch: ..."), and leaves out
+/// those that say nothing to a user of xl (the data-parallel reducer's note that it found no
+/// unused parameter, which it looks for because some families leave some unused). For the
+/// commands: a program of its own keeps its handler.
+void route_torch_warnings();
+
+/// What an allocation that failed (on the CPU or a GPU) says, in one line a user can act on.
+std::string out_of_memory(const c10::OutOfMemoryError& e);
+
+/// Refuses (UserError naming `what`) more than 4 threads a core, and warns of more than the cores.
+void check_threads(int64_t threads, const std::string& what);
+
+/// Sets train.threads (when > 0, check_threads) and train.tf32, and seeds torch with train.seed.
 void setup_runtime(const config::TrainConfig& train);
 
 } // namespace xl::runtime

@@ -93,7 +93,12 @@ class PermutationRecords : public BatchSource {
   Split split_a_and_b(const Row& row, int64_t begin);
   std::vector<uint8_t> sample_mask(const std::vector<int64_t>& tokens, int64_t goal, bool reverse);
   int64_t mask_spans(const Words& words, int64_t goal, std::vector<uint8_t>& mask);
-  void mask_whole_words(const Words& words, int64_t goal, int64_t num, std::vector<uint8_t>& mask);
+  int64_t mask_whole_words(
+      const Words& words,
+      int64_t goal,
+      int64_t num,
+      std::vector<uint8_t>& mask);
+  void mask_single_pieces(const Words& words, int64_t goal, std::vector<uint8_t>& mask);
   std::vector<int64_t> draw_order();
   /// Uniform in [0, n).
   int64_t draw(int64_t n);

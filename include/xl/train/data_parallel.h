@@ -18,13 +18,15 @@ class Reducer;
 namespace xl::train {
 
 /// Refuses (UserError on every rank, the same line) ranks that would train different things: a
-/// resolved config, or a model's parameter names and shapes, other than rank 0's. The message
-/// names the first key that differs and both values. Every rank calls it, before any other
-/// exchange of tensors whose shapes the config sets.
+/// resolved config, a model's parameter names and shapes, or one of `facts` (what the config does
+/// not say: a deadline of the command line, the vocabulary its data.dir resolves to) other than
+/// rank 0's. The message names the first that differs and both values. Every rank calls it,
+/// before any other exchange of tensors whose shapes the config sets.
 void require_same_setup(
     runtime::Group& group,
     const config::Config& config,
-    const torch::nn::Module& model);
+    const torch::nn::Module& model,
+    const std::vector<std::pair<std::string, std::string>>& facts = {});
 
 class DataParallel {
  public:

@@ -6,6 +6,7 @@
 
 #include "xl/formats/sentence_tokens.h"
 #include "xl/formats/sentencepiece.h"
+#include "xl/formats/text.h"
 #include "xl/models/xlnet/config.h"
 #include "xl/sources/labelled_texts.h"
 #include "xl/sources/permutation_records.h"
@@ -175,8 +176,16 @@ class XLNetDataset : public sources::Dataset {
   // The pretraining evaluation's estimate: permutation records of the text, drawn from the
   // seed, num_predict targets each.
   sources::EvalBatches permutation_batches(const sources::UserText& text) const {
-    const auto encoded = text.file ? formats::encode_raw_text(*text.file, *pieces_)
-                                   : formats::encode_raw_text(text.text, text.name, *pieces_);
+    // Read as the left-to-right scoring reads it: a file of no text of words is refused alike.
+    std::string whole;
+    if (text.file) {
+      formats::read_text_pieces(
+          *text.file, "text file", true, [&](std::string_view piece, bool /*goes_on*/) {
+            whole.append(piece);
+          });
+    }
+    const auto encoded = formats::encode_raw_text(
+        text.file ? std::string_view(whole) : text.text, text.name, *pieces_);
     sources::TextReading reading;
     reading.unit = "pieces";
     reading.count.units = static_cast<int64_t>(encoded.ids.size());
