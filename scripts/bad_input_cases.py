@@ -364,11 +364,18 @@ def cases(work):
 
     # A second probe's findings (docs/integrity.md): configs that are no tree of values.
     for config in ["loop_model.yaml", "loop_train.yaml", "loop_list.yaml", "doc_end.yaml",
-                   "str_tag.yaml", "base_empty.yaml"]:
+                   "str_tag.yaml", "base_empty.yaml", "custom_tag.yaml", "empty.yaml",
+                   "comments.yaml", "merge_key.yaml", "tab_indent.yaml"]:
         add("xl-train", ["--config", work / config, "--set", f"data.dir={work / 'words'}"]
             + new_run())
     add("xl-sweep", ["-c", work / "loop_train.yaml", "--dir", work / "sweep", "--grid",
                      "train.lr=1,2", "--dry-run"])
+    out.append(("xl-train", train + new_run() + ["--set", "train.lr=!foo 1"], {}))
+    # The parity checker's reference folder and tolerance.
+    for argv in [["--ref", work / "missing"], ["--ref", work / "notes"],
+                 ["--ref", work / "notes", "--tolerance", "nan"],
+                 ["--ref", work / "notes", "--tolerance", "-1"]]:
+        add("xl-parity-check", ["--config", TXL] + argv)
     # Scratch space that is no folder; outputs over the input, with --force too.
     for tmpdir in [work / "missing", work / "afile"]:
         out.append(("xl-eval", [BIN / "xl-eval", "--run", r, "--file", text],

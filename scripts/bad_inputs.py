@@ -182,6 +182,12 @@ def prepare(work):
     (work / "doc_end.yaml").write_text(f"base: {TXL}\n...\ntrain:\n  lr: 1\n")
     (work / "str_tag.yaml").write_text(f"base: {TXL}\ntrain:\n  lr: !!str 0.003\n")
     (work / "base_empty.yaml").write_text("base: ''\n")
+    # A third probe's: YAML that xl would not read as written.
+    (work / "custom_tag.yaml").write_text(f"base: {TXL}\ntrain:\n  lr: !mytag 0.01\n")
+    (work / "empty.yaml").write_text("")
+    (work / "comments.yaml").write_text("# to do\n")
+    (work / "merge_key.yaml").write_text(f"base: {TXL}\ntrain: &t\n  lr: 0.01\neval:\n  <<: *t\n")
+    (work / "tab_indent.yaml").write_text(f"base: {TXL}\ntrain:\n\tlr: 0.01\n")
     (work / "blanks.txt").write_text(" \n\t\n\n   \n")
     (work / "blank_lines.txt").write_text("\n\n\n")
     (work / "victim.txt").write_text("the user's own text, an input\n")

@@ -69,12 +69,15 @@ class Predictor {
     if (reader_.examples() == 0) {
       throw UserError(fmt::format("{} holds no examples to predict", request_.file));
     }
-    if (reader_.blank_lines() > 0) {
+    if (reader_.blank_lines() + reader_.textless_lines() > 0) {
       logger().warn(
-          "{}: {} blank lines left out (no text to classify); the rows keep the file's line "
+          "{}: {} blank lines{} left out (no text to classify); the rows keep the file's line "
           "numbers",
           request_.file,
-          reader_.blank_lines());
+          reader_.blank_lines(),
+          reader_.textless_lines() > 0
+              ? fmt::format(" and {} lines of a label without text", reader_.textless_lines())
+              : "");
     }
   }
 

@@ -156,7 +156,54 @@ void refuse_recursive_aliases(
   ancestors.pop_back();
 }
 
-// The file's top-level mapping (an empty file is an empty one).
+// What yaml-cpp reads without a word but xl would not read as written: YAML's merge key
+// (`<<: *defaults`, which it takes for a key named "<<") and tags other than YAML's own
+// (`!mytag 0.01`, whose value it reads as if untagged).
+void refuse_unread_yaml(const std::string& where, bool lines, const YAML::Node& node) {
+  const auto at = [&](const YAML::Node& n) {
+    return where + (lines ? ":" + std::to_string(n.Mark().line + 1) : std::string());
+  };
+  const std::string& tag = node.Tag();
+  if (!tag.empty() && tag != "?" && tag != "!" && tag.rfind("tag:yaml.org,2002:", 0) != 0) {
+    throw ConfigError(fmt::format(
+        "{}: the tag {} is none of YAML's; a config takes plain values (quote a text, or tag "
+        "it !!str)",
+        at(node),
+        tag));
+  }
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      if (item.first.IsScalar() && item.first.Scalar() == "<<") {
+        throw ConfigError(fmt::format(
+            "{}: YAML's merge key (<<) is not read here; write the keys out, or put what the "
+            "sections share in a base config (base: other.yaml)",
+            at(item.first)));
+      }
+      refuse_unread_yaml(where, lines, item.second);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      refuse_unread_yaml(where, lines, item);
+    }
+  }
+}
+
+// The first line indented with a tab, or 0: YAML indents with spaces only.
+size_t tab_indented_line(const std::string& text) {
+  size_t number = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    ++number;
+    const size_t first = text.find_first_not_of(' ', at);
+    if (first < end && text[first] == '\t') {
+      return number;
+    }
+    at = end + 1;
+  }
+  return 0;
+}
+
+// The file's top-level mapping (an empty file is refused: it names no config).
 YAML::Node parse_config_file(const fs::path& path) {
   std::string text;
   try {
@@ -176,11 +223,20 @@ YAML::Node parse_config_file(const fs::path& path) {
         e.mark.line + 1,
         e.depth()));
   } catch (const YAML::ParserException& e) {
+    if (const size_t tab = tab_indented_line(text);
+        tab > 0 && tab <= static_cast<size_t>(e.mark.line) + 1) {
+      throw ConfigError(fmt::format(
+          "{}:{}: a tab indents this line; YAML indents with spaces only: replace it with "
+          "spaces",
+          path.string(),
+          tab));
+    }
     throw ConfigError(
         path.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
   std::vector<YAML::Node> ancestors;
   refuse_recursive_aliases(path.string(), true, root, ancestors);
+  refuse_unread_yaml(path.string(), true, root);
   // YAML::Load reads the first document only: a second one (after `---` or `...`) would be
   // ignored.
   if (const size_t line = second_document_line(text); line > 0) {
@@ -192,7 +248,10 @@ YAML::Node parse_config_file(const fs::path& path) {
         line));
   }
   if (root.IsNull()) {
-    root = YAML::Node(YAML::NodeType::Map);
+    throw ConfigError(fmt::format(
+        "{} holds no settings (it is empty, or comments only); name the config you meant "
+        "(configs/), or write its settings",
+        path.string()));
   }
   if (!root.IsMap()) {
     throw ConfigError(
@@ -333,6 +392,7 @@ void apply_override(Tree& tree, const std::string& assignment) {
   }
   std::vector<YAML::Node> ancestors;
   refuse_recursive_aliases(source.str(), false, value, ancestors);
+  refuse_unread_yaml(source.str(), false, value);
   std::vector<std::string> keys;
   size_t start = 0;
   while (true) {

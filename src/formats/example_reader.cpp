@@ -8,6 +8,7 @@
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 #include "xl/util/log.h"
+#include "xl/util/utf8.h"
 
 namespace xl::formats {
 
@@ -62,13 +63,14 @@ void ExampleReader::add_line(std::string_view line) {
       return;
     }
   }
-  if (format_ == "nsmc") {
-    part_.examples.push_back(nsmc_review(line, where));
-  } else if (format_ == "labelled") {
-    part_.examples.push_back(parse_labelled_line(line, where));
-  } else {
-    part_.examples.push_back({0, std::string(line)});
+  LabelledText example = format_ == "nsmc" ? nsmc_review(line, where)
+      : format_ == "labelled"              ? parse_labelled_line(line, where)
+                                           : LabelledText{0, std::string(line)};
+  if (example.text.find_first_not_of(" \t\r\v\f") == std::string::npos) {
+    ++textless_; // a label without a review: nothing to classify
+    return;
   }
+  part_.examples.push_back(std::move(example));
   part_.lines.push_back(line_);
   ++examples_;
 }
@@ -88,6 +90,19 @@ void ExampleReader::detect(std::string_view line, const std::string& where) {
         where,
         line.substr(0, std::min<size_t>(tab, 40)));
   }
+}
+
+std::string example_problem(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    return "holds a NUL byte";
+  }
+  if (const auto check = check_utf8(text); check.invalid > 0) {
+    return fmt::format("is not UTF-8 (byte {} is not)", check.first + 1);
+  }
+  if (text.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos) {
+    return "has no text";
+  }
+  return "";
 }
 
 int64_t count_lines(const std::filesystem::path& file) {

@@ -13,6 +13,7 @@
 
 #include "xl/config/config.h"
 #include "xl/eval/report.h"
+#include "xl/formats/example_reader.h"
 #include "xl/infer/classifier.h"
 #include "xl/infer/documents.h"
 #include "xl/infer/sampler.h"
@@ -327,8 +328,11 @@ std::vector<Classified> Model::classify(const std::vector<std::string>& texts) c
       return out;
     }
     std::vector<formats::LabelledText> examples;
-    for (const auto& text : texts) {
-      examples.push_back({0, text});
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (const auto problem = formats::example_problem(texts[i]); !problem.empty()) {
+        throw UserError(fmt::format("classify: text {} of {} {}", i + 1, texts.size(), problem));
+      }
+      examples.push_back({0, texts[i]});
     }
     const auto probs = *classifier.classify(examples, "the texts to classify");
     const auto p = probs.accessor<double, 2>();

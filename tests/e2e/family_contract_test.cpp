@@ -236,6 +236,12 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
     const auto rows_b = read_text(dir / "b.tsv");
     EXPECT_THAT(rows_b, HasSubstr("\n1\t"));
     EXPECT_THAT(rows_b, HasSubstr("\n4\t"));
+    // A label without a text: left out as a blank line is.
+    write_file(dir / "textless.tsv", "1\t좋은 영화\n0\t\n1\t \n");
+    const auto textless =
+        run_command(family_app("xl-predict") + run + " --file textless.tsv", dir.path());
+    ASSERT_EQ(textless.status, 0) << textless.output;
+    EXPECT_THAT(textless.output, HasSubstr("2 lines of a label without text left out"));
     write_file(dir / "plus.tsv", "+1\t좋은 영화\n-1\t별로\n");
     const auto plus = run_command(family_app("xl-predict") + run + " --file plus.tsv", dir.path());
     ASSERT_EQ(plus.status, 0) << plus.output;

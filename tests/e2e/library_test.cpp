@@ -280,6 +280,13 @@ TEST(Library, ClassifiesAsXlPredict) {
   EXPECT_THAT(
       user_error([&] { model.score("1\t영화\n", listed); }),
       HasSubstr("ScoreOptions::per_token lists the tokens a language model scores"));
+  for (const auto& [text, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"", "text 1 of 1 has no text"},
+           {"  \t", "text 1 of 1 has no text"},
+           {"\xff\xfe", "text 1 of 1 is not UTF-8"},
+           {std::string("a\0b", 3), "text 1 of 1 holds a NUL byte"}}) {
+    EXPECT_THAT(user_error([&] { model.classify({text}); }), HasSubstr(problem));
+  }
   const Score examples = model.score("1\t" + texts[0] + "\n0\t" + texts[1] + "\n");
   EXPECT_EQ(examples.unit, Unit::kExampleLoss);
   EXPECT_EQ(examples.tokens, 2);

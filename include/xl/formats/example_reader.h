@@ -42,6 +42,10 @@ class ExampleReader {
   int64_t blank_lines() const {
     return blank_;
   }
+  /// Lines left out that hold a label (or an NSMC row) but no text to classify.
+  int64_t textless_lines() const {
+    return textless_;
+  }
 
  private:
   struct Stop {};
@@ -58,7 +62,12 @@ class ExampleReader {
   int64_t examples_ = 0;
   bool detected_ = false;
   int64_t blank_ = 0;
+  int64_t textless_ = 0;
 };
+
+/// Why `text` is no example to classify ("has no text", "is not UTF-8 ...", "holds a NUL byte"),
+/// or "" when it is one.
+std::string example_problem(std::string_view text);
 
 /// The lines of a file, for a progress line's total; 0 (none known) for a pipe, read once.
 int64_t count_lines(const std::filesystem::path& file);
