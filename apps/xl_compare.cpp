@@ -36,7 +36,7 @@ std::vector<xl::lab::RunSummary> summarize_runs(const std::vector<std::string>& 
     if (runs.back().malformed > 0) {
       xl::logger().warn(
           "{}: {} records of metrics.jsonl have a step that is no whole number >= 0 or a loss "
-          "that is no number (skipped)",
+          "that is no number >= 0 (skipped)",
           dir,
           runs.back().malformed);
     }

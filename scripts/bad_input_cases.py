@@ -223,6 +223,10 @@ def cases(work):
     out.append(("xl-train", train + new_run() + ["--set", f"data.dir={work / 'nsmc'}"], {}))
     add("xl-train", ["--config", XLNET_CLS, "--set", f"data.dir={work / 'words'}"] + new_run())
     add("xl-eval", ["--run", r, "--file", work / "latin1.txt"])
+    # Wide text, with and without its byte-order mark, each family.
+    for name in ["utf16.txt", "utf16le.txt", "utf16be.txt", "utf32.txt"]:
+        add("xl-eval", ["--run", r, "--file", work / name])
+        add("xl-eval", ["--run", work / "x", "--file", work / name])
     add("xl-export", ["--run", r, "--checkpoint", work / "x" / "checkpoints" / "best.pt",
                       "--out", work / "exp"])
     add("xl-average", ["--run", r, "--checkpoints", "step_20",
@@ -321,7 +325,8 @@ def cases(work):
         + imported + ["--weights", txl_weights])
     add("xl-import", ["--config", CHAR, "--set", f"data.dir={work / 'bytes'}", "--set",
                       f"run.dir={work / 'imported'}", "--weights", txl_weights])
-    for name in ["st_notjson", "st_zero", "st_array", "st_notutf8", "st_entry", "txl_nan",
+    for name in ["st_notjson", "st_zero", "st_array", "st_notutf8", "st_entry", "st_overlap",
+                 "st_twice", "txl_nan",
                  "txl_int"]:
         add("xl-import", ["--config", TXL] + imported
             + ["--weights", work / "hf" / f"{name}.safetensors"])

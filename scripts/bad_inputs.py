@@ -61,8 +61,12 @@ import struct
 from safetensors.torch import load_file, save_file
 for name, header in [("st_notjson", b"{not json"), ("st_zero", b""), ("st_array", b"[1, 2]"),
                      ("st_notutf8", b'{"\\xff": 1}'),
-                     ("st_entry", b'{"transformer.word_emb.emb_layers.0.weight": 3}')]:
-    open(name + ".safetensors", "wb").write(struct.pack("<Q", len(header)) + header + b"    ")
+                     ("st_entry", b'{"transformer.word_emb.emb_layers.0.weight": 3}'),
+                     ("st_overlap", b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+                                    b'"b": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}}'),
+                     ("st_twice", b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+                                  b'"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}')]:
+    open(name + ".safetensors", "wb").write(struct.pack("<Q", len(header)) + header + b"    " * 2)
 weights = load_file("txl/model.safetensors")
 nan = dict(weights)
 nan["transformer.layers.0.pos_ff.CoreNet.0.bias"] = nan[
@@ -166,6 +170,8 @@ def prepare(work):
     # Text that is no UTF-8 word text, a config with a NUL byte, byte data, a sweep's folder
     # with the user's own table, checkpoints that are links to nothing or to a device.
     (work / "utf16.txt").write_bytes("the game is on\n".encode("utf-16"))
+    for name, codec in [("utf16le", "utf-16-le"), ("utf16be", "utf-16-be"), ("utf32", "utf-32")]:
+        (work / f"{name}.txt").write_bytes("the game is on\n".encode(codec))
     (work / "nul.txt").write_bytes(b"the game\x00 is on\n")
     (work / "nul.yaml").write_bytes(f"base: {TXL}\n".encode() + b"\x00train:\n  lr: 1\n")
     must(run([BIN / "xl-prep", "--format", "byte", "--train", text / "valid.txt", "--out",

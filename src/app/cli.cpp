@@ -188,13 +188,15 @@ void remember_invocation(const char* argv0) {
   invocation() = argv0 != nullptr ? argv0 : "";
 }
 
-std::string app_command(const std::string& name) {
+std::string app_path(const std::string& name) {
   const std::string& argv0 = invocation();
   const size_t slash = argv0.rfind('/');
-  if (slash == std::string::npos) {
-    return name; // found on the PATH, as the sibling will be
-  }
-  return shell_quote(argv0.substr(0, slash + 1) + name);
+  // Found on the PATH, as the sibling will be.
+  return slash == std::string::npos ? name : argv0.substr(0, slash + 1) + name;
+}
+
+std::string app_command(const std::string& name) {
+  return shell_quote(app_path(name));
 }
 
 std::string shell_quote(const std::string& argument) {

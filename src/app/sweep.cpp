@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "xl/app/cli.h"
 #include "xl/app/sweep.h"
 #include "xl/lab/compare.h"
 #include "xl/lab/plot.h"
@@ -21,29 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// xl-train and xl-eval sit beside the running binary.
-std::string sibling(const std::string& app) {
-  return (fs::read_symlink("/proc/self/exe").parent_path() / app).string();
-}
-
-std::string shell_quoted(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/=,+:") ==
-          std::string::npos) {
-    return word;
-  }
-  std::string out = "'";
-  for (const char c : word) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
-}
-
 std::string command_line(const std::vector<std::string>& argv) {
   std::vector<std::string> words;
   for (const auto& a : argv) {
-    words.push_back(shell_quoted(a));
+    words.push_back(shell_quote(a));
   }
   return fmt::format("{}", fmt::join(words, " "));
 }
@@ -89,7 +71,7 @@ int run_child(const std::vector<std::string>& argv) {
       args.push_back(const_cast<char*>(a.c_str()));
     }
     args.push_back(nullptr);
-    execv(args[0], args.data());
+    execvp(args[0], args.data()); // a bare name: found on the PATH, as the sweep was
     std::perror(args[0]);
     _exit(127);
   }
@@ -111,7 +93,7 @@ std::vector<std::string> train_argv(
     const lab::SweepSpec& spec,
     const lab::SweepRun& run,
     bool enforce_memory) {
-  std::vector<std::string> argv{sibling("xl-train"), "--config", spec.config};
+  std::vector<std::string> argv{app_path("xl-train"), "--config", spec.config};
   for (const auto& o : run.overrides) {
     argv.insert(argv.end(), {"--set", o});
   }
@@ -162,7 +144,7 @@ RunOutcome sweep_run(
   const auto dir = run::directory_of(r.config);
   if (request.evaluate && lab::summarize_run(dir).evaluations.empty()) {
     logger().info("{}: evaluating", where);
-    const int status = run_child({sibling("xl-eval"), "--run", dir.string()});
+    const int status = run_child({app_path("xl-eval"), "--run", dir.string()});
     if (status > 128) {
       outcome.signal_status = status;
     } else if (status != 0) {

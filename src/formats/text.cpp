@@ -53,6 +53,43 @@ size_t whitespace_length(std::string_view s, size_t i) {
 
 namespace {
 
+// The UTF-16 or UTF-32 encoding `start` (a text's first bytes) is in, by its byte-order mark or,
+// without one, by where its NULs fall: in words, and as iconv names it. Empty for neither.
+std::pair<std::string, std::string> wide_encoding(std::string_view start) {
+  const auto has = [&](std::string_view mark) { return start.substr(0, mark.size()) == mark; };
+  using std::literals::string_view_literals::operator""sv;
+  if (has("\xFF\xFE\0\0"sv)) {
+    return {"UTF-32 (little-endian)", "UTF-32"};
+  }
+  if (has("\0\0\xFE\xFF"sv)) {
+    return {"UTF-32 (big-endian)", "UTF-32"};
+  }
+  if (has("\xFF\xFE"sv)) {
+    return {"UTF-16 (little-endian)", "UTF-16"};
+  }
+  if (has("\xFE\xFF"sv)) {
+    return {"UTF-16 (big-endian)", "UTF-16"};
+  }
+  // ASCII in UTF-16 without a mark: every other byte is a NUL.
+  const size_t n = std::min<size_t>(start.size(), 256) / 2 * 2;
+  size_t even = 0;
+  size_t odd = 0;
+  for (size_t i = 0; i < n; ++i) {
+    (i % 2 == 0 ? even : odd) += start[i] == '\0' ? 1 : 0;
+  }
+  if (n >= 8 && odd * 10 >= n * 4 && even * 10 < n) {
+    return {"UTF-16 (little-endian)", "UTF-16LE"};
+  }
+  if (n >= 8 && even * 10 >= n * 4 && odd * 10 < n) {
+    return {"UTF-16 (big-endian)", "UTF-16BE"};
+  }
+  return {};
+}
+
+} // namespace
+
+namespace {
+
 // The UTF-8 verdict on a text read whole or in pieces (`bytes` read so far): a NUL byte, or more
 // than 1% of bytes outside UTF-8, is no text.
 class Utf8Verdict {
@@ -63,6 +100,19 @@ class Utf8Verdict {
 
   void add(std::string_view piece) {
     if (const size_t nul = piece.find('\0'); nul != std::string_view::npos) {
+      if (const auto [wide, name] =
+              bytes_ == 0 ? wide_encoding(piece) : std::pair<std::string, std::string>{};
+          !wide.empty()) {
+        throw UserError(fmt::format(
+            "{} {} is {} text, not UTF-8: convert it first (iconv -f {} -t UTF-8 {} > "
+            "{}.utf8)",
+            what_,
+            path_,
+            wide,
+            name,
+            path_,
+            path_));
+      }
       throw UserError(fmt::format(
           "{} {} is not text: it holds a NUL byte (at byte {})", what_, path_, bytes_ + nul));
     }

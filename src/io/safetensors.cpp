@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -95,9 +98,23 @@ std::pair<nlohmann::json, size_t> read_header(
             static_cast<unsigned char>(text[check.first]),
             8 + check.first));
   }
-  auto header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // JSON keeps the last of two entries of one name: a second tensor of a name is named here.
+  std::set<std::string> names;
+  std::string twice;
+  const nlohmann::json::parser_callback_t named =
+      [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+            !names.insert(parsed.get<std::string>()).second && twice.empty()) {
+          twice = parsed.get<std::string>();
+        }
+        return true;
+      };
+  auto header = nlohmann::json::parse(text, named, /*allow_exceptions=*/false);
   if (header.is_discarded()) {
     throw not_safetensors(path, fmt::format("its header of {} bytes is not JSON", header_size));
+  }
+  if (!twice.empty()) {
+    throw not_safetensors(path, fmt::format("its header names tensor '{}' twice", twice));
   }
   if (!header.is_object()) {
     throw not_safetensors(
@@ -180,12 +197,43 @@ torch::Tensor read_tensor(
   return tensor;
 }
 
+// Two tensors whose byte ranges overlap would read each other's values: named, with the bytes.
+void refuse_shared_bytes(const std::filesystem::path& path, const nlohmann::json& header) {
+  std::vector<std::tuple<size_t, size_t, std::string>> ranges;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__" || !entry.is_object() || !entry.contains("data_offsets")) {
+      continue; // refused by read_tensor
+    }
+    const auto offsets = integers<size_t>(entry.at("data_offsets"));
+    if (offsets && offsets->size() == 2 && (*offsets)[0] < (*offsets)[1]) {
+      ranges.emplace_back((*offsets)[0], (*offsets)[1], name);
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  // Sorted by start, a range overlapping any earlier one overlaps the one just before it.
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    const auto& [begin, end, name] = ranges[i];
+    const auto& [before_begin, before_end, before] = ranges[i - 1];
+    if (begin < before_end) {
+      throw not_safetensors(
+          path,
+          fmt::format(
+              "tensors '{}' and '{}' share the bytes [{}, {})",
+              before,
+              name,
+              begin,
+              std::min(end, before_end)));
+    }
+  }
+}
+
 } // namespace
 
 SafeTensors SafeTensors::load(const std::filesystem::path& path) {
   const std::string bytes = read_file(path, "safetensors file");
   const auto [header, data_start] = read_header(path, bytes);
   const size_t data_size = bytes.size() - data_start;
+  refuse_shared_bytes(path, header);
   SafeTensors out;
   out.path_ = path;
   for (const auto& [name, entry] : header.items()) {

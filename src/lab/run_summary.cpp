@@ -81,7 +81,10 @@ class MetricsFold {
     }
     const bool step_ok =
         !r.contains("step") || (r["step"].is_number_integer() && r["step"].get<int64_t>() >= 0);
-    if (!r["split"].is_string() || !r.contains("loss") || !r["loss"].is_number() || !step_ok) {
+    // A loss is a negative log-likelihood: below 0 (or not finite) it is a damaged record.
+    const bool loss_ok = r.contains("loss") && r["loss"].is_number() &&
+        std::isfinite(r["loss"].get<double>()) && r["loss"].get<double>() >= 0.0;
+    if (!r["split"].is_string() || !loss_ok || !step_ok) {
       ++summary_.malformed;
       return;
     }

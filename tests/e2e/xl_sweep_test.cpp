@@ -39,6 +39,8 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   }
   ASSERT_EQ(commands.size(), 4U) << dry.output;
   EXPECT_THAT(commands[3], HasSubstr("--set run.dir=sw/nomem,lr=0.001"));
+  // The launcher the sweep was started through, which bounds the threads' spinning.
+  EXPECT_EQ(commands[0].rfind(std::string(kBinDir) + "/xl-train --config", 0), 0U) << commands[0];
   auto stopped = commands[1];
   stopped.replace(stopped.find("--auto-resume"), 13, "--stop-at-step 5");
   ASSERT_EQ(run_command(stopped, dir.path()).status, 0);

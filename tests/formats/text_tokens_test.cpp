@@ -123,6 +123,7 @@ TEST(TextTokens, FilesThatAreNoTextAreRefusedInOneLine) {
     return user_error([&] { TextTokens(write_file(dir / name, content), tokenizer, dir.path()); });
   };
   EXPECT_THAT(refused("empty.txt", ""), HasSubstr("empty.txt is empty"));
+  // UTF-16 and UTF-32, with a byte-order mark or without: named, with the command that converts.
   EXPECT_THAT(
       refused(
           "utf16.txt",
@@ -130,7 +131,15 @@ TEST(TextTokens, FilesThatAreNoTextAreRefusedInOneLine) {
               "\xff\xfe"
               "a\0b\0",
               6)),
-      HasSubstr("NUL byte"));
+      HasSubstr("utf16.txt is UTF-16 (little-endian) text, not UTF-8: convert it first (iconv "
+                "-f UTF-16 -t UTF-8"));
+  EXPECT_THAT(
+      refused("utf16be.txt", std::string("\0t\0h\0e\0 \0g\0a\0m\0e\0\n", 18)),
+      HasSubstr("UTF-16 (big-endian) text, not UTF-8: convert it first (iconv -f UTF-16BE"));
+  EXPECT_THAT(
+      refused("utf32.txt", std::string("\xff\xfe\0\0a\0\0\0", 8)),
+      HasSubstr("UTF-32 (little-endian) text"));
+  EXPECT_THAT(refused("nul.txt", std::string("the\0game\n", 9)), HasSubstr("NUL byte"));
   EXPECT_THAT(
       refused("latin1.txt", std::string(200, 'a') + "\xe9t\xe9 \xe0 la plage\n"),
       HasSubstr("is not UTF-8 text"));

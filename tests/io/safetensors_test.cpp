@@ -1,9 +1,13 @@
 #include "xl/io/safetensors.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 #include "xl/models/transformer_xl/hf.h"
@@ -92,6 +96,24 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
       HasSubstr("tensor 'a' needs whole numbers for its shape and byte offsets, found "
                 "[2,2] and [1.2e+53,16]"));
   EXPECT_EQ(load_error(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"), "loaded");
+  // Entries that would read each other's bytes, or a name given twice (JSON keeps the last).
+  const auto entry = [](const std::string& name, int begin, int end) {
+    return fmt::format(
+        R"("{}":{{"dtype":"F32","shape":[{}],"data_offsets":[{},{}]}})",
+        name,
+        (end - begin) / 4,
+        begin,
+        end);
+  };
+  for (const auto& [entries, said] : std::vector<std::pair<std::string, std::string>>{
+           {entry("a", 0, 8) + "," + entry("b", 4, 12),
+            "tensors 'a' and 'b' share the bytes [4, 8)"},
+           {entry("a", 0, 16) + "," + entry("b", 4, 8) + "," + entry("c", 12, 16),
+            "tensors 'a' and 'b' share the bytes [4, 8)"},
+           {entry("a", 0, 4) + "," + entry("a", 4, 8), "its header names tensor 'a' twice"},
+           {entry("a", 0, 8) + "," + entry("b", 8, 16), "loaded"}}) {
+    EXPECT_THAT(load_error("{" + entries + "}"), HasSubstr(said)) << entries;
+  }
 }
 
 // A Transformer-XL of one layer, vocabulary 30 in two clusters.

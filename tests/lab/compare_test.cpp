@@ -123,13 +123,15 @@ TEST(CompareRuns, EachRowIsReadByItsOwnRun) {
       R"({"split":"train","step":"abc","loss":"low"}
 {"split":"train","step":-5,"loss":1.0}
 {"split":"train","step":1e30,"loss":1.0}
+{"split":"valid","step":3,"loss":-0.5}
 {"split":"train","step":3,"loss":2.0}
 {"event":"start"}
 )");
   write_file(dir / "e/config.yaml", "run:\n  name: e\n");
   const auto e = summarize_run(dir / "e");
-  EXPECT_EQ(e.records, 5);
-  EXPECT_EQ(e.malformed, 3);
+  EXPECT_EQ(e.records, 6);
+  EXPECT_EQ(e.malformed, 4); // a negative loss is no loss
+  EXPECT_FALSE(e.best_valid_loss.has_value());
   EXPECT_EQ(e.steps, 3);
   write_file(dir / "f/metrics.jsonl", "{}\n");
   write_file(dir / "f/config.yaml", "model: [unclosed\n");

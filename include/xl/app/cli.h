@@ -74,6 +74,11 @@ void remember_invocation(const char* argv0);
 /// "build/bin/xl-train"), or the bare name when it was found on the PATH.
 std::string app_command(const std::string& name);
 
+/// The path of command `name` beside this one as it was invoked (the launcher in bin/, which
+/// bounds the threads' spinning), or its bare name where this one was found on the PATH:
+/// app_command unquoted, to run.
+std::string app_path(const std::string& name);
+
 /// `argument` as the shell reads it back: as it is when it holds only safe characters, else in
 /// single quotes.
 std::string shell_quote(const std::string& argument);
