@@ -5,8 +5,12 @@
 # (torch.utils.cmake_prefix_path), preferring the project's .venv made by scripts/bootstrap.sh.
 # The wheel is a CUDA build, so configuring also needs the CUDA toolkit (nvcc), even on a
 # machine without a GPU.
-if(NOT Torch_DIR)
-  find_package(Torch QUIET CONFIG)
+# A Torch_DIR given, or cached by an earlier configure, is searched first: skipping the search
+# when it was set sent a user's project that passed it to Python for a torch it may not have.
+find_package(Torch QUIET CONFIG)
+if(NOT Torch_FOUND AND Torch_DIR AND NOT Torch_DIR MATCHES "-NOTFOUND$")
+  message(FATAL_ERROR "LibTorch not found at Torch_DIR=${Torch_DIR}: pass the folder that holds "
+    "TorchConfig.cmake (<libtorch>/share/cmake/Torch, or <torch wheel>/share/cmake/Torch)")
 endif()
 if(NOT Torch_FOUND)
   if(NOT Python3_EXECUTABLE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)

@@ -123,6 +123,17 @@ std::shared_ptr<const infer::TrainedRun> open_run(
   return run;
 }
 
+// Why a split's result cannot go into the run's metrics.jsonl (a read-only run, another user's),
+// or "" when it can: checked before the evaluation, which then goes on and shows its result.
+std::string unrecordable(const fs::path& metrics) {
+  try {
+    const run::MetricsWriter probe(metrics);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 } // namespace
 
 int run_evaluation(const config::Config& config, const EvalRequest& request) {
@@ -135,6 +146,10 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   const auto dump_batches = files.add("--dump-batches", request.dump_batches);
   // 2. The model and its data, then the evaluation.
   const auto run = open_run(config, request, per_token.has_value());
+  const std::string not_recorded = request.file ? "" : unrecordable(run->paths().metrics);
+  if (!not_recorded.empty()) {
+    logger().warn("{}: the result will be shown, not recorded in the run", not_recorded);
+  }
   infer::ScoreOptions options;
   options.scoring = {request.streams, request.permutation};
   options.per_token_file = per_token;
@@ -168,7 +183,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
     eval::add_text_reading(report, *scored.reading);
   }
   logger().info("{}", report.line);
-  if (!request.file) {
+  if (!request.file && not_recorded.empty()) {
     run::MetricsWriter(run->paths().metrics, config.run.tensorboard).write(report.record);
   }
   if (json) {

@@ -175,6 +175,38 @@ std::unique_ptr<train::DataParallel> reduce_gradients(
   return std::make_unique<train::DataParallel>(group, named);
 }
 
+// A resumed run's data against the vocabulary it keeps, before a model of the data's size is
+// built: data prepared again with another vocabulary failed on the model's sizes first.
+void check_resumed_vocabulary(const config::Config& config, const sources::Dataset& dataset) {
+  const auto paths = run::paths_of(run::directory_of(config));
+  if (const auto kept = infer::run_tokenizer(paths.dir)) {
+    run::require_same_vocabulary(
+        paths.last_checkpoint(),
+        kept->fingerprint(),
+        dataset.vocabulary_fingerprint(),
+        dataset.vocabulary_file());
+  }
+}
+
+// The data, checked against a resumed run's vocabulary and for the memory training needs.
+auto open_training_data(
+    const config::Config& config,
+    bool resume,
+    const torch::Device& device,
+    bool enforce_memory) {
+  auto dataset = models::open_dataset(config);
+  if (resume) {
+    check_resumed_vocabulary(config, *dataset);
+  }
+  dataset->prepare_training();
+  models::check_memory(
+      models::estimate_training_memory(config, dataset->vocab_size()),
+      "training",
+      device,
+      enforce_memory);
+  return dataset;
+}
+
 } // namespace
 
 int run_training(
@@ -192,13 +224,7 @@ int run_training(
   run::setup_logging(config.run.log_level);
   const auto env = runtime::distributed_env();
   const torch::Device device = training_device(config, env);
-  const auto dataset = models::open_dataset(config);
-  dataset->prepare_training();
-  models::check_memory(
-      models::estimate_training_memory(config, dataset->vocab_size()),
-      "training",
-      device,
-      enforce_memory);
+  const auto dataset = open_training_data(config, resume, device, enforce_memory);
   auto model = models::build_model(config, dataset->vocab_size());
   const std::string initialised =
       config.train.init_from && !resume ? train::load_initial_weights(config, *model) : "";

@@ -1,6 +1,8 @@
 #include "id_file.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -31,6 +33,21 @@ int64_t first_at_or_above(const T* ids, size_t n, uint64_t limit) {
 }
 
 } // namespace
+
+bool starts_with_magic(const std::filesystem::path& path, const IdFileFormat& format) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return false;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  char magic[8] = {};
+  const bool read = ::read(fd, magic, sizeof(magic)) == static_cast<ssize_t>(sizeof(magic));
+  ::close(fd);
+  return read && std::memcmp(magic, format.magic, sizeof(magic)) == 0;
+}
 
 IdFileHeader make_id_file_header(
     const IdFileFormat& format,

@@ -32,6 +32,10 @@ struct IdFileFormat {
   std::function<uint64_t(uint64_t)> trailer_bytes = [](uint64_t) { return 0; };
 };
 
+/// Whether `path` is a regular file that starts with `format`'s magic; reads nothing of anything
+/// else (a pipe is left unread).
+bool starts_with_magic(const std::filesystem::path& path, const IdFileFormat& format);
+
 /// A header for `count` ids of a vocabulary of `vocab_size` (2-byte ids up to 65,536 entries),
 /// without its data checksum.
 IdFileHeader make_id_file_header(

@@ -30,6 +30,10 @@ const IdFileFormat& sentence_format() {
 
 } // namespace
 
+bool looks_like_pieces_file(const std::filesystem::path& path) {
+  return starts_with_magic(path, sentence_format());
+}
+
 SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model) {
   return encode_raw_text(read_utf8_text(path, "corpus file"), path.string(), model);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "id_file.h"
+#include "xl/formats/sentence_tokens.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 
@@ -53,35 +54,14 @@ void write_token_file(
   });
 }
 
-namespace {
-
-// Whether the file at `path` starts with `expected` (8 bytes).
-bool starts_with_magic(const std::filesystem::path& path, const char* expected) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return false;
-  }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return false;
-  }
-  char magic[8] = {};
-  const bool read = ::read(fd, magic, sizeof(magic)) == static_cast<ssize_t>(sizeof(magic));
-  ::close(fd);
-  return read && std::memcmp(magic, expected, sizeof(magic)) == 0;
-}
-
-} // namespace
-
 bool looks_like_token_file(const std::filesystem::path& path) {
-  return starts_with_magic(path, token_format().magic);
+  return starts_with_magic(path, token_format());
 }
 
 std::optional<std::filesystem::path> prepared_data_in(const std::filesystem::path& folder) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-    if (starts_with_magic(entry.path(), token_format().magic) ||
-        starts_with_magic(entry.path(), "XLPIECES")) {
+    if (looks_like_token_file(entry.path()) || looks_like_pieces_file(entry.path())) {
       return entry.path();
     }
   }

@@ -9,6 +9,7 @@
 
 #include "xl/config/config.h"
 #include "xl/io/zip_check.h"
+#include "xl/run/outputs.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 #include "xl/util/log.h"
@@ -374,15 +375,32 @@ void require_same_vocabulary(
     const std::string& saved,
     const std::string& current,
     const std::filesystem::path& current_file) {
-  if (!saved.empty() && !current.empty() && saved != current) {
-    throw UserError(fmt::format(
-        "{} was trained on data with another vocabulary ({}) than data.dir holds now ({}: "
-        "{}); prepare the data again with the vocabulary it was trained on",
-        checkpoint.string(),
-        saved,
-        current_file.string(),
-        current));
+  if (saved.empty() || current.empty() || saved == current) {
+    return;
   }
+  // A run keeps the vocabulary it was trained on beside its config (infer/run_tokenizer.h).
+  std::string fix = "prepare the data again with the vocabulary it was trained on";
+  const auto run = enclosing_run(checkpoint);
+  for (const auto& [kept, flag] :
+       {std::pair{"vocab.txt", "--vocab"}, {"spiece.model", "--spm-model"}}) {
+    std::error_code ec;
+    if (run && std::filesystem::is_regular_file(*run / kept, ec) &&
+        !std::filesystem::equivalent(*run / kept, current_file, ec)) {
+      fix = fmt::format(
+          "the run keeps the one it was trained on, {}: set data.dir to data prepared with it "
+          "(xl-prep {} {} ...)",
+          (*run / kept).string(),
+          flag,
+          (*run / kept).string());
+    }
+  }
+  throw UserError(fmt::format(
+      "{} was trained on data with another vocabulary ({}) than data.dir holds now ({}: {}); {}",
+      checkpoint.string(),
+      saved,
+      current_file.string(),
+      current,
+      fix));
 }
 
 } // namespace xl::run

@@ -4,6 +4,8 @@
 
 #include <csignal>
 
+#include "xl/util/files.h"
+
 namespace xl::runtime {
 
 namespace {
@@ -23,6 +25,7 @@ std::atomic<int>& stop_signal() {
 void install_stop_handlers() {
   const auto handler = [](int sig) {
     if (stop_signal().exchange(sig) != 0) {
+      remove_temporaries_in_progress(); // the files the process owns stay as they were
       ::_exit(128 + sig);
     }
   };

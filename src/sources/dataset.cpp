@@ -6,6 +6,7 @@
 #include <map>
 
 #include "xl/config/config.h"
+#include "xl/formats/sentence_tokens.h"
 #include "xl/formats/text_tokens.h"
 #include "xl/formats/token_file.h"
 #include "xl/sources/corpus.h"
@@ -65,6 +66,26 @@ std::unique_ptr<BatchSource> Dataset::example_batches(
       vocabulary_fingerprint().empty() ? "random" : vocabulary_fingerprint()));
 }
 
+void refuse_encoded_file(const std::filesystem::path& file, const formats::Tokenizer& tokenizer) {
+  const bool token_file = formats::looks_like_token_file(file);
+  if (!token_file && !formats::looks_like_pieces_file(file)) {
+    return;
+  }
+  const bool pieces = tokenizer.pieces() != nullptr;
+  throw UserError(fmt::format(
+      "{} is a {} that xl-prep wrote, not text, and this run reads {} ({}): give it the text, or "
+      "a {} made with its {} (xl-prep --format {} --{} {} --test TEXT --out FOLDER)",
+      file.string(),
+      token_file ? "token file (word or byte ids)" : "pieces file (SentencePiece ids)",
+      pieces ? "SentencePiece pieces" : "the words or bytes of its vocabulary",
+      tokenizer.file().string(),
+      pieces ? "pieces file" : "token file",
+      pieces ? "model" : "vocabulary",
+      pieces ? "xlnet" : (tokenizer.unit() == formats::VocabKind::kByte ? "byte" : "word"),
+      pieces ? "spm-model" : "vocab",
+      tokenizer.file().string()));
+}
+
 std::shared_ptr<const formats::Tokens> read_user_text(
     const UserText& text,
     const formats::Tokenizer& tokenizer,
@@ -78,6 +99,18 @@ std::shared_ptr<const formats::Tokens> read_user_text(
     reading.unit = "tokens";
     reading.count.units = file->size();
     return file;
+  }
+  if (tokenizer.pieces() != nullptr && text.file && formats::looks_like_pieces_file(*text.file)) {
+    const auto encoded = formats::read_sentence_tokens(*text.file, *tokenizer.pieces());
+    reading.unit = "tokens";
+    reading.count.units = static_cast<int64_t>(encoded.ids.size());
+    reading.count.unknown = std::count(encoded.ids.begin(), encoded.ids.end(), formats::kUnkId);
+    reading.unknown_as = "<unk>";
+    return std::make_shared<const formats::TokenTensor>(
+        torch::tensor(encoded.ids, torch::kInt64), text.file->string());
+  }
+  if (text.file) {
+    refuse_encoded_file(*text.file, tokenizer);
   }
   auto tokens = text.file
       ? std::make_shared<const formats::TextTokens>(*text.file, tokenizer, scratch_dir())

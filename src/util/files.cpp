@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
 #include "xl/util/error.h"
+#include "xl/util/log.h"
 
 namespace xl {
 
@@ -31,10 +34,54 @@ void sync_directory(const fs::path& dir) {
   }
 }
 
+// The temporaries of the atomic writes in progress, for remove_temporaries_in_progress: fixed
+// slots that a signal handler reads without allocating or locking. A write that finds every slot
+// taken goes unlisted (the next write of its file removes its temporary).
+struct InProgressSlot {
+  std::atomic<int> state{0}; // 0 free, 1 being filled, 2 listed
+  std::array<char, PATH_MAX> path{};
+};
+std::array<InProgressSlot, 16> in_progress;
+
+class ListedTemporary {
+ public:
+  explicit ListedTemporary(const fs::path& tmp) {
+    const std::string& name = tmp.native();
+    for (auto& slot : in_progress) {
+      int free = 0;
+      if (name.size() < PATH_MAX && slot.state.compare_exchange_strong(free, 1)) {
+        std::memcpy(slot.path.data(), name.c_str(), name.size() + 1);
+        slot.state.store(2);
+        slot_ = &slot;
+        return;
+      }
+    }
+  }
+  ~ListedTemporary() {
+    if (slot_ != nullptr) {
+      slot_->state.store(0);
+    }
+  }
+  ListedTemporary(const ListedTemporary&) = delete;
+  ListedTemporary& operator=(const ListedTemporary&) = delete;
+  ListedTemporary(ListedTemporary&&) = delete;
+  ListedTemporary& operator=(ListedTemporary&&) = delete;
+
+ private:
+  InProgressSlot* slot_ = nullptr;
+};
+
 // Temporaries are "<name>.tmp.<pid>" so that concurrent writers never share one
 // and stale ones are recognisable.
 std::string temporary_prefix(const fs::path& path) {
   return path.filename().string() + ".tmp.";
+}
+
+// Whether open descriptor `fd` is a pipe no folder names ("pipe:[inode]" in /proc).
+bool unnamed_pipe(int fd) {
+  std::error_code ec;
+  const auto target = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec);
+  return !ec && target.native().rfind("pipe:", 0) == 0;
 }
 
 } // namespace
@@ -73,12 +120,18 @@ int open_input(const fs::path& path, const std::string& what, std::chrono::milli
   if (::fstat(fd, &st) != 0) {
     refuse(errno_text());
   }
-  // A pipe's writer may start just after us (`mkfifo f; make_text > f & xl-eval --file f`):
-  // wait a while for its first bytes (or its end), not forever.
+  // A named pipe's writer may start just after us (`mkfifo f; make_text > f & xl-eval --file
+  // f`): wait a while for its first bytes (or its end), not forever. An unnamed pipe (a shell's
+  // `|` or `<(make_text)`) has its writer from the start, however slowly it begins.
   if (S_ISFIFO(st.st_mode)) {
     pollfd ready{fd, POLLIN, 0};
     int n = 0;
     while ((n = ::poll(&ready, 1, static_cast<int>(pipe_wait.count()))) < 0 && errno == EINTR) {
+    }
+    if (n == 0 && unnamed_pipe(fd)) {
+      logger().info("{} {}: waiting for the first bytes of its pipe", what, path.string());
+      while ((n = ::poll(&ready, 1, -1)) < 0 && errno == EINTR) {
+      }
     }
     if (n == 0) {
       ::close(fd);
@@ -97,12 +150,41 @@ int open_input(const fs::path& path, const std::string& what, std::chrono::milli
   return fd;
 }
 
+namespace {
+
+// The size of a regular file open as `fd`, or -1 for a pipe or a device.
+off_t regular_size(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+}
+
+// A file cut while it is read ends early: fewer bytes than it held when opened, or than it holds
+// now. One that grows (a log being written) is read up to where it was.
+// (A size of 0, as /proc's files show, says nothing.)
+void check_whole(const fs::path& path, const std::string& what, int fd, off_t opened, off_t read) {
+  const off_t now = regular_size(fd);
+  if (opened > 0 && (read < opened || (now >= 0 && now < read))) {
+    throw UserError(fmt::format(
+        "{} {} was cut while it was read ({} bytes when opened, {} read, {} now): something is "
+        "writing it; read it once it is whole",
+        what,
+        path.string(),
+        opened,
+        read,
+        now));
+  }
+}
+
+} // namespace
+
 void read_file_chunks(
     const fs::path& path,
     const std::string& what,
     const ByteSink& sink,
     std::chrono::milliseconds pipe_wait) {
   const int fd = open_input(path, what, pipe_wait);
+  const off_t opened = regular_size(fd);
+  off_t total = 0;
   std::array<char, 1 << 16> buffer{};
   try {
     for (;;) {
@@ -116,8 +198,10 @@ void read_file_chunks(
       if (got == 0) {
         break;
       }
+      total += got;
       sink(buffer.data(), static_cast<size_t>(got));
     }
+    check_whole(path, what, fd, opened, total);
   } catch (...) {
     ::close(fd);
     throw;
@@ -145,6 +229,7 @@ void atomic_write(const fs::path& path, const std::function<void(const ByteSink&
   }
   remove_stale_temporaries(path);
   const fs::path tmp = dir / (temporary_prefix(path) + std::to_string(::getpid()));
+  const ListedTemporary listed(tmp);
   FILE* file = std::fopen(tmp.c_str(), "wb");
   if (file == nullptr) {
     throw UserError("cannot write " + tmp.string() + ": " + errno_text());
@@ -180,6 +265,14 @@ void atomic_write(const fs::path& path, const std::string& content) {
 
 void atomic_copy(const fs::path& from, const fs::path& to, const std::string& what) {
   atomic_write(to, [&](const ByteSink& sink) { read_file_chunks(from, what, sink); });
+}
+
+void remove_temporaries_in_progress() noexcept {
+  for (auto& slot : in_progress) {
+    if (slot.state.load() == 2) {
+      ::unlink(slot.path.data());
+    }
+  }
 }
 
 void remove_stale_temporaries(const fs::path& path) {

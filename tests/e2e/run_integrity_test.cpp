@@ -145,26 +145,36 @@ TEST(Integrity, ADivergedModelIsNeverSaved) {
 // The data folder prepared again from another corpus: same config, another vocabulary.
 TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
   TempDir dir;
-  const auto prepare = [&](const std::string& corpus) {
+  const auto prepare = [&](const std::string& corpus, formats::VocabKind kind) {
     prep::PrepOptions options;
     for (const char* split : {"train", "valid", "test"}) {
       options.splits[split] = testdata("wikitext-2/" + corpus);
     }
     options.out = dir / "data";
+    options.kind = kind;
     prep::prepare_corpus(options);
   };
-  prepare("wiki.test.tokens");
+  prepare("wiki.test.tokens", formats::VocabKind::kWord);
   const std::string train = std::string(kBinDir) + "/xl-train --config " + kSourceDir +
       "/configs/txl/tiny.yaml --set data.dir=data --set run.dir=r ";
   ASSERT_EQ(run_command(train + "--stop-at-step 10", dir.path()).status, 0);
-  prepare("wiki.valid.tokens");
-  for (const auto& command :
-       {train + "--resume", std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
-    SCOPED_TRACE(command);
-    const auto r = run_command(command, dir.path());
-    EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_THAT(r.output, HasSubstr("was trained on data with another vocabulary"));
-    EXPECT_THAT(r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
+  // Another corpus, then bytes: a vocabulary too small for the model's cutoffs, which the
+  // resume named instead of the data.
+  for (const auto kind : {formats::VocabKind::kWord, formats::VocabKind::kByte}) {
+    prepare("wiki.valid.tokens", kind);
+    for (const auto& command :
+         {train + "--resume", std::string(kBinDir) + "/xl-eval --run r --checkpoint last"}) {
+      SCOPED_TRACE(command);
+      const auto r = run_command(command, dir.path());
+      EXPECT_EQ(r.status, 2) << r.output;
+      EXPECT_THAT(r.output, HasSubstr("was trained on data with another vocabulary"));
+      EXPECT_THAT(r.output, HasSubstr("than data.dir holds now (data/vocab.txt: "));
+      EXPECT_THAT(
+          r.output,
+          HasSubstr(
+              "the run keeps the one it was trained on, " + (dir / "r/vocab.txt").string() +
+              ": set data.dir to data prepared with it (xl-prep --vocab "));
+    }
   }
 }
 

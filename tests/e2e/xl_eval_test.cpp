@@ -130,6 +130,14 @@ TEST(Evaluation, AFileScoresAsTheSameTextPreparedAsTheTestSplit) {
   const auto tokens = run_command(eval + " --file mine/test.bin --streams 4", dir.path());
   ASSERT_EQ(tokens.status, 0) << tokens.output;
   EXPECT_EQ(scores(tokens.output, "mine/test.bin"), scores(split.output, "test"));
+  // XLNet's pieces (known by their magic) are named, not read as text holding a NUL.
+  write_file(dir / "test.pieces", std::string("XLPIECES\2\0\0\0", 12));
+  const auto pieces = run_command(eval + " --file test.pieces", dir.path());
+  EXPECT_EQ(pieces.status, 2);
+  EXPECT_THAT(
+      pieces.output,
+      HasSubstr("test.pieces is a pieces file (SentencePiece ids) that xl-prep wrote, not text, "
+                "and this run reads the words or bytes of its vocabulary"));
   // Most of a text unknown to the vocabulary: the score says little, and the user is told.
   write_file(dir / "strange.txt", "qqzx vvwq zzqk the\n");
   const auto strange = run_command(eval + " --file strange.txt", dir.path());
@@ -182,6 +190,18 @@ TEST(Evaluation, TheSameDataElsewhereAndACheckpointOfAnotherRun) {
   const auto records = read_text(dir / "r/metrics.jsonl");
   const auto last = records.substr(records.rfind('\n', records.size() - 2) + 1);
   EXPECT_THAT(last, HasSubstr("\"elsewhere\":true"));
+  // A run whose metrics.jsonl cannot be written (read-only, another user's; here a folder in its
+  // place, which not even root opens for writing) is evaluated and its result shown: it failed
+  // on the record after the whole evaluation, showing nothing.
+  fs::rename(dir / "r/metrics.jsonl", dir / "metrics.jsonl");
+  fs::create_directory(dir / "r/metrics.jsonl");
+  const auto unwritable = run_command(app("xl-eval") + " --run r --max-steps 1", dir.path());
+  ASSERT_EQ(unwritable.status, 0) << unwritable.output;
+  EXPECT_THAT(
+      unwritable.output,
+      HasSubstr(
+          "metrics.jsonl: Is a directory: the result will be shown, not recorded in the run"));
+  EXPECT_THAT(unwritable.output, HasSubstr("test | loss "));
 }
 
 // One run evaluated with two memories and a stride: three columns, each named by its setting,

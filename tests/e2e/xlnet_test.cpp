@@ -399,6 +399,36 @@ TEST(XLNetE2E, ScoresEveryPieceLeftToRightAsHuggingFaceDoes) {
   EXPECT_THAT(
       nlohmann::json::parse(read_text(dir / "p.json"))["setting"].get<std::string>(),
       HasSubstr("permutation records"));
+
+  // The text as a pieces file xl-prep made with the run's model scores the same, both ways; a
+  // token file of words is named, not read as text holding a NUL.
+  r = run_command(
+      app("xl-prep") + " --format xlnet --spm-model r/spiece.model --test three.txt --out enc",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(app("xl-eval") + " --run r --file enc/test.pieces --json e.json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto encoded = nlohmann::json::parse(read_text(dir / "e.json"));
+  EXPECT_EQ(encoded["loss"], result["loss"]);
+  EXPECT_EQ(encoded["tokens"], result["tokens"]);
+  r = run_command(
+      app("xl-eval") + " --run r --file enc/test.pieces --permutation --json ep.json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(
+      nlohmann::json::parse(read_text(dir / "ep.json"))["loss"],
+      nlohmann::json::parse(read_text(dir / "p.json"))["loss"]);
+  write_file(dir / "words.txt", "a few words\n");
+  r = run_command(
+      app("xl-prep") + " --format word --train words.txt --test words.txt --out words", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const std::string flag : {"", " --permutation"}) {
+    r = run_command(app("xl-eval") + " --run r --file words/test.bin" + flag, dir.path());
+    EXPECT_EQ(r.status, 2);
+    EXPECT_THAT(
+        r.output,
+        HasSubstr("words/test.bin is a token file (word or byte ids) that xl-prep wrote, not "
+                  "text, and this run reads SentencePiece pieces"));
+  }
 }
 
 // The peer pretraining (scripts/peer/hf_xlnet_pretrain.py) stopped and resumed ends with the

@@ -6,7 +6,8 @@ Checks that
   - the installed tree holds no path of the source or build folder (they are the machine's
     that built it), and still works moved to another folder;
   - xl/xl.h compiles alone with only the installed include folder and LibTorch's;
-  - examples/ configures with -DCMAKE_PREFIX_PATH=<prefix>;<torch> and builds;
+  - examples/ configures with -DCMAKE_PREFIX_PATH=<prefix>;<torch> and builds, configures
+    again, and configures with -DTorch_DIR=<torch> (no Python asked for torch either time);
   - the examples link neither cairo nor CLI11 nor SentencePiece's trainer (the layers that need
     them are not xl::xl's);
   - score_text gives xl-eval --file's perplexity to 1e-6, and generate_text xl-sample's text
@@ -70,6 +71,12 @@ def main():
     run(["cmake", "-S", ROOT / "examples", "-B", examples, "-G", "Ninja",
          "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix};{torch_prefix}"])
     run(["cmake", "--build", examples])
+    # A user's own project: configured again (Torch_DIR cached), and with -DTorch_DIR alone; no
+    # Python to ask for torch, which either once needed.
+    no_python = "-DPython3_EXECUTABLE=/bin/false"
+    run(["cmake", "-S", ROOT / "examples", "-B", examples, no_python])
+    run(["cmake", "-S", ROOT / "examples", "-B", work / "torch-dir", "-G", "Ninja", no_python,
+         f"-DCMAKE_PREFIX_PATH={prefix}", f"-DTorch_DIR={torch_prefix / 'Torch'}"])
     for program in ("score_text", "generate_text", "time_score"):
         linked = run(["ninja", "-C", examples, "-t", "commands", program]).stdout.splitlines()[-1]
         linked += run(["ldd", examples / program]).stdout

@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "test_util.h"
@@ -107,6 +111,58 @@ TEST(ReadFile, RefusesANamedPipeWithoutAWriterWithoutWaiting) {
   EXPECT_THAT(
       test::user_error([&] { read_file(dir.path(), "config file"); }),
       ::testing::HasSubstr("config file is a directory, expected a file: "));
+}
+
+// A text truncated while xl-eval read it was scored as far as it had been read, silently.
+TEST(ReadFile, RefusesAFileCutWhileItIsReadAndReadsOneThatGrows) {
+  test::TempDir dir;
+  const auto path = dir / "text.txt";
+  const std::string bytes(200 * 1024, 'a');
+  test::write_file(path, bytes);
+  EXPECT_THAT(
+      test::user_error([&] {
+        read_file_chunks(path, "text file", [&](const void* /*data*/, size_t /*size*/) {
+          fs::resize_file(path, 10);
+        });
+      }),
+      ::testing::HasSubstr(
+          "text file " + path.string() +
+          " was cut while it was read (204800 bytes when opened, 65536 read, 10 now)"));
+  // Cut back after the whole was read: now shorter than what was read.
+  test::write_file(path, "short");
+  EXPECT_THAT(
+      test::user_error([&] {
+        read_file_chunks(path, "text file", [&](const void* /*data*/, size_t /*size*/) {
+          fs::resize_file(path, 2);
+        });
+      }),
+      ::testing::HasSubstr("(5 bytes when opened, 5 read, 2 now)"));
+  test::write_file(path, bytes);
+  std::string read;
+  read_file_chunks(path, "text file", [&](const void* data, size_t size) {
+    if (read.empty()) {
+      std::ofstream(path, std::ios::app) << "grown";
+    }
+    read.append(static_cast<const char*>(data), size);
+  });
+  EXPECT_EQ(read, bytes + "grown");
+}
+
+// `xl-eval --file <(slow_command)` was refused after 10 s as "a pipe that nothing wrote to".
+TEST(ReadFile, WaitsForAnUnnamedPipeHoweverSlowItsWriter) {
+  std::array<int, 2> ends{};
+  ASSERT_EQ(::pipe(ends.data()), 0);
+  std::thread slow([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_EQ(::write(ends[1], "slow", 4), 4);
+    ::close(ends[1]);
+  });
+  EXPECT_EQ(
+      read_file(
+          "/proc/self/fd/" + std::to_string(ends[0]), "text file", std::chrono::milliseconds(50)),
+      "slow");
+  slow.join();
+  ::close(ends[0]);
 }
 
 TEST(Fnv1a64, KnownVectors) {

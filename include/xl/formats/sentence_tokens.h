@@ -29,6 +29,10 @@ struct SentenceTokens {
   std::string name;
 };
 
+/// Whether `path` is a regular file that starts as a pieces file does (its magic), rather than
+/// text; reads nothing of anything else.
+bool looks_like_pieces_file(const std::filesystem::path& path);
+
 /// Encodes a raw text file. A file without any text is a UserError.
 SentenceTokens encode_raw_text(const std::filesystem::path& path, const SentencePiece& model);
 /// encode_raw_text of a text held in memory (`name` names it in messages).

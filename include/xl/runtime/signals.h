@@ -1,7 +1,8 @@
 // The signals a user or a scheduler sends a run. SIGINT, SIGTERM and SIGHUP (a Ctrl-C, a
 // preemption, a closed terminal or ssh session) ask it to checkpoint and stop: the first one is
 // recorded for the loop to see at its next step or evaluation batch; a second one ends the
-// process at once (saves are atomic, so the checkpoints on disk stay complete). SIGUSR1, which
+// process at once (saves are atomic, so the checkpoints on disk stay complete, and the
+// temporaries of the writes in progress are removed). SIGUSR1, which
 // batch schedulers send ahead of a time limit, asks a trainer for a checkpoint now, and it goes
 // on.
 #pragma once

@@ -193,8 +193,13 @@ EvalBatches text_eval_batches(
     std::string& fitted);
 
 /// The tokens of a user's text (a file read in bounded memory, or text held in memory) encoded
-/// with `tokenizer`, and what was read of it (`unit`, the unknown words); a word or byte file
-/// that xl-prep wrote with the same vocabulary is read as it is.
+/// with `tokenizer`, and what was read of it (`unit`, the unknown words); a token file or a
+/// pieces file that xl-prep wrote with the same vocabulary is read as it is, one of another
+/// kind refused (refuse_encoded_file).
+/// Refuses `file` where `tokenizer` reads text when xl-prep wrote it (a token file or a pieces
+/// file, told by its magic), naming what it is and what the run reads instead.
+void refuse_encoded_file(const std::filesystem::path& file, const formats::Tokenizer& tokenizer);
+
 std::shared_ptr<const formats::Tokens> read_user_text(
     const UserText& text,
     const formats::Tokenizer& tokenizer,

@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 void check_input(const fs::path& path, const std::string& what);
 
 /// A descriptor of `path` open for reading after check_input (blocking reads; the caller closes
-/// it). Opening never waits for a named pipe's writer: a pipe that shows neither bytes nor its
-/// end within `pipe_wait` is a UserError (a writer started just after xl still counts).
+/// it). Opening never waits for a named pipe's writer: a named pipe that shows neither bytes nor
+/// its end within `pipe_wait` is a UserError (a writer started just after xl still counts). An
+/// unnamed pipe (`|`, `<(...)`) has its writer, and is waited for as long as it takes.
 int open_input(
     const fs::path& path,
     const std::string& what,
@@ -27,7 +28,9 @@ int open_input(
 /// Receives chunks of bytes; returns normally or throws.
 using ByteSink = std::function<void(const void* data, size_t size)>;
 
-/// Streams a whole file (or pipe) through open_input into `sink`, 64 KiB at a time.
+/// Streams a whole file (or pipe) through open_input into `sink`, 64 KiB at a time. A file cut
+/// while it is read (it ends before the size it had when opened, or is now shorter than what was
+/// read) is a UserError naming it; one that grows is read as far as it reached.
 void read_file_chunks(
     const fs::path& path,
     const std::string& what,
@@ -54,6 +57,10 @@ void atomic_write(const fs::path& path, const std::string& content);
 /// copy never holds the whole file in memory (a trainer's heap would keep a checkpoint-sized
 /// hole after each one).
 void atomic_copy(const fs::path& from, const fs::path& to, const std::string& what);
+
+/// Removes the temporaries of this process's atomic_write calls in progress, for a signal handler
+/// that ends the process at once (async-signal-safe: it only unlinks).
+void remove_temporaries_in_progress() noexcept;
 
 /// Removes temporary files that an interrupted atomic_write left next to
 /// `path`.

@@ -176,16 +176,21 @@ class XLNetDataset : public sources::Dataset {
   // The pretraining evaluation's estimate: permutation records of the text, drawn from the
   // seed, num_predict targets each.
   sources::EvalBatches permutation_batches(const sources::UserText& text) const {
-    // Read as the left-to-right scoring reads it: a file of no text of words is refused alike.
+    // Read as the left-to-right scoring reads it: a file of no text of words is refused alike,
+    // a pieces file of this model read as it is.
+    const bool encoded_file = text.file && formats::looks_like_pieces_file(*text.file);
     std::string whole;
-    if (text.file) {
+    if (text.file && !encoded_file) {
+      sources::refuse_encoded_file(*text.file, *tokenizer_);
       formats::read_text_pieces(
           *text.file, "text file", true, [&](std::string_view piece, bool /*goes_on*/) {
             whole.append(piece);
           });
     }
-    const auto encoded = formats::encode_raw_text(
-        text.file ? std::string_view(whole) : text.text, text.name, *pieces_);
+    const auto encoded = encoded_file
+        ? formats::read_sentence_tokens(*text.file, *pieces_)
+        : formats::encode_raw_text(
+              text.file ? std::string_view(whole) : text.text, text.name, *pieces_);
     sources::TextReading reading;
     reading.unit = "pieces";
     reading.count.units = static_cast<int64_t>(encoded.ids.size());
