@@ -2,8 +2,8 @@
 """Fault trial: random kills, failed writes, signals and corruptions against a built xl (build/bin).
 
   python3 scripts/fault_trial.py [--kills N] [--first-checkpoint-kills N] [--replacement-kills N]
-      [--prep-kills N] [--export-kills N] [--signals N] [--no-write-failures] [--corruptions N]
-      [--seed S] [--steps N]
+      [--prep-kills N] [--export-kills N] [--rank-deadlines N] [--signals N]
+      [--no-write-failures] [--corruptions N] [--seed S] [--steps N]
 
 A reference run of configs/txl/tiny.yaml (constant learning rate, --steps steps) on WikiText-2,
 then, each run continued with --auto-resume (what a scheduler or torchrun --max-restarts does):
@@ -26,7 +26,11 @@ SIGKILLed after a random delay (or the moment its staging folder appears); the f
 hold the old files or the new ones, byte for byte, never a mix, and a second xl-prep must
 complete it. Export kills: `xl-export --force` over an earlier export of another run, killed
 the same ways: the folder is the earlier export or the new one, byte for byte (what Hugging
-Face loads: config.json beside its own weights), and a second xl-export completes it.
+Face loads: config.json beside its own weights), and a second xl-export completes it. Rank
+deadlines: two ranks of a data-parallel run (a new one, or one resumed) given different
+--stop-at-step, or one none: both must refuse within 2 minutes, each in one error line naming
+the flag, the run's files as they were; every third trial gives both the same step, which the
+run must reach.
 
 Corruptions: N times, one random byte of one file of the reference run XOR-ed with a random
 non-zero value (last.pt, the test split's token file or the vocabulary; put back afterwards). A
@@ -43,6 +47,7 @@ import random
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -249,6 +254,11 @@ def prepared(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 
 
+def every_file(folder):
+    """relative path -> bytes of every file under `folder`."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
 def prep_kills(work, text, rng, n):
     """xl-prep --force replacing a folder of one vocabulary by one of another, killed at random:
     the folder is old or new, never a mix, and the next xl-prep completes it."""
@@ -348,6 +358,79 @@ def export_kills(trial, rng, n):
     return kept, failures
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def two_ranks(trial, run_dir, deadlines, timeout=120):
+    """Two ranks of a data-parallel run of `run_dir` (--auto-resume), each with its own
+    --stop-at-step (None: none): their exit statuses (None: still running after `timeout` s,
+    then killed) and standard errors."""
+    port = free_port()
+    processes = []
+    for rank, deadline in enumerate(deadlines):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        extra = ["--auto-resume"] + (["--stop-at-step", str(deadline)] if deadline else [])
+        processes.append(subprocess.Popen([str(a) for a in trial.train(run_dir, *extra)], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                          text=True))
+    statuses, errors = [], []
+    end = time.monotonic() + timeout
+    for process in processes:
+        try:
+            _, err = process.communicate(timeout=max(0.1, end - time.monotonic()))
+            statuses.append(process.returncode)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+            statuses.append(None)
+        errors.append(err)
+    return statuses, errors
+
+
+def rank_deadlines(trial, rng, n):
+    """Two ranks given different --stop-at-step (or one none), on a new run and on one resumed:
+    both refuse at once, each with an error line naming the flag, and the run's files stay as
+    they were; every third trial gives both the same deadline, and the run reaches it."""
+    base = trial.work / "ranks-base"
+    statuses, errors = two_ranks(trial, base, [10, 10])
+    if statuses != [0, 0] or max(losses(base, "train"), default=0) != 10:
+        sys.exit(f"two ranks to step 10 failed ({statuses}):\n" + "".join(errors))
+    agreed = 0
+    for i in range(n):
+        run_dir = trial.work / f"ranks-{i}"
+        resumed = i % 2 == 1
+        if resumed:
+            shutil.copytree(base, run_dir)
+        before = every_file(run_dir) if resumed else None
+        first = rng.randint(11, trial.steps)
+        if i % 3 == 2:
+            deadlines = [first, first]
+        else:
+            other = None if i % 4 == 0 else rng.choice(
+                [s for s in range(11, trial.steps + 1) if s != first])
+            deadlines = [first, other] if rng.random() < 0.5 else [other, first]
+        statuses, errors = two_ranks(trial, run_dir, deadlines)
+        what = f"rank deadlines {i}: {'resumed' if resumed else 'new'} run, {deadlines}"
+        if deadlines[0] == deadlines[1]:
+            ok = statuses == [0, 0] and max(losses(run_dir, "train"), default=0) == first
+        else:
+            said = [[line for line in e.splitlines() if line.startswith("error:")] for e in errors]
+            ok = statuses == [2, 2] and all(len(s) == 1 and "--stop-at-step" in s[0] for s in said)
+            ok = ok and (every_file(run_dir) == before if resumed else not run_dir.exists())
+        if ok:
+            agreed += 1
+            shutil.rmtree(run_dir, ignore_errors=True)
+            print(f"{what}: {'reached' if deadlines[0] == deadlines[1] else 'refused by both'}")
+        else:
+            trial.failures += 1
+            print(f"{what}: NOT AS EXPECTED (exits {statuses}) {[e[-300:] for e in errors]}")
+    return agreed
+
+
 def corruptions(trial, rng, n):
     ref, data = trial.ref, trial.data
     targets = [ref / "checkpoints" / "last.pt", data / "test.bin", data / "vocab.txt"]
@@ -386,6 +469,7 @@ def main():
     parser.add_argument("--replacement-kills", type=int, default=24)
     parser.add_argument("--prep-kills", type=int, default=24)
     parser.add_argument("--export-kills", type=int, default=12)
+    parser.add_argument("--rank-deadlines", type=int, default=9)
     parser.add_argument("--signals", type=int, default=10)
     parser.add_argument("--no-write-failures", action="store_true")
     parser.add_argument("--corruptions", type=int, default=300)
@@ -430,6 +514,8 @@ def main():
     trial.failures += export_failures
     summary.append(f"export kills: {kept} of {args.export_kills} left the earlier or the new "
                    "export")
+    agreed = rank_deadlines(trial, rng, args.rank_deadlines)
+    summary.append(f"rank deadlines: {agreed} of {args.rank_deadlines} as expected")
     caught, counts = corruptions(trial, rng, args.corruptions)
     summary.append(f"corruptions: {caught} of {args.corruptions} caught (" + ", ".join(
         f"{name} {c[1]} of {c[0]}" for name, c in counts.items()) + ")")
