@@ -171,7 +171,7 @@ def cases(work):
         add("xl-eval", ["--run", r, "--max-steps", "1", "--dump-batches", path, "--force"])
         add("xl-bench", ["--config", TXL, "--steps", "1", "--json", path, "--force"])
     for flag in ["--csv", "--plot"]:
-        for path in ["", "/dev/null", work / "notes", work / "afile" / "x.csv", work / "afile"]:
+        for path in ["", work / "notes", work / "afile" / "x.csv", work / "afile"]:
             add("xl-compare", [r, flag, path])
     for name in ["best", "last", "step_20", "step_10", "..", ".", "", "../../x", "a/b",
                  "x\ny", "best.pt", "step_20.pt"]:
@@ -223,6 +223,10 @@ def cases(work):
     out.append(("xl-train", train + new_run() + ["--set", f"data.dir={work / 'nsmc'}"], {}))
     add("xl-train", ["--config", XLNET_CLS, "--set", f"data.dir={work / 'words'}"] + new_run())
     add("xl-eval", ["--run", r, "--file", work / "latin1.txt"])
+    add("xl-eval", ["--run", r, "--file", work / "spaces.txt"])
+    # Documents none of which can be read, a JSON array instead of JSON Lines.
+    for documents in [work / "docs_bad.jsonl", work / "docs_array.json"]:
+        add("xl-eval", ["--run", r, "--documents", documents, "--out", work / "d" / "s.jsonl"])
     # Wide text, with and without its byte-order mark, each family.
     for name in ["utf16.txt", "utf16le.txt", "utf16be.txt", "utf32.txt"]:
         add("xl-eval", ["--run", r, "--file", work / name])

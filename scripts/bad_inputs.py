@@ -108,16 +108,11 @@ def damaged(before, after):
     return False
 
 
-def prepare(work):
-    """The corpora and the two runs the cases read."""
+def prepare_nsmc(work, test_reviews):
+    """work/nsmc: 3,000 NSMC training reviews (300 held out) and `test_reviews` test ones,
+    labelled, and a 1,000-piece SentencePiece model of them with their pieces files."""
     text = work / "text"
-    text.mkdir()
-    for split, name in [("train", "valid"), ("valid", "test")]:
-        (text / f"{split}.txt").write_bytes(subprocess.check_output(
-            ["xz", "-dc", ROOT / f"data/wikitext-2/wiki.{name}.tokens.xz"]))
-    must(run([BIN / "xl-prep", "--train", text / "train.txt", "--valid", text / "valid.txt",
-              "--test", text / "valid.txt", "--out", work / "words"]), "xl-prep (words)")
-    for split, n in [("train", 3000), ("test", 500)]:
+    for split, n in [("train", 3000), ("test", test_reviews)]:
         lines = subprocess.check_output(
             ["xz", "-dc", ROOT / f"data/nsmc/ratings_{split}.txt.xz"]).splitlines(True)
         (text / f"nsmc_{split}.txt").write_bytes(b"".join(lines[: n + 1]))
@@ -129,6 +124,19 @@ def prepare(work):
               "--character-coverage", 0.995, "--train", nsmc / "train.txt", "--valid",
               nsmc / "valid.txt", "--test", nsmc / "test.txt", "--out", nsmc]),
          "xl-prep (xlnet)")
+    return nsmc
+
+
+def prepare(work):
+    """The corpora and the two runs the cases read."""
+    text = work / "text"
+    text.mkdir()
+    for split, name in [("train", "valid"), ("valid", "test")]:
+        (text / f"{split}.txt").write_bytes(subprocess.check_output(
+            ["xz", "-dc", ROOT / f"data/wikitext-2/wiki.{name}.tokens.xz"]))
+    must(run([BIN / "xl-prep", "--train", text / "train.txt", "--valid", text / "valid.txt",
+              "--test", text / "valid.txt", "--out", work / "words"]), "xl-prep (words)")
+    nsmc = prepare_nsmc(work, test_reviews=500)
     must(run([BIN / "xl-train", "--config", TXL, "--set", f"data.dir={work / 'words'}",
               "--set", f"run.dir={work / 'r'}", "--set", "train.max_step=20",
               "--set", "train.eval_interval=10", "--set", "train.keep_snapshots=2"]),
@@ -173,6 +181,9 @@ def prepare(work):
     for name, codec in [("utf16le", "utf-16-le"), ("utf16be", "utf-16-be"), ("utf32", "utf-32")]:
         (work / f"{name}.txt").write_bytes("the game is on\n".encode(codec))
     (work / "nul.txt").write_bytes(b"the game\x00 is on\n")
+    (work / "spaces.txt").write_text("  \t \n\n")  # no word to score
+    (work / "docs_array.json").write_text('[{"text": "the game"}, {"text": "is on"}]\n')
+    (work / "docs_bad.jsonl").write_text('{"id": 1}\n{"text": 3}\n{not json\n\n')
     (work / "nul.yaml").write_bytes(f"base: {TXL}\n".encode() + b"\x00train:\n  lr: 1\n")
     must(run([BIN / "xl-prep", "--format", "byte", "--train", text / "valid.txt", "--out",
               work / "bytes"]), "xl-prep (bytes)")
@@ -270,19 +281,49 @@ def probe(work, indices, timeout):
     return results
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--timeout", type=float, default=60.0)
-    parser.add_argument("--only", action="append", default=[],
-                        help="run the cases whose command or environment holds TEXT "
-                        "(repeatable: any of them)")
+def run_and_report(probe_fn, top, chosen, args, what, group_of, failing):
+    """Runs the cases `chosen` in args.jobs workers, each in its own folder under `top` (so
+    that a case sees only its own worker's runs change, and no two cases share an output);
+    prints the cases not clear, then the counts by outcome and by group_of(group); exits 1
+    when an outcome is failing(kind), keeping `top` (or always with --keep)."""
+    jobs = max(1, min(args.jobs, len(chosen)))
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        parts = list(pool.map(lambda k: probe_fn(top / f"w{k}", chosen[k::jobs], args.timeout),
+                              range(jobs)))
+    counts, by_group = {}, {}
+    for _, group, kind, shown in sorted(r for part in parts for r in part):
+        counts[kind] = counts.get(kind, 0) + 1
+        g = by_group.setdefault(group_of(group), {})
+        g[kind] = g.get(kind, 0) + 1
+        if shown:
+            print(shown)
+    print(f"{len(chosen)} {what}: " + ", ".join(f"{counts[k]} {k}" for k in sorted(counts)))
+    for group in sorted(by_group):
+        print(f"  {group}: " + ", ".join(f"{n} {k}" for k, n in sorted(by_group[group].items())))
+    failed = any(failing(k) for k in counts)
+    if failed or args.keep:
+        print(f"work folder kept: {top}")
+    else:
+        shutil.rmtree(top)
+    sys.exit(1 if failed else 0)
+
+
+def parse_arguments(doc, timeout, only_help, prefix):
+    """The options both probes take; the work folder they make."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--timeout", type=float, default=timeout)
+    parser.add_argument("--only", action="append", default=[], help=only_help)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="workers, each with its own work folder and runs (default: the "
                         "cores)")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    args = parser.parse_args()
-    top = pathlib.Path(tempfile.mkdtemp(prefix="xl-bad-inputs-"))
+    return parser.parse_args(), pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def main():
+    args, top = parse_arguments(__doc__, 60.0, "run the cases whose command or environment "
+                                "holds TEXT (repeatable: any of them)", "xl-bad-inputs-")
     all_cases = cases(top / "w0")
     if args.list:
         for app, argv, env in all_cases:
@@ -293,30 +334,8 @@ def main():
     chosen = [i for i, (_, argv, env) in enumerate(all_cases)
               if not args.only or any(text in " ".join(map(str, argv)) + str(env)
                                       for text in args.only)]
-    jobs = max(1, min(args.jobs, len(chosen)))
-    # Each worker prepares its own folder, so that a case sees only its own worker's runs
-    # change (the damage check) and no two cases share an output.
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        parts = list(pool.map(lambda k: probe(top / f"w{k}", chosen[k::jobs], args.timeout),
-                              range(jobs)))
-    counts = {}
-    by_app = {}
-    for _, app, kind, shown in sorted(r for part in parts for r in part):
-        counts[kind] = counts.get(kind, 0) + 1
-        by_app.setdefault(app, {}).setdefault(kind, 0)
-        by_app[app][kind] += 1
-        if shown:
-            print(shown)
-    print(f"{len(chosen)} bad inputs: " +
-          ", ".join(f"{counts[k]} {k}" for k in sorted(counts)))
-    for app in sorted(by_app):
-        print(f"  {app}: " + ", ".join(f"{n} {k}" for k, n in sorted(by_app[app].items())))
-    failed = any(k != "clear" for k in counts)
-    if failed or args.keep:
-        print(f"work folder kept: {top}")
-    else:
-        shutil.rmtree(top)
-    sys.exit(1 if failed else 0)
+    run_and_report(probe, top, chosen, args, "bad inputs", lambda app: app,
+                   lambda kind: kind != "clear")
 
 
 if __name__ == "__main__":

@@ -289,7 +289,8 @@ def prep_kills(work, text, rng, n):
         else:
             delay = rng.uniform(0, duration)
             time.sleep(delay)
-        process.send_signal(signal.SIGKILL)
+        sig = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM][(i // 3) % 3]
+        process.send_signal(sig)
         process.wait()
         state = prepared(out)
         found = "old" if state == want_old else "new" if state == want_new else "MIXED"
@@ -308,8 +309,9 @@ def prep_kills(work, text, rng, n):
 
 
 def export_kills(trial, rng, n):
-    """xl-export --force over an earlier export of another run, killed at random: the folder is
-    the earlier export or the new one, never a mix, and the next xl-export completes it."""
+    """xl-export --force over an earlier export of another run, killed (SIGKILL, SIGINT, SIGTERM)
+    at random or as its staging folder appears: the folder is the earlier export or the new one,
+    never a mix, and the next xl-export completes it."""
     other = trial.work / "export-other"
     r = run(trial.train(other, "--set", "train.seed=7", "--set", "train.max_step=20"))
     if r.returncode != 0:
@@ -339,14 +341,16 @@ def export_kills(trial, rng, n):
         else:
             delay = rng.uniform(0, duration)
             time.sleep(delay)
-        process.send_signal(signal.SIGKILL)
+        sig = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM][(i // 3) % 3]
+        process.send_signal(sig)
         process.wait()
         state = prepared(out)
         found = "old" if state == want_old else "new" if state == want_new else "MIXED"
         again = run(export(trial.ref, out))
         ok = found != "MIXED" and again.returncode == 0 and prepared(out) == want_new
         ok = ok and not any(p.name.startswith(f".export-{i}.") for p in trial.work.iterdir())
-        where = f"export kill {i}: killed after {delay:.2f} s: the folder {found}"
+        where = (f"export kill {i}: {sig.name} after {delay:.2f} s (exit {process.returncode}): "
+                 f"the folder {found}")
         if ok:
             kept += 1
             shutil.rmtree(out)

@@ -69,24 +69,17 @@ std::optional<int64_t> resume_after(const fs::path& out) {
 }
 
 // Appends whole windows of lines, each flushed to the disk before the next is scored: a kill
-// loses at most the window at hand.
+// loses at most the window at hand. The file is opened (its folder made) at the first window,
+// so that an input refused on the way leaves an earlier output as it was.
 class LineWriter {
  public:
-  LineWriter(const std::optional<fs::path>& out, bool append)
-      : out_(out),
+  LineWriter(std::optional<fs::path> out, bool append)
+      : out_(std::move(out)),
+        append_(append),
         // A device or a descriptor is written into as it is: appended, never synced.
-        through_(!out || run::writes_through(*out)),
-        file_(
-            !out           ? stdout
-                : through_ ? ::fdopen(run::open_through("--out", *out), "ab")
-                           : std::fopen(out->c_str(), append ? "ab" : "wb")) {
-    if (file_ == nullptr) {
-      throw UserError(
-          fmt::format("cannot write --out {}: {}", out->string(), std::strerror(errno)));
-    }
-  }
+        through_(!out_ || run::writes_through(*out_)) {}
   ~LineWriter() {
-    if (out_) {
+    if (out_ && file_ != nullptr) {
       std::fclose(file_);
     }
   }
@@ -94,6 +87,12 @@ class LineWriter {
   LineWriter& operator=(const LineWriter&) = delete;
 
   void write(const std::string& lines) {
+    if (lines.empty()) {
+      return;
+    }
+    if (file_ == nullptr) {
+      file_ = open();
+    }
     if (std::fwrite(lines.data(), 1, lines.size(), file_) != lines.size() ||
         std::fflush(file_) != 0 || (!through_ && ::fsync(::fileno(file_)) != 0)) {
       throw UserError(fmt::format(
@@ -102,9 +101,26 @@ class LineWriter {
   }
 
  private:
+  std::FILE* open() const {
+    if (!out_) {
+      return stdout;
+    }
+    if (!through_ && out_->has_parent_path()) {
+      run::create_output_folder("--out", out_->parent_path());
+    }
+    std::FILE* file = through_ ? ::fdopen(run::open_through("--out", *out_), "ab")
+                               : std::fopen(out_->c_str(), append_ ? "ab" : "wb");
+    if (file == nullptr) {
+      throw UserError(
+          fmt::format("cannot write --out {}: {}", out_->string(), std::strerror(errno)));
+    }
+    return file;
+  }
+
   std::optional<fs::path> out_;
+  bool append_;
   bool through_;
-  std::FILE* file_;
+  std::FILE* file_ = nullptr;
 };
 
 // A document's line.
@@ -289,6 +305,42 @@ std::shared_ptr<const infer::TrainedRun> open_run(
   return run;
 }
 
+// Window by window: read, score, write in the input's order; false when a signal stopped it.
+bool score_windows(
+    const config::Config& config,
+    const infer::TrainedRun& run,
+    formats::DocumentReader& reader,
+    const Range& range,
+    const DocumentsRequest& request,
+    LineWriter& writer,
+    Totals& totals) {
+  run::Progress progress(range.end - range.first, range.start - range.first);
+  progress.count_as("doc");
+  infer::DocumentOptions options;
+  options.batch = config.eval.batch_size;
+  options.sessions = request.sessions;
+  options.stop = [] { return runtime::stop_signal().load() != 0; };
+  Windows windows(reader, range);
+  for (int64_t at = range.start / kWindow * kWindow; at < range.end; at += kWindow) {
+    const int64_t stop = std::min(range.end, at + kWindow);
+    const auto documents = windows.next(stop, totals.bad);
+    std::vector<std::string> texts;
+    for (const auto& d : documents) {
+      texts.push_back(d.text);
+    }
+    const auto scores = infer::score_documents(run, texts, options, "xl-predict");
+    if (!scores) {
+      return false;
+    }
+    writer.write(lines_of(documents, *scores, range.start, run.data().unit(), totals));
+    progress.update(stop - range.first, static_cast<int64_t>(documents.size()));
+    if (progress.due(config.run.progress_seconds) || stop == range.end) {
+      logger().info("{}", progress.line("place"));
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 int run_documents(const config::Config& config, const DocumentsRequest& request) {
@@ -307,37 +359,23 @@ int run_documents(const config::Config& config, const DocumentsRequest& request)
   const Range range = places_of(reader, request, out);
   // 2. The model.
   const auto run = open_run(config, request, reader, range);
-  // 3. Window by window: read, score, write in the input's order.
+  // 3. The documents.
   LineWriter writer(out, request.resume);
-  run::Progress progress(range.end - range.first, range.start - range.first);
-  progress.count_as("doc");
-  infer::DocumentOptions options;
-  options.batch = config.eval.batch_size;
-  options.sessions = request.sessions;
-  options.stop = [] { return runtime::stop_signal().load() != 0; };
   Totals totals;
-  bool stopped = false;
-  Windows windows(reader, range);
   const auto began = std::chrono::steady_clock::now();
-  for (int64_t at = range.start / kWindow * kWindow; at < range.end; at += kWindow) {
-    const int64_t stop = std::min(range.end, at + kWindow);
-    const auto documents = windows.next(stop, totals.bad);
-    std::vector<std::string> texts;
-    for (const auto& d : documents) {
-      texts.push_back(d.text);
-    }
-    const auto scores = infer::score_documents(*run, texts, options, "xl-predict");
-    if (!scores) {
-      stopped = true;
-      break;
-    }
-    writer.write(lines_of(documents, *scores, range.start, run->data().unit(), totals));
-    progress.update(stop - range.first, static_cast<int64_t>(documents.size()));
-    if (progress.due(config.run.progress_seconds) || stop == range.end) {
-      logger().info("{}", progress.line("place"));
-    }
-  }
+  const bool stopped = !score_windows(config, *run, reader, range, request, writer, totals);
   totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  if (!stopped && totals.documents == 0 && range.start == range.first && range.end > range.first) {
+    const char* unit = reader.format() == "folder" ? "file" : "line";
+    throw UserError(fmt::format(
+        "--documents {}: no document could be read ({}){}",
+        request.documents,
+        totals.bad > 0
+            ? fmt::format(
+                  "{} {}{} skipped: see the warnings", totals.bad, unit, totals.bad == 1 ? "" : "s")
+            : fmt::format("its {}s are blank", unit),
+        reader.format() == "jsonl" ? "; a JSONL line is an object with a \"text\" string" : ""));
+  }
   // 4. The summary: on stdout after --out, else in the log.
   const int signal = runtime::stop_signal().load();
   const auto summary = summary_of(request, totals, run->data().unit(), stopped, signal);

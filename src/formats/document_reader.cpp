@@ -19,17 +19,27 @@ bool blank(std::string_view line) {
   return line.find_first_not_of(" \t\r\v\f") == std::string_view::npos;
 }
 
-// "jsonl" or "lines", from the first line that is not blank.
+// "jsonl" or "lines", from the first line that is not blank. A JSON array (a .json file of
+// objects) would be scored as lines of JSON text: refused, with the command that converts it.
 std::string detect(const fs::path& input) {
   std::ifstream in(input, std::ios::binary);
   std::string line;
   while (std::getline(in, line)) {
-    if (!blank(line)) {
-      return line.find_first_not_of(" \t") != std::string::npos &&
-              line[line.find_first_not_of(" \t")] == '{'
-          ? "jsonl"
-          : "lines";
+    if (blank(line)) {
+      continue;
     }
+    const auto first = line.find_first_not_of(" \t\r");
+    const std::string_view rest = std::string_view(line).substr(first);
+    if (rest.front() == '[' &&
+        (rest.find_first_not_of(" \t\r", 1) == std::string_view::npos ||
+         nlohmann::json::accept(rest))) {
+      throw UserError(fmt::format(
+          "documents {} holds a JSON array, not JSON Lines: give one object a line "
+          "(jq -c '.[]' {} > docs.jsonl), or --format lines to score each line as text",
+          input.string(),
+          input.string()));
+    }
+    return rest.front() == '{' ? "jsonl" : "lines";
   }
   return "lines";
 }

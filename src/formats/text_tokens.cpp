@@ -1,8 +1,11 @@
 #include "xl/formats/text_tokens.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "xl/formats/text.h"
+#include "xl/util/error.h"
 
 namespace xl::formats {
 
@@ -11,19 +14,32 @@ TextTokens::TextTokens(
     const Tokenizer& tokenizer,
     const std::filesystem::path& scratch_dir)
     : name_(path.string()), ids_(scratch_dir, "the tokens of " + path.string()) {
-  encode(tokenizer, [&](const TextPieceSink& sink) {
+  encode(tokenizer, "text file", [&](const TextPieceSink& sink) {
     read_text_pieces(path, "text file", tokenizer.unit() == VocabKind::kWord, sink);
   });
 }
 
 TextTokens::TextTokens(std::string_view text, std::string name, const Tokenizer& tokenizer)
     : name_(std::move(name)), ids_(ScratchFile::in_memory("the tokens of " + name_)) {
-  encode(tokenizer, [&](const TextPieceSink& sink) {
+  encode(tokenizer, "text", [&](const TextPieceSink& sink) {
     read_text_pieces(text, name_, "text", tokenizer.unit() == VocabKind::kWord, sink);
   });
 }
 
 void TextTokens::encode(
+    const Tokenizer& tokenizer,
+    const std::string& what,
+    const std::function<void(const TextPieceSink&)>& read) {
+  encode_with(tokenizer, read);
+  // Line ends alone are no text a word or piece model can be scored on (bytes are: spaces
+  // and line ends are characters).
+  if (tokenizer.unit() == VocabKind::kWord && words_ == 0) {
+    throw UserError(fmt::format(
+        "{} {} holds no word, only spaces and line ends: there is nothing to score", what, name_));
+  }
+}
+
+void TextTokens::encode_with(
     const Tokenizer& tokenizer,
     const std::function<void(const TextPieceSink&)>& read) {
   std::vector<int64_t> ids;
@@ -33,6 +49,7 @@ void TextTokens::encode(
       vocab->encode_counting(piece, line_goes_on, ids, unknown_);
       append(ids);
     });
+    words_ = unknown_.units; // words or bytes, line ends not counted
     return;
   }
   // SentencePiece encodes whole lines: a line cut between two pieces waits for its end.
@@ -40,7 +57,9 @@ void TextTokens::encode(
   std::string carry;
   const auto encode_lines = [&](std::string_view text) {
     for (const auto line : split_lines(text)) {
-      ids = split_words(line).empty() ? std::vector<int64_t>{kEodId} : pieces.encode(line);
+      const bool words = !split_words(line).empty();
+      ids = words ? pieces.encode(line) : std::vector<int64_t>{kEodId};
+      words_ += words ? static_cast<int64_t>(ids.size()) : 0;
       unknown_.units += static_cast<int64_t>(ids.size());
       unknown_.unknown += std::count(ids.begin(), ids.end(), kUnkId);
       append(ids);

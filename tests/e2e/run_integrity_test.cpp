@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -335,15 +336,18 @@ TEST(Integrity, AKillInTheFirstCheckpointLeavesARunThatResumes) {
   EXPECT_THAT(refused.output, HasSubstr("best.pt: weights only, no training state"));
 }
 
+// A run "r" in `dir` trained to step 20, with the snapshots of steps 10 and 20.
+void train_with_snapshots(const TempDir& dir) {
+  const auto r = run_command(
+      train_command(dir / "r", "--stop-at-step 20 --set train.keep_snapshots=2"), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+}
+
 // Without last.pt and best.pt, a resume continues from the snapshot of the highest step it
 // holds, whatever its file is called.
 TEST(Integrity, AResumeFromSnapshotsTakesTheStepInsideThem) {
   TempDir dir;
-  ASSERT_EQ(
-      run_command(
-          train_command(dir / "r", "--stop-at-step 20 --set train.keep_snapshots=2"), dir.path())
-          .status,
-      0);
+  train_with_snapshots(dir);
   fs::remove(dir / "r/checkpoints/last.pt");
   fs::remove(dir / "r/checkpoints/best.pt");
   fs::rename(dir / "r/checkpoints/step_10.pt", dir / "r/checkpoints/step_30.pt");
@@ -351,6 +355,56 @@ TEST(Integrity, AResumeFromSnapshotsTakesTheStepInsideThem) {
       run_command(train_command(dir / "r", "--resume --stop-at-step 25"), dir.path());
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("checkpoints/step_20.pt (step 20), the newest checkpoint"));
+}
+
+// Every file of a folder by name, and its bytes.
+std::map<std::string, std::string> folder_files(const fs::path& folder) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    files[entry.path().filename().string()] = read_text(entry.path());
+  }
+  return files;
+}
+
+// xl-export --force over an earlier export, stopped by SIGKILL, SIGINT or SIGTERM while it
+// writes: the folder holds the earlier export or the new one, whole (Hugging Face never finds
+// the new weights beside the old config.json), and the next xl-export --force completes it
+// and leaves nothing beside it.
+TEST(Integrity, AnExportStoppedWhileItWritesLeavesTheEarlierOrTheNewOneWhole) {
+  TempDir dir;
+  train_with_snapshots(dir);
+  const auto exported = [&](const std::string& checkpoint, const std::string& out) {
+    return app("xl-export") + " --run r --checkpoint " + checkpoint + " --out " + out + " --force";
+  };
+  ASSERT_EQ(run_command(exported("step_10", "old"), dir.path()).status, 0);
+  ASSERT_EQ(run_command(exported("step_20", "new"), dir.path()).status, 0);
+  const auto old_files = folder_files(dir / "old");
+  const auto new_files = folder_files(dir / "new");
+  ASSERT_NE(old_files, new_files);
+  for (const int sig : {SIGKILL, SIGINT, SIGTERM}) {
+    bool stopped_while_writing = false;
+    for (int attempt = 0; attempt < 20 && !stopped_while_writing; ++attempt) {
+      fs::remove_all(dir / "hf");
+      fs::copy(dir / "old", dir / "hf");
+      const pid_t pid = spawn(exported("step_20", "hf"), dir.path());
+      int status = 0;
+      while (::waitpid(pid, &status, WNOHANG) == 0) {
+        if (fs::exists(dir / ".hf.staged")) {
+          stopped_while_writing = true;
+          ::kill(-pid, sig);
+          ::waitpid(pid, &status, 0);
+          break;
+        }
+      }
+      const auto found = folder_files(dir / "hf");
+      EXPECT_TRUE(found == old_files || found == new_files) << "signal " << sig;
+    }
+    EXPECT_TRUE(stopped_while_writing) << "signal " << sig << ": the staging folder never seen";
+    const auto again = run_command(exported("step_20", "hf"), dir.path());
+    ASSERT_EQ(again.status, 0) << again.output;
+    EXPECT_EQ(folder_files(dir / "hf"), new_files);
+    EXPECT_FALSE(fs::exists(dir / ".hf.staged")) << "signal " << sig;
+  }
 }
 
 TEST(Integrity, OneTrainerPerRunDirectory) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -321,6 +322,29 @@ TEST(Documents, EachDocumentOnItsOwnOneLineEachResumableAndSharded) {
   const auto lone = run_command(app("xl-eval") + " --run r --out x.jsonl", dir.path());
   EXPECT_EQ(lone.status, 2);
   EXPECT_THAT(lone.output, HasSubstr("--out goes with --documents"));
+  // Input of which no document can be read is refused, and an earlier output replaced with
+  // --force is left as it was; a JSON array is no JSON Lines; a missing output folder is made.
+  write_file(dir / "none.jsonl", "{\"id\": 1}\n\nnot json\n");
+  const auto none = run_command(
+      app("xl-eval") + " --run r --documents none.jsonl --out whole.jsonl --force", dir.path());
+  EXPECT_EQ(none.status, 2);
+  EXPECT_THAT(
+      none.output,
+      HasSubstr("--documents none.jsonl: no document could be read (2 lines skipped: see the "
+                "warnings)"));
+  EXPECT_EQ(read_text(dir / "whole.jsonl"), read_text(dir / "killed.jsonl"));
+  write_file(dir / "array.json", "[{\"text\": \"the game\"}]\n");
+  const auto array =
+      run_command(app("xl-eval") + " --run r --documents array.json --out a.jsonl", dir.path());
+  EXPECT_EQ(array.status, 2);
+  EXPECT_THAT(array.output, HasSubstr("array.json holds a JSON array, not JSON Lines"));
+  write_file(dir / "two.jsonl", "{\"text\": \"the game is on\"}\n{\"text\": \"\"}\n");
+  const auto folder = run_command(
+      app("xl-eval") + " --run r --documents two.jsonl --out a/b/two.jsonl", dir.path());
+  ASSERT_EQ(folder.status, 0) << folder.output;
+  EXPECT_THAT(folder.output, HasSubstr("1 with fewer than 2 tokens (no score)"));
+  const auto two = read_text(dir / "a/b/two.jsonl");
+  EXPECT_EQ(std::count(two.begin(), two.end(), '\n'), 2);
 }
 
 } // namespace

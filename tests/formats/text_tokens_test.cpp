@@ -149,6 +149,18 @@ TEST(TextTokens, FilesThatAreNoTextAreRefusedInOneLine) {
   EXPECT_THAT(
       user_error([&] { TextTokens(dir.path(), tokenizer, dir.path()); }),
       HasSubstr("is a directory"));
+  // Spaces and line ends alone hold no word to score; for a byte model they are characters.
+  EXPECT_THAT(
+      refused("spaces.txt", "  \t \n\r\n\n"),
+      HasSubstr(
+          "text file " + (dir / "spaces.txt").string() +
+          " holds no word, only spaces and line ends: there is nothing to score"));
+  EXPECT_THAT(
+      user_error([&] { TextTokens("\n\n", "the prompt", tokenizer); }),
+      HasSubstr("text the prompt holds no word"));
+  EXPECT_EQ(TextTokens("x\n\n", "a word", tokenizer).size(), 3);
+  const Tokenizer bytes(Vocab::build_byte_from({" \n"}), "b");
+  EXPECT_EQ(TextTokens(" \n\n", "spaces", bytes).size(), 3);
 }
 
 TEST(ScratchFile, ReadsBackWhatWasWrittenAtAnyOffset) {

@@ -4,6 +4,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <random>
@@ -80,9 +82,24 @@ TEST(Outputs, AnExistingFileNeedsForceAndOnlyRegularFilesAreReplaced) {
       user_error([&] { check_output_file("--csv", file.string(), false); }),
       HasSubstr("--csv " + file.string() + " exists; pass --force to replace it"));
   EXPECT_EQ(check_output_file("--csv", file.string(), true), file);
+  // A device is written into, with no --force: it is never replaced.
+  EXPECT_EQ(check_output_file("--csv", "/dev/null", false), fs::path("/dev/null"));
+  EXPECT_TRUE(writes_through("/dev/null"));
+  EXPECT_FALSE(writes_through(file));
+  // A socket is no file to write and is never replaced either.
+  const auto socket_path = dir / "s";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.string().size(), sizeof(address.sun_path));
+  socket_path.string().copy(static_cast<char*>(address.sun_path), sizeof(address.sun_path) - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
   EXPECT_THAT(
-      user_error([&] { check_output_file("--csv", "/dev/null", true); }),
-      HasSubstr("exists and is not a regular file"));
+      user_error([&] { check_output_file("--csv", socket_path.string(), true); }),
+      HasSubstr("exists and is a socket or another special file, not a file"));
+  ::close(fd);
   EXPECT_THAT(
       user_error([&] { check_output_file("--csv", dir.path().string(), true); }),
       HasSubstr("is a folder; name a file"));

@@ -44,12 +44,20 @@ class TextTokens : public Tokens {
   }
 
  private:
-  void encode(const Tokenizer& tokenizer, const std::function<void(const TextPieceSink&)>& read);
+  // Encodes what `read` gives; a text of no word for a word or piece model is refused.
+  void encode(
+      const Tokenizer& tokenizer,
+      const std::string& what,
+      const std::function<void(const TextPieceSink&)>& read);
+  void encode_with(
+      const Tokenizer& tokenizer,
+      const std::function<void(const TextPieceSink&)>& read);
   void append(const std::vector<int64_t>& ids);
 
   std::string name_;
   ScratchFile ids_; // int32 each
   int64_t count_ = 0;
+  int64_t words_ = 0; // the ids of words, pieces or bytes: line ends and <eod> not counted
   UnknownCount unknown_;
 };
 
