@@ -27,12 +27,13 @@ void add_text_flags(CLI::App& app, xl::app::EvalRequest& request) {
          "score only this many segments (memory mode) or window batches (vanilla)")
       ->check(xl::positive_count());
   app.add_option(
-      "--file",
-      request.file,
-      "score this file instead of eval.split: UTF-8 text encoded with the run's vocabulary "
-      "(words it lacks read as <unk>) or a token file xl-prep made with it; raw text for XLNet, "
-      "labelled text for a classifier. The result goes to stdout (and --json), not into the "
-      "run's metrics.jsonl");
+         "--file",
+         request.file,
+         "score this file instead of eval.split: UTF-8 text encoded with the run's vocabulary "
+         "(words it lacks read as <unk>) or a token file xl-prep made with it; raw text for XLNet, "
+         "labelled text for a classifier; - for standard input. The result goes to stdout (and "
+         "--json), not into the run's metrics.jsonl")
+      ->transform(xl::app::dash_for_stdin);
   app.add_option("--json", request.json, "also write the result as a JSON object to this file");
   app.add_option(
       "--per-token",

@@ -1,6 +1,6 @@
-// xl-import: turns Transformer-XL weights stored under Hugging Face names
-// (safetensors, e.g. from scripts/convert/hf_transfo_xl.py) into an xl run that
-// xl-eval can evaluate.
+// xl-import: turns Transformer-XL or XLNet weights stored under Hugging Face names
+// (safetensors, e.g. from scripts/convert/hf_transfo_xl.py or a save_pretrained folder's
+// model.safetensors) into an xl run that xl-eval can evaluate.
 //   xl-import --config converted/config.yaml --weights converted/weights.safetensors
 //             --set run.dir=runs/imported
 #include "xl/app/cli.h"
@@ -8,11 +8,17 @@
 
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
-    CLI::App app{"xl-import: make an xl run from Hugging Face TransfoXL weights"};
+    CLI::App app{
+        "xl-import: make an xl run from Hugging Face weights (TransfoXL, XLNet: the LM head or "
+        "a sequence classifier), the model's family and sizes in --config"};
     xl::app::ConfigFlags flags;
     xl::app::ImportRequest request;
     xl::app::add_config_flags(app, flags);
-    app.add_option("--weights", request.weights, "safetensors file with HF names")->required();
+    app.add_option(
+           "--weights",
+           request.weights,
+           "safetensors file with Hugging Face's names (a save_pretrained folder's model.safetensors)")
+        ->required();
     app.add_flag(
         "--reverse-clusters",
         request.reverse_clusters,

@@ -1,6 +1,7 @@
 // xl-predict: a fine-tuned classifier's predictions, one row per example, in file order.
 //   xl-predict --run runs/nsmc_cls_cpu --file reviews.txt [--out predictions.tsv]
 //   xl-predict --run runs/nsmc_cls_cpu --file data/prepared/nsmc/test.tsv   (labelled: accuracy)
+//   xl-predict --run runs/nsmc_cls_cpu --file reviews.txt --labels negative,positive --json
 #include "xl/app/cli.h"
 #include "xl/app/predict.h"
 #include "xl/formats/example_reader.h"
@@ -15,8 +16,9 @@ int main(int argc, char** argv) {
            "--file",
            request.file,
            "the examples: NSMC's ratings tsv (id, document, label), labelled text "
-           "(label<TAB>text) or plain text, one example a line")
-        ->required();
+           "(label<TAB>text) or plain text, one example a line; - for standard input")
+        ->required()
+        ->transform(xl::app::dash_for_stdin);
     app.add_option(
            "--format",
            request.format,
@@ -27,8 +29,20 @@ int main(int argc, char** argv) {
     app.add_option(
         "--out",
         request.out,
-        "write the predictions to this TSV file (default: stdout): line, predicted, prob_0 .. "
-        "prob_{C-1}, and gold for labelled input");
+        "write the predictions to this file (default: stdout): a TSV of line, predicted, prob_0 "
+        ".. prob_{C-1}, gold for labelled input, label with --labels, and the example's id "
+        "(NSMC) or text");
+    app.add_option(
+           "--labels",
+           request.labels,
+           "the classes' names in class order, comma-separated (negative,positive): shown "
+           "beside the numbers")
+        ->delimiter(',');
+    app.add_flag(
+        "--json",
+        request.json,
+        "one JSON object a line instead of the TSV: line, id or text, label, predicted, probs "
+        "by name, gold");
     app.add_flag("--force", request.force, "replace the file --out names if it exists");
     xl::config::Config config;
     if (const auto status = xl::app::parse_and_load(app, argc, argv, flags, config)) {

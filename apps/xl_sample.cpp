@@ -16,8 +16,12 @@ int main(int argc, char** argv) {
         "--prompt",
         request.sample.prompt,
         "the text to continue, encoded with the run's vocabulary (default: a new line)");
-    app.add_option("--prompt-file", request.prompt_file, "read the prompt from this file")
-        ->excludes(prompt);
+    app.add_option(
+           "--prompt-file",
+           request.prompt_file,
+           "read the prompt from this file (-: standard input)")
+        ->excludes(prompt)
+        ->transform(xl::app::dash_for_stdin);
     app.add_option("--tokens", request.sample.tokens, "tokens to generate per sample")
         ->check(xl::positive_count());
     app.add_option("--samples", request.sample.samples, "samples drawn side by side")

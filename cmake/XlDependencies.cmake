@@ -1,16 +1,52 @@
 # Finds every external dependency.
 #
 # LibTorch: taken from Torch_DIR / CMAKE_PREFIX_PATH when given (a pytorch.org libtorch zip or
-# any torch install); otherwise from the Python interpreter's torch wheel
-# (torch.utils.cmake_prefix_path), preferring the project's .venv made by scripts/bootstrap.sh.
-# The wheel is a CUDA build, so configuring also needs the CUDA toolkit (nvcc), even on a
-# machine without a GPU.
-# A Torch_DIR given, or cached by an earlier configure, is searched first: skipping the search
-# when it was set sent a user's project that passed it to Python for a torch it may not have.
-find_package(Torch QUIET CONFIG)
+# any torch install). In a project that found an installed xl (xlConfig.cmake sets
+# XL_BUILT_WITH_TORCH_DIR), the LibTorch xl was built with is the fallback; in xl's own build,
+# the Python interpreter's torch wheel (torch.utils.cmake_prefix_path), preferring the project's
+# .venv made by scripts/bootstrap.sh. Torch is searched once where it is found (each search
+# that finds it prints LibTorch's own warnings again).
+
+# A CUDA build of LibTorch (the PyPI wheel is one) cannot be configured without the CUDA
+# toolkit, even for the CPU: said in one line before LibTorch's own error.
+function(xl_require_cuda_toolkit torch_dir)
+  if(NOT EXISTS "${torch_dir}/../Caffe2/Caffe2Config.cmake")
+    return()
+  endif()
+  file(STRINGS "${torch_dir}/../Caffe2/Caffe2Config.cmake" uses_cuda
+    REGEX "set\\(CAFFE2_USE_CUDA ON\\)")
+  if(NOT uses_cuda)
+    return()
+  endif()
+  find_program(XL_NVCC nvcc HINTS ${CUDAToolkit_ROOT} ENV CUDAToolkit_ROOT ENV CUDA_PATH
+    PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
+  if(NOT XL_NVCC)
+    message(FATAL_ERROR "LibTorch at ${torch_dir} is a CUDA build, which configures only with "
+      "the CUDA toolkit (nvcc), even to run on the CPU: install it (or set CUDAToolkit_ROOT), or "
+      "use a CPU build of LibTorch (-DTorch_DIR=<libtorch>/share/cmake/Torch)")
+  endif()
+endfunction()
+
+if(NOT Torch_DIR OR Torch_DIR MATCHES "-NOTFOUND$")
+  # The prefixes the project gave first, then the LibTorch xl was built with.
+  find_path(XL_TORCH_CONFIG_DIR TorchConfig.cmake PATH_SUFFIXES share/cmake/Torch Torch
+    HINTS ${XL_BUILT_WITH_TORCH_DIR} NO_CACHE)
+  if(XL_TORCH_CONFIG_DIR)
+    set(Torch_DIR ${XL_TORCH_CONFIG_DIR} CACHE PATH "The folder of TorchConfig.cmake" FORCE)
+  endif()
+endif()
+if(Torch_DIR AND NOT Torch_DIR MATCHES "-NOTFOUND$")
+  xl_require_cuda_toolkit(${Torch_DIR})
+  find_package(Torch CONFIG QUIET)
+endif()
 if(NOT Torch_FOUND AND Torch_DIR AND NOT Torch_DIR MATCHES "-NOTFOUND$")
   message(FATAL_ERROR "LibTorch not found at Torch_DIR=${Torch_DIR}: pass the folder that holds "
     "TorchConfig.cmake (<libtorch>/share/cmake/Torch, or <torch wheel>/share/cmake/Torch)")
+endif()
+if(NOT Torch_FOUND AND DEFINED XL_BUILT_WITH_TORCH_DIR)
+  message(FATAL_ERROR "LibTorch not found: xl was built with the one in "
+    "${XL_BUILT_WITH_TORCH_DIR}, which is not there; pass -DTorch_DIR=<libtorch>/share/cmake/Torch "
+    "(a torch wheel's: python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' + /Torch)")
 endif()
 if(NOT Torch_FOUND)
   if(NOT Python3_EXECUTABLE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)
@@ -25,9 +61,10 @@ if(NOT Torch_FOUND)
     message(FATAL_ERROR "LibTorch not found: run scripts/bootstrap.sh (it installs the pinned "
       "torch wheel into .venv), or pass -DTorch_DIR=<libtorch>/share/cmake/Torch.")
   endif()
+  xl_require_cuda_toolkit(${XL_TORCH_PREFIX}/Torch)
   list(APPEND CMAKE_PREFIX_PATH ${XL_TORCH_PREFIX})
+  find_package(Torch REQUIRED CONFIG)
 endif()
-find_package(Torch REQUIRED CONFIG)
 message(STATUS "xl: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 
 find_package(yaml-cpp REQUIRED)

@@ -3,6 +3,7 @@
 # internet; tests never run it); WikiText-2, NSMC and the 1 MB enwik8 prefix are bundled and only
 # prepared.
 # Usage: scripts/getdata.sh [wikitext-2|wt103|enwik8|text8|nsmc|enwik8-prefix|all]
+# (wikitext-103 and wt2 name the same corpora as wt103 and wikitext-2)
 # Output: data/prepared/<name>/{vocab.txt,train.bin,valid.bin,test.bin}; for nsmc the XLNet
 # files: spiece.model (32k pieces, the tutorial's), <split>.pieces, <split>.tsv (5,000 training
 # reviews held out as valid), and the same with 8k pieces in data/prepared/nsmc_8k (the CPU
@@ -12,6 +13,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 what=${1:-all}
+case "$what" in # the corpora's own names too
+  wikitext-103) what=wt103 ;;
+  wt2) what=wikitext-2 ;;
+esac
 bin=${XL_BUILD_DIR:-build}/bin
 [ -x "$bin/xl-prep" ] || scripts/build.sh xl-prep
 raw=data/prepared/raw
@@ -51,7 +56,7 @@ check_bytes() { # file size [sha256 of the first 10^6 bytes]
 
 case "$what" in
   wikitext-2 | wt103 | enwik8 | text8 | nsmc | enwik8-prefix | all) ;;
-  *) fail "unknown corpus '$what'; expected wikitext-2, wt103, enwik8, text8, nsmc, enwik8-prefix or all" ;;
+  *) fail "unknown corpus '$what'; expected wikitext-2 (wt2), wt103 (wikitext-103), enwik8, text8, nsmc, enwik8-prefix or all" ;;
 esac
 
 # The standard character-level split of a 100M file: 90M train, 5M valid, 5M test (the same

@@ -172,16 +172,16 @@ def run(args, **kwargs):
     return r
 
 
-def time_score_program(work):
-    """examples/time_score, built against an install of the build."""
+def example_program(work, name):
+    """examples/<name>, built against an install of the build as a user's project is (the
+    prefix alone: it finds the LibTorch xl was built with)."""
     prefix = work / "xl"
-    run(["cmake", "--install", BUILD, "--prefix", prefix])
-    python = ROOT / ".venv/bin/python"
-    torch = run([python, "-c", "import torch; print(torch.utils.cmake_prefix_path)"]).stdout.strip()
-    run(["cmake", "-S", ROOT / "examples", "-B", work / "examples", "-G", "Ninja",
-         "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix};{torch}"])
-    run(["cmake", "--build", work / "examples", "--target", "time_score"])
-    return work / "examples" / "time_score"
+    if not prefix.exists():
+        run(["cmake", "--install", BUILD, "--prefix", prefix])
+        run(["cmake", "-S", ROOT / "examples", "-B", work / "examples", "-G", "Ninja",
+             "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"])
+    run(["cmake", "--build", work / "examples", "--target", name])
+    return work / "examples" / name
 
 
 def main():
@@ -209,7 +209,7 @@ def main():
             "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
         run([BUILD / "bin/xl-export", "--run", args.run, "--out", work / "hf"])
         hf = HuggingFace(work / "hf", lengths, args.threads)
-        timer = time_score_program(work)
+        timer = example_program(work, "time_score")
         xl_rates, hf_rates, hf_labels_rates, xl_one, hf_one, hf_labels_one = [], [], [], [], [], []
         for r in range(args.rounds):
             out = work / f"xl{r}.jsonl"

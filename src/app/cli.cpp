@@ -6,8 +6,10 @@
 #include <torch/version.h>
 
 #include <malloc.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -24,6 +26,7 @@
 #include "xl/runtime/device.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 #include "xl/util/utf8.h"
 #include "xl/util/version.h"
 
@@ -121,6 +124,34 @@ void require_utf8_values(const CLI::App& app) {
   }
 }
 
+// The first flag of argv the app does not know, and the one it is closest to: CLI11 reports
+// what it checks first (`--run is required` for `--rnu`), not the typo. "" when all are known.
+std::string unknown_flag(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> known;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& name : option->get_lnames()) {
+      known.push_back(name);
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+      continue;
+    }
+    const std::string name(arg.substr(
+        2, arg.find('=') == std::string_view::npos ? std::string_view::npos : arg.find('=') - 2));
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      const std::string guess = config::closest_key(name, known);
+      return fmt::format(
+          "unknown flag --{}{}", name, guess.empty() ? "" : ": did you mean --" + guess + "?");
+    }
+  }
+  return "";
+}
+
 } // namespace
 
 int parse_command_line(CLI::App& app, int argc, char** argv) {
@@ -130,8 +161,10 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
     if (e.get_exit_code() == 0) { // --help, --version
       return app.exit(e);
     }
-    // One line, as every other user error.
-    std::cerr << "error: " << e.what() << " (see --help)" << std::endl;
+    // One line, as every other user error; a mistyped flag named first.
+    const std::string typo = unknown_flag(app, argc, argv);
+    std::cerr << "error: " << (typo.empty() ? std::string(e.what()) : typo) << " (see --help)"
+              << std::endl;
     return kUserErrorExit;
   }
   require_utf8_values(app);
@@ -151,6 +184,21 @@ std::optional<int> parse_and_load(
     return 0;
   }
   return std::nullopt;
+}
+
+void show_result(const std::string& line) {
+  struct stat out {};
+  struct stat err {};
+  const bool one_place = ::fstat(STDOUT_FILENO, &out) == 0 && ::fstat(STDERR_FILENO, &err) == 0 &&
+      out.st_dev == err.st_dev && out.st_ino == err.st_ino;
+  if (!one_place) {
+    logger().info("{}", line);
+  }
+  std::cout << line << std::endl;
+}
+
+std::string dash_for_stdin(const std::string& path) {
+  return path == "-" ? "/dev/stdin" : path;
 }
 
 void tune_allocator() {

@@ -182,14 +182,13 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
   if (scored.reading) {
     eval::add_text_reading(report, *scored.reading);
   }
-  logger().info("{}", report.line);
   if (!request.file && not_recorded.empty()) {
     run::MetricsWriter(run->paths().metrics, config.run.tensorboard).write(report.record);
   }
   if (json) {
     run::write_output_file("--json", *json, report.record.dump(2) + "\n");
   }
-  std::cout << report.line << std::endl;
+  show_result(report.line);
   return scored.result.stopped && signal != 0 ? 128 + signal : 0;
 }
 

@@ -18,9 +18,33 @@
 #include "xl/sources/dataset.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/log.h"
 #include "xl/util/staged_folder.h"
 
 namespace xl::app {
+
+namespace {
+
+// The tokenizer as HF's reads it into `folder`: spiece.model as it is, a word vocabulary
+// without xl's header (TransfoXLTokenizer would take the header for a symbol and shift every id
+// by one), and tokenizer_config.json.
+void write_tokenizer(const sources::Dataset& dataset, const std::filesystem::path& folder) {
+  const auto vocabulary = dataset.vocabulary_file();
+  const auto files = models::hf_tokenizer_files(*dataset.tokenizer());
+  if (files.count(vocabulary.filename().string()) == 0) {
+    atomic_copy(vocabulary, folder / vocabulary.filename(), "vocabulary");
+  }
+  for (const auto& [name, content] : files) {
+    atomic_write(folder / name, content);
+  }
+  if (const auto* vocab = dataset.tokenizer()->vocab(); vocab && !vocab->has_unknown_token()) {
+    logger().warn(
+        "the vocabulary has no <unk>: Hugging Face's TransfoXLTokenizer refuses to load it "
+        "(the model loads; prepare the data with xl-prep --unk for a tokenizer too)");
+  }
+}
+
+} // namespace
 
 int run_export(const config::Config& config, const ExportRequest& request) {
   run::setup_logging(config.run.log_level);
@@ -59,21 +83,23 @@ int run_export(const config::Config& config, const ExportRequest& request) {
       staged.path() / "model.safetensors", models::hf_state(trained->model()), {{"format", "pt"}});
   atomic_write(staged.path() / "config.json", hf.dump(2) + "\n");
   const auto vocabulary = dataset->vocabulary_file();
-  atomic_copy(vocabulary, staged.path() / vocabulary.filename(), "vocabulary");
+  write_tokenizer(*dataset, staged.path());
   // An earlier export of another family (--force) left the other vocabulary, which HF's
   // tokenizers would read beside this one.
   std::set<std::string> others{"vocab.txt", "spiece.model"};
   others.erase(vocabulary.filename().string());
   staged.commit(others);
   std::cout << fmt::format(
-                   "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}); "
-                   "in Python: {}.from_pretrained(\"{}\")",
+                   "exported {} (step {}) as {} to {} (config.json, model.safetensors, {}, "
+                   "tokenizer_config.json); in Python: {}.from_pretrained(\"{}\") and "
+                   "AutoTokenizer.from_pretrained(\"{}\")",
                    trained->checkpoint().string(),
                    trained->step(),
                    hf["architectures"][0].get<std::string>(),
                    out.string(),
                    vocabulary.filename().string(),
                    hf["architectures"][0].get<std::string>(),
+                   out.string(),
                    out.string())
             << std::endl;
   return 0;

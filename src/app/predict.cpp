@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <vector>
@@ -52,7 +55,7 @@ class Predictor {
       add_rows(part, *probs);
       if (!header_written_ && classes_ > 0) {
         const std::string header = header_line();
-        sink(header.data(), header.size());
+        sink(header.data(), header.size()); // none for JSON
         header_written_ = true;
       }
       for (const auto& row : rows_) {
@@ -103,11 +106,23 @@ class Predictor {
 
  private:
   std::string header_line() const {
+    if (request_.json) {
+      return "";
+    }
     std::string header = "line\tpredicted";
     for (int64_t c = 0; c < classes_; ++c) {
       header += fmt::format("\tprob_{}", c);
     }
-    return header + (reader_.labelled() ? "\tgold\n" : "\n");
+    header += reader_.labelled() ? "\tgold" : "";
+    header += request_.labels.empty() ? "" : "\tlabel";
+    return header + (has_ids_ ? "\tid\n" : "\ttext\n");
+  }
+
+  // The name of class `c`: its --labels name, else its number.
+  nlohmann::json class_name(int64_t c) const {
+    return c >= 0 && c < static_cast<int64_t>(request_.labels.size())
+        ? nlohmann::json(request_.labels[static_cast<size_t>(c)])
+        : nlohmann::json(c);
   }
 
   // Each example's row, in the part's order.
@@ -115,16 +130,65 @@ class Predictor {
     const auto predicted = probs.argmax(1);
     const auto p = probs.accessor<double, 2>();
     classes_ = probs.size(1);
+    has_ids_ = !part.ids.empty();
+    if (!request_.labels.empty() && static_cast<int64_t>(request_.labels.size()) != classes_) {
+      throw UserError(fmt::format(
+          "--labels names {} classes and the classifier has {}: give one name a class, in "
+          "class order",
+          request_.labels.size(),
+          classes_));
+    }
     rows_.assign(part.examples.size(), "");
     for (int64_t e = 0; e < probs.size(0); ++e) {
       const auto i = static_cast<size_t>(e);
-      std::string row = fmt::format("{}\t{}", part.lines[i], predicted[e].item<int64_t>());
-      for (int64_t c = 0; c < classes_; ++c) {
-        row += fmt::format("\t{:.6f}", p[e][c]);
-      }
-      row += reader_.labelled() ? fmt::format("\t{}\n", part.examples[i].label) : "\n";
-      rows_[i] = std::move(row);
+      const int64_t best = predicted[e].item<int64_t>();
+      rows_[i] = request_.json ? json_row(part, i, best, p[e]) : tsv_row(part, i, best, p[e]);
     }
+  }
+
+  std::string tsv_row(
+      const formats::ExamplePart& part,
+      size_t i,
+      int64_t best,
+      const torch::TensorAccessor<double, 1>& p) const {
+    std::string row = fmt::format("{}\t{}", part.lines[i], best);
+    for (int64_t c = 0; c < classes_; ++c) {
+      row += fmt::format("\t{:.6f}", p[c]);
+    }
+    row += reader_.labelled() ? fmt::format("\t{}", part.examples[i].label) : "";
+    row += request_.labels.empty() ? "" : "\t" + request_.labels[static_cast<size_t>(best)];
+    if (has_ids_) {
+      return row + "\t" + part.ids[i] + "\n";
+    }
+    // The text, readable in one field: its tabs and line ends as spaces.
+    std::string text = part.examples[i].text;
+    std::replace_if(
+        text.begin(), text.end(), [](char c) { return c == '\t' || c == '\r'; }, ' ');
+    return row + "\t" + text + "\n";
+  }
+
+  std::string json_row(
+      const formats::ExamplePart& part,
+      size_t i,
+      int64_t best,
+      const torch::TensorAccessor<double, 1>& p) const {
+    nlohmann::ordered_json row{{"line", part.lines[i]}};
+    if (has_ids_) {
+      row["id"] = part.ids[i];
+    }
+    row["text"] = part.examples[i].text;
+    row["label"] = class_name(best);
+    row["predicted"] = best;
+    nlohmann::ordered_json probs = nlohmann::ordered_json::object();
+    for (int64_t c = 0; c < classes_; ++c) {
+      const auto name = class_name(c);
+      probs[name.is_string() ? name.get<std::string>() : std::to_string(c)] = p[c];
+    }
+    row["probs"] = probs;
+    if (reader_.labelled()) {
+      row["gold"] = class_name(part.examples[i].label);
+    }
+    return row.dump() + "\n";
   }
 
   const config::Config& config_;
@@ -135,6 +199,7 @@ class Predictor {
   infer::ExampleClassifier classifier_;
   std::vector<std::string> rows_;
   int64_t classes_ = 0;
+  bool has_ids_ = false;
   bool header_written_ = false;
   int64_t done_ = 0;
   /// the totals of the examples written (a part cut short by a signal is not)
@@ -145,8 +210,20 @@ class Predictor {
 } // namespace
 
 int run_prediction(const config::Config& config, const PredictRequest& request) {
-  // 1. The output is checked before anything is read.
+  // 1. The flags and the output are checked before anything is read.
   run::setup_logging(config.run.log_level);
+  for (size_t c = 0; c < request.labels.size(); ++c) {
+    const auto& name = request.labels[c];
+    if (name.empty() || !formats::example_problem(name).empty() ||
+        name.find_first_of("\t\n\r") != std::string::npos) {
+      throw UserError(
+          fmt::format("--labels: class {}'s name '{}' is empty or no text of one line", c, name));
+    }
+    if (std::find(request.labels.begin(), request.labels.begin() + static_cast<long>(c), name) !=
+        request.labels.begin() + static_cast<long>(c)) {
+      throw UserError(fmt::format("--labels names '{}' twice: give each class its own name", name));
+    }
+  }
   run::OutputFiles outputs(request.force);
   outputs.add_input("--file", request.file);
   const auto out = outputs.add("--out", request.out);

@@ -22,7 +22,7 @@ constexpr int64_t kBlock = 1 << 16;
 
 std::string row(int64_t index, const std::string& token, float log_prob) {
   return std::isnan(log_prob) ? fmt::format("{}\t{}\t\n", index, tsv_field(token))
-                              : fmt::format("{}\t{}\t{:.6g}\n", index, tsv_field(token), log_prob);
+                              : fmt::format("{}\t{}\t{:.6f}\n", index, tsv_field(token), log_prob);
 }
 
 // Beside the file, on its disk (its folder may be made only when it is written); a device's, or

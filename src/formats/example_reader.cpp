@@ -72,6 +72,9 @@ void ExampleReader::add_line(std::string_view line) {
   }
   part_.examples.push_back(std::move(example));
   part_.lines.push_back(line_);
+  if (format_ == "nsmc") {
+    part_.ids.emplace_back(line.substr(0, line.find('\t')));
+  }
   ++examples_;
 }
 

@@ -42,6 +42,36 @@ nlohmann::json hf_config(const config::Config& config, const sources::Dataset& d
   return family.hf_config(config, dataset);
 }
 
+std::map<std::string, std::string> hf_tokenizer_files(const formats::Tokenizer& tokenizer) {
+  if (tokenizer.pieces() != nullptr) {
+    const nlohmann::json config{
+        {"tokenizer_class", "XLNetTokenizer"},
+        {"do_lower_case", false},
+        {"remove_space", true},
+        {"keep_accents", true}, // NFKD would decompose Hangul; xl keeps accents
+    };
+    return {{"tokenizer_config.json", config.dump(2) + "\n"}};
+  }
+  const formats::Vocab* vocab = tokenizer.vocab();
+  if (vocab == nullptr || vocab->kind() != formats::VocabKind::kWord) {
+    throw UserError(
+        "Hugging Face has no tokenizer for a byte vocabulary: only word vocabularies and "
+        "SentencePiece models are exported");
+  }
+  std::string symbols;
+  for (int64_t id = 0; id < vocab->size(); ++id) {
+    symbols += vocab->token(id) + "\n";
+  }
+  const nlohmann::json config{
+      {"tokenizer_class", "TransfoXLTokenizer"},
+      {"lower_case", false},
+      {"unk_token", "<unk>"},
+      {"eos_token", "<eos>"},
+      {"additional_special_tokens", nlohmann::json::array()}, // not HF's <formula>: no such id
+  };
+  return {{"vocab.txt", symbols}, {"tokenizer_config.json", config.dump(2) + "\n"}};
+}
+
 std::map<std::string, torch::Tensor> hf_state(LanguageModelImpl& model) {
   std::map<std::string, torch::Tensor> out;
   for (const auto& t : hf_tensors(model)) {

@@ -198,7 +198,7 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
     std::istringstream rows(read_text(dir / "p.tsv"));
     std::string row;
     std::getline(rows, row);
-    EXPECT_EQ(row, "line\tpredicted\tprob_0\tprob_1\tgold");
+    EXPECT_EQ(row, "line\tpredicted\tprob_0\tprob_1\tgold\ttext");
     int64_t count = 0;
     int64_t right = 0;
     while (std::getline(rows, row)) {
@@ -215,6 +215,29 @@ TEST_P(FamilyContract, ScoresAUsersTextOrPredictsTheClassOfEachExample) {
       right += label == gold ? 1 : 0;
     }
     EXPECT_EQ(count, 500);
+    // For people: the classes' names, one JSON object an example with its text, read from
+    // standard input; names that do not fit the classes refused before a row is written.
+    const auto named = run_command(
+        family_app("xl-predict") + run + " --file - --labels neg,pos --json < " + examples,
+        dir.path());
+    ASSERT_EQ(named.status, 0) << named.output;
+    std::istringstream lines(named.output);
+    std::string first;
+    while (std::getline(lines, first) && first.rfind("{\"line\":1,", 0) != 0) {
+    }
+    const auto object = nlohmann::json::parse(first);
+    std::istringstream tsv(read_text(dir / "p.tsv"));
+    std::getline(tsv, row);
+    std::getline(tsv, row);
+    EXPECT_EQ(object["text"], row.substr(row.rfind('\t') + 1));
+    EXPECT_EQ(object["label"], object["predicted"] == 1 ? "pos" : "neg");
+    EXPECT_TRUE(object["gold"] == "neg" || object["gold"] == "pos") << first;
+    EXPECT_NEAR(
+        object["probs"]["neg"].get<double>() + object["probs"]["pos"].get<double>(), 1.0, 1e-9);
+    const auto three = run_command(
+        family_app("xl-predict") + run + " --file " + examples + " --labels a,b,c", dir.path());
+    EXPECT_EQ(three.status, 2);
+    EXPECT_THAT(three.output, HasSubstr("--labels names 3 classes and the classifier has 2"));
     const auto evaluated =
         run_command(family_app("xl-eval") + run + " --file " + examples, dir.path());
     ASSERT_EQ(evaluated.status, 0) << evaluated.output;

@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
+#include "e2e_util.h"
 #include "test_util.h"
 
 namespace xl::test {
@@ -211,6 +215,81 @@ TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
   r = run_command(std::string(kBinDir) + "/xl-export --run run --out a_file", dir.path());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--out a_file is a file"));
+}
+
+// HF's own tokenizer and model from an export: the raw sentence tokenized by HF (Moses), each
+// token's log-probability under HF's model, and the tokens as one line of text for xl.
+constexpr const char* kHFTokenizedScores = R"PY(
+import sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from transformers import AutoTokenizer, TransfoXLLMHeadModel
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+model = TransfoXLLMHeadModel.from_pretrained(sys.argv[1]).eval()
+ids = tokenizer(sys.argv[2])["input_ids"]
+tokens = tokenizer.convert_ids_to_tokens(ids)
+open(sys.argv[3], "w").write(" ".join(tokens) + "\n")
+# Without mems, HF's TransfoXLModel attends to mem_len states of zeros: an empty memory is the
+# text alone, as xl scores it.
+mems = [torch.zeros(0, 1, model.config.d_model) for _ in range(model.config.n_layer)]
+with torch.no_grad():
+    scores = model(input_ids=torch.tensor([ids]), mems=mems).prediction_scores[0]
+for i in range(1, len(ids)):
+    print(f"{i}\t{tokens[i]}\t{scores[i - 1, ids[i]].item():.9f}")
+)PY";
+
+// What xl-export writes, Hugging Face's AutoTokenizer and TransfoXLLMHeadModel load: the
+// sentence as HF tokenizes it gets xl's log-probabilities, token for token (the vocabulary's ids
+// are xl's: xl's header line is no symbol).
+TEST(Export, HuggingFacesTokenizerAndModelGiveXlsLogProbabilities) {
+  TempDir dir;
+  ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path()).status, 0);
+  auto r = run_command(std::string(kBinDir) + "/xl-export --run r --out hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("AutoTokenizer.from_pretrained(\"hf\")"));
+  EXPECT_EQ(read_text(dir / "hf/vocab.txt").rfind("<eos>\n", 0), 0U);
+  write_file(dir / "hf_scores.py", kHFTokenizedScores);
+  const auto hf = run_command(
+      std::string(kPython) +
+          " hf_scores.py hf 'The game was released in Japan, and it sold well.' tokens.txt",
+      dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  EXPECT_EQ(read_text(dir / "tokens.txt"), "The game was released in Japan , and it sold well .\n");
+  r = run_command(
+      std::string(kBinDir) + "/xl-eval --run r --file tokens.txt --per-token p.tsv", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::map<int64_t, std::pair<std::string, double>> xl;
+  std::istringstream rows(read_text(dir / "p.tsv"));
+  std::string row;
+  std::getline(rows, row); // the header
+  while (std::getline(rows, row)) {
+    std::istringstream fields(row);
+    std::string index;
+    std::string token;
+    std::string log_prob;
+    std::getline(fields, index, '\t');
+    std::getline(fields, token, '\t');
+    std::getline(fields, log_prob, '\t');
+    if (!log_prob.empty()) {
+      xl[std::stoll(index)] = {token, std::stod(log_prob)};
+    }
+  }
+  std::istringstream lines(hf.output);
+  int64_t compared = 0;
+  while (std::getline(lines, row)) {
+    std::istringstream fields(row);
+    int64_t index = 0;
+    std::string token;
+    double log_prob = 0.0;
+    if (!(fields >> index >> token >> log_prob)) {
+      continue; // not a row of the script's
+    }
+    ASSERT_EQ(xl.count(index), 1U) << row;
+    EXPECT_EQ(xl[index].first, token) << row;
+    EXPECT_NEAR(xl[index].second, log_prob, 1e-5) << row;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 11) << hf.output; // every token after the first
 }
 
 } // namespace

@@ -522,5 +522,67 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   EXPECT_FALSE(fs::exists(dir / "cls"));
 }
 
+// An exported classifier read back as a Hugging Face user reads it: AutoTokenizer, the model
+// and a text-classification pipeline on one text; each prints the class probabilities.
+constexpr const char* kHFClassify = R"PY(
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from transformers import AutoTokenizer, XLNetForSequenceClassification, pipeline
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+model = XLNetForSequenceClassification.from_pretrained(sys.argv[1]).eval()
+classify = pipeline("text-classification", model=model, tokenizer=tokenizer, top_k=None)
+for text in open(sys.argv[2], encoding="utf-8").read().splitlines():
+    with torch.no_grad():
+        probs = torch.softmax(model(**tokenizer(text, return_tensors="pt")).logits[0], -1)
+    piped = {r["label"]: r["score"] for r in classify([text])[0]}
+    print(json.dumps({"probs": probs.tolist(), "pipeline": [piped["LABEL_0"], piped["LABEL_1"]]}))
+)PY";
+
+// What xl-export writes for a classifier, Hugging Face's AutoTokenizer, its model and a
+// pipeline of one text load (bi_data left out; the SentencePiece model cased, accents kept) and
+// give xl-predict's class probabilities.
+TEST(XLNetE2E, AnExportedClassifierGivesXlsProbabilitiesThroughHuggingFacesTokenizer) {
+  TempDir dir;
+  auto r = run_command(
+      train_command("tiny_cls.yaml", dir / "r", "--set train.max_step=8 train.warmup_step=0"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(app("xl-export") + " --run r --out hf", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto config = nlohmann::json::parse(read_text(dir / "hf/config.json"));
+  EXPECT_EQ(config["bi_data"], false);
+  write_file(dir / "texts.txt", "정말 재미있는 영화\n시간이 아까운 영화였다 ㅠㅠ 2,000원\n");
+  r = run_command(app("xl-predict") + " --run r --file texts.txt --json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<nlohmann::json> xl;
+  std::istringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("{\"line\"", 0) == 0) {
+      xl.push_back(nlohmann::json::parse(line));
+    }
+  }
+  ASSERT_EQ(xl.size(), 2U) << r.output;
+  write_file(dir / "classify.py", kHFClassify);
+  const auto hf = run_command(std::string(kPython) + " classify.py hf texts.txt", dir.path());
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  std::istringstream rows(hf.output);
+  size_t i = 0;
+  while (std::getline(rows, line)) {
+    if (line.rfind("{\"probs\"", 0) != 0) {
+      continue;
+    }
+    ASSERT_LT(i, xl.size());
+    const auto theirs = nlohmann::json::parse(line);
+    for (const int c : {0, 1}) {
+      const double ours = xl[i]["probs"][std::to_string(c)].get<double>();
+      EXPECT_NEAR(theirs["probs"][c].get<double>(), ours, 1e-5) << line;
+      EXPECT_NEAR(theirs["pipeline"][c].get<double>(), ours, 1e-5) << line;
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, 2U) << hf.output;
+}
+
 } // namespace
 } // namespace xl::test

@@ -36,11 +36,11 @@ TEST(PerTokenListing, ListsTheTextInOrderWhateverOrderItWasScoredIn) {
       read_text(dir / "out.tsv"),
       "index\ttoken\tlog_prob\n"
       "0\ta\t\n"
-      "1\tb\\tc\t-1.5\n"
-      "2\t\\xc3\t-2\n"
+      "1\tb\\tc\t-1.500000\n"
+      "2\t\\xc3\t-2.000000\n"
       "3\ta\t\n"
-      "4\tb\\tc\t-0.25\n"
-      "5\t\\xc3\t-3\n");
+      "4\tb\\tc\t-0.250000\n"
+      "5\t\\xc3\t-3.000000\n");
 }
 
 TEST(PerTokenListing, WithoutATextListsThePredictionsAsScoredLeavingPaddingOut) {
@@ -55,9 +55,9 @@ TEST(PerTokenListing, WithoutATextListsThePredictionsAsScoredLeavingPaddingOut) 
   EXPECT_EQ(
       read_text(dir / "out.tsv"),
       "index\ttoken\tlog_prob\n"
-      "7\tp70\t-1\n"
-      "3\tp30\t-2\n"
-      "9\tp90\t-4\n");
+      "7\tp70\t-1.000000\n"
+      "3\tp30\t-2.000000\n"
+      "9\tp90\t-4.000000\n");
 }
 
 TEST(TsvField, EscapesWhatWouldBreakARowAndBytesThatAreNoCharacter) {

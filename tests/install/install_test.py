@@ -6,8 +6,9 @@ Checks that
   - the installed tree holds no path of the source or build folder (they are the machine's
     that built it), and still works moved to another folder;
   - xl/xl.h compiles alone with only the installed include folder and LibTorch's;
-  - examples/ configures with -DCMAKE_PREFIX_PATH=<prefix>;<torch> and builds, configures
-    again, and configures with -DTorch_DIR=<torch> (no Python asked for torch either time);
+  - docs/library.md's configure and build lines, as written, build examples/ against the
+    prefix alone (moved to $HOME/opt/xl) with neither Python nor CUDA's folder on PATH; the
+    project configures again, and with -DTorch_DIR=<torch> (no Python asked for torch);
   - the examples link neither cairo nor CLI11 nor SentencePiece's trainer (the layers that need
     them are not xl::xl's);
   - score_text gives xl-eval --file's perplexity to 1e-6, and generate_text xl-sample's text
@@ -49,6 +50,16 @@ def holding(prefix, needle, allowed):
     return found
 
 
+def library_md_lines():
+    """The commands of docs/library.md's block that configures and builds a user's project."""
+    text = (ROOT / "docs" / "library.md").read_text()
+    start = text.index("```bash", text.index("## Link")) + len("```bash")
+    block = text[start:text.index("```", start)].strip()
+    if "cmake -S . -B build" not in block:
+        sys.exit(f"docs/library.md's Link block is no configure line:\n{block}")
+    return block
+
+
 def main():
     keep = "--keep" in sys.argv
     work = pathlib.Path(tempfile.mkdtemp(prefix="xl-install-test-"))
@@ -61,20 +72,29 @@ def main():
         leaks = holding(installed, str(folder) + "/", torch_root)
         if leaks:
             sys.exit(f"the installed tree names {folder}: {', '.join(sorted(leaks)[:10])}")
-    # Moved after installing: nothing in it may depend on where it was put.
-    prefix = work / "moved"
+    # Moved after installing, to where docs/library.md installs it: nothing in it may depend on
+    # where it was put.
+    home = work / "home"
+    prefix = home / "opt" / "xl"
+    prefix.parent.mkdir(parents=True)
     installed.rename(prefix)
     torch_include = pathlib.Path(torch_root) / "include"
     run(["c++", "-std=c++17", "-fsyntax-only", "-I", prefix / "include", "-I", torch_include,
          "-x", "c++", prefix / "include" / "xl" / "xl.h"])
-    examples = work / "examples-build"
-    run(["cmake", "-S", ROOT / "examples", "-B", examples, "-G", "Ninja",
-         "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix};{torch_prefix}"])
-    run(["cmake", "--build", examples])
-    # A user's own project: configured again (Torch_DIR cached), and with -DTorch_DIR alone; no
-    # Python to ask for torch, which either once needed.
+    # docs/library.md's lines as written, in a user's own project (a copy of examples/): the
+    # prefix alone, found by its recorded LibTorch, with no Python and no CUDA folder on PATH.
+    project = work / "project"
+    shutil.copytree(ROOT / "examples", project)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                           if ".venv" not in p and "cuda" not in p)
+    documented = library_md_lines()
+    run(["bash", "-ec", documented], cwd=project, env={**os.environ, "HOME": str(home),
+                                                       "PATH": path})
+    examples = project / "build"
+    # Configured again (Torch_DIR cached), and with -DTorch_DIR alone; no Python to ask for
+    # torch, which either once needed.
     no_python = "-DPython3_EXECUTABLE=/bin/false"
-    run(["cmake", "-S", ROOT / "examples", "-B", examples, no_python])
+    run(["cmake", "-S", project, "-B", examples, no_python])
     run(["cmake", "-S", ROOT / "examples", "-B", work / "torch-dir", "-G", "Ninja", no_python,
          f"-DCMAKE_PREFIX_PATH={prefix}", f"-DTorch_DIR={torch_prefix / 'Torch'}"])
     for program in ("score_text", "generate_text", "time_score"):

@@ -62,6 +62,13 @@ std::optional<int> parse_and_load(
     const ConfigFlags& flags,
     config::Config& out);
 
+/// Prints a tool's result line on stdout, for scripts, and into the log unless stdout and stderr
+/// are one place (a terminal, or one file or pipe): the line once wherever the user reads it.
+void show_result(const std::string& line);
+
+/// "-" for standard input, as Unix tools read it: "/dev/stdin"; any other path as it is.
+std::string dash_for_stdin(const std::string& path);
+
 /// Makes glibc keep freed memory for reuse instead of returning it to the OS
 /// after every large tensor (run_main calls it).
 void tune_allocator();

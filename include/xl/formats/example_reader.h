@@ -21,6 +21,8 @@ inline constexpr const char* kExampleFormats[] = {"auto", "nsmc", "labelled", "t
 struct ExamplePart {
   std::vector<LabelledText> examples;
   std::vector<int64_t> lines;
+  /// the examples' ids, where the file has them (NSMC's first column); else empty
+  std::vector<std::string> ids;
 };
 
 class ExampleReader {

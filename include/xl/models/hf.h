@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xl/config/schema.h"
+#include "xl/formats/tokenizer.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/hf_tensor.h"
 #include "xl/models/language_model.h"
@@ -32,6 +33,13 @@ void import_hf(
 /// config.json of the HF model class that matches `config`'s model over `dataset`'s vocabulary;
 /// what HF cannot express is a UserError.
 nlohmann::json hf_config(const config::Config& config, const sources::Dataset& dataset);
+
+/// The files of HF's tokenizer for `tokenizer`, by name, as from_pretrained reads them beside
+/// the model: for a word vocabulary, TransfoXLTokenizer's vocab.txt (one symbol a line in id
+/// order, no xl header) and tokenizer_config.json; for a SentencePiece model,
+/// XLNetTokenizer's tokenizer_config.json (cased, accents kept, as xl encodes), spiece.model
+/// being copied as it is. Another kind has no HF tokenizer: a UserError.
+std::map<std::string, std::string> hf_tokenizer_files(const formats::Tokenizer& tokenizer);
 
 /// Every tensor of `model` under its HF name (tied and shared copies too, so that every name HF
 /// looks for is there), contiguous on the CPU, ready for safetensors.

@@ -131,7 +131,10 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
       {"dropout", m.dropout},
       {"mem_len", x.mem_len > 0 ? nlohmann::json(x.mem_len) : nlohmann::json()},
       {"reuse_len", x.reuse_len > 0 ? nlohmann::json(x.reuse_len) : nlohmann::json()},
-      {"bi_data", x.bi_data}, // as trained; HF reverses half the rows' positions with it
+      // A pretraining layout (half the rows reversed): HF's forward with it needs an even
+      // batch, so a classifier, which never trained with it, leaves it out (a pipeline of one
+      // text failed with IndexError); a language model keeps it as trained.
+      {"bi_data", x.n_class > 0 ? false : x.bi_data},
       {"clamp_len", x.clamp_len},
       {"same_length", false},
       {"summary_type", "last"},
