@@ -259,8 +259,50 @@ def every_file(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+def staged_kills(work, name, tool, command, old, new, duration, rng, n):
+    """`command(out)` replacing the folder `old` holds by what `new` holds, through a staging
+    folder, stopped n times by SIGKILL, SIGINT or SIGTERM (every third the moment the staging
+    folder appears, the others after a random delay up to `duration`): a trial passes when the
+    folder is old or new, never a mix, and the next run completes it and leaves nothing beside
+    it. Returns the trials passed and failed."""
+    want_old, want_new = prepared(old), prepared(new)
+    kept = failures = 0
+    for i in range(n):
+        out = work / f"{name}-{i}"
+        shutil.copytree(old, out)
+        process = subprocess.Popen([str(a) for a in command(out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if i % 3 == 0:
+            staging = work / f".{name}-{i}.staged"
+            while process.poll() is None and not staging.exists():
+                pass
+            delay = 0.0
+        else:
+            delay = rng.uniform(0, duration)
+            time.sleep(delay)
+        sig = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM][(i // 3) % 3]
+        process.send_signal(sig)
+        process.wait()
+        state = prepared(out)
+        found = "old" if state == want_old else "new" if state == want_new else "MIXED"
+        again = run(command(out))
+        ok = found != "MIXED" and again.returncode == 0 and prepared(out) == want_new
+        ok = ok and not any(p.name.startswith(f".{name}-{i}.") for p in work.iterdir())
+        where = (f"{name} kill {i}: {sig.name} after {delay:.2f} s (exit {process.returncode}): "
+                 f"the folder {found}")
+        if ok:
+            kept += 1
+            shutil.rmtree(out)
+            print(f"{where}, completed by the next {tool}")
+        else:
+            failures += 1
+            print(f"{where}: NOT KEPT (next {tool} exit {again.returncode}) "
+                  f"{again.stderr[-300:]}")
+    return kept, failures
+
+
 def prep_kills(work, text, rng, n):
-    """xl-prep --force replacing a folder of one vocabulary by one of another, killed at random:
+    """xl-prep --force replacing a folder of one vocabulary by one of another, stopped at random:
     the folder is old or new, never a mix, and the next xl-prep completes it."""
     def prep(out, *extra):
         return [BIN / "xl-prep", "--format", "word", "--train", text / "train.txt",
@@ -274,38 +316,8 @@ def prep_kills(work, text, rng, n):
         if r.returncode != 0:
             sys.exit("xl-prep failed:\n" + r.stdout + r.stderr)
     duration = (time.monotonic() - start) / 2
-    want_old, want_new = prepared(old), prepared(new)
-    kept = failures = 0
-    for i in range(n):
-        out = work / f"prep-{i}"
-        shutil.copytree(old, out)
-        process = subprocess.Popen([str(a) for a in prep(out, *new_flags)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if i % 3 == 0:  # the moment the staging folder appears
-            staging = work / f".prep-{i}.staged"
-            while process.poll() is None and not staging.exists():
-                pass
-            delay = 0.0
-        else:
-            delay = rng.uniform(0, duration)
-            time.sleep(delay)
-        sig = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM][(i // 3) % 3]
-        process.send_signal(sig)
-        process.wait()
-        state = prepared(out)
-        found = "old" if state == want_old else "new" if state == want_new else "MIXED"
-        again = run(prep(out, *new_flags))
-        ok = found != "MIXED" and again.returncode == 0 and prepared(out) == want_new
-        ok = ok and not any(p.name.startswith(f".prep-{i}.") for p in work.iterdir())
-        where = f"prep kill {i}: killed after {delay:.2f} s: the folder {found}"
-        if ok:
-            kept += 1
-            shutil.rmtree(out)
-            print(f"{where}, completed by the next xl-prep")
-        else:
-            failures += 1
-            print(f"{where}: NOT KEPT (next xl-prep exit {again.returncode}) {again.stderr[-300:]}")
-    return kept, failures
+    return staged_kills(work, "prep", "xl-prep", lambda out: prep(out, *new_flags), old, new,
+                        duration, rng, n)
 
 
 def export_kills(trial, rng, n):
@@ -326,40 +338,8 @@ def export_kills(trial, rng, n):
         if r.returncode != 0:
             sys.exit("xl-export failed:\n" + r.stdout + r.stderr)
     duration = (time.monotonic() - start) / 2
-    want_old, want_new = prepared(old), prepared(new)
-    kept = failures = 0
-    for i in range(n):
-        out = trial.work / f"export-{i}"
-        shutil.copytree(old, out)
-        process = subprocess.Popen([str(a) for a in export(trial.ref, out)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if i % 3 == 0:  # the moment the staging folder appears
-            staging = trial.work / f".export-{i}.staged"
-            while process.poll() is None and not staging.exists():
-                pass
-            delay = 0.0
-        else:
-            delay = rng.uniform(0, duration)
-            time.sleep(delay)
-        sig = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM][(i // 3) % 3]
-        process.send_signal(sig)
-        process.wait()
-        state = prepared(out)
-        found = "old" if state == want_old else "new" if state == want_new else "MIXED"
-        again = run(export(trial.ref, out))
-        ok = found != "MIXED" and again.returncode == 0 and prepared(out) == want_new
-        ok = ok and not any(p.name.startswith(f".export-{i}.") for p in trial.work.iterdir())
-        where = (f"export kill {i}: {sig.name} after {delay:.2f} s (exit {process.returncode}): "
-                 f"the folder {found}")
-        if ok:
-            kept += 1
-            shutil.rmtree(out)
-            print(f"{where}, completed by the next xl-export")
-        else:
-            failures += 1
-            print(f"{where}: NOT KEPT (next xl-export exit {again.returncode}) "
-                  f"{again.stderr[-300:]}")
-    return kept, failures
+    return staged_kills(trial.work, "export", "xl-export", lambda out: export(trial.ref, out),
+                        old, new, duration, rng, n)
 
 
 def free_port():
