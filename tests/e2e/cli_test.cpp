@@ -46,7 +46,13 @@ TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
            {std::string(kBinDir) + "/xl-prep --format word --out o",
             "xl-prep has nothing to read: give --train, --valid or --test FILE"},
            {std::string(kBinDir) + "/xl-prep --format nsmc --test afile --holdout 3 --out o",
-            "--holdout carves the valid split out of --train FILE"}}) {
+            "--holdout carves the valid split out of --train FILE"},
+           // A mistyped flag is named with the one meant, not as the required flag it hid.
+           {std::string(kBinDir) + "/xl-eval --rnu r", "unknown flag --rnu: did you mean --run?"},
+           {train + "--stop-at-stpe=3",
+            "unknown flag --stop-at-stpe: did you mean --stop-at-step?"},
+           {std::string(kBinDir) + "/xl-predict --run r --file afile --jsno",
+            "unknown flag --jsno: did you mean --json?"}}) {
     SCOPED_TRACE(command);
     const auto r = run_command(command, dir.path());
     EXPECT_EQ(r.status, 2) << r.output;
