@@ -56,6 +56,11 @@ void add_text_flags(CLI::App& app, xl::app::EvalRequest& request) {
       request.permutation,
       "--file of an XLNet run: the permutation LM's sampled estimate (num_predict targets per "
       "record, as pretraining evaluates) instead of every piece left to right");
+  app.add_flag(
+      "--pretokenized",
+      request.pretokenized,
+      "--file, --documents: the text is tokenized already (WikiText's own files): split it at "
+      "blanks, not by the rules for raw text that a word run records (docs/runs.md)");
 }
 
 // --documents and its own flags; `shard` receives K/N.
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
       documents.checkpoint = request.checkpoint;
       documents.force = request.force;
       documents.enforce_memory = !flags.skip_memory_check;
+      documents.pretokenized = request.pretokenized;
       if (!shard.empty()) {
         std::tie(documents.shard, documents.shards) = xl::parse_shard(shard);
       }

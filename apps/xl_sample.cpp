@@ -6,22 +6,34 @@
 #include "xl/app/cli.h"
 #include "xl/app/sample.h"
 
+namespace {
+
+// --prompt, --prompt-file and how the prompt is split.
+void add_prompt_flags(CLI::App& app, xl::app::SampleRequest& request) {
+  auto* prompt = app.add_option(
+      "--prompt",
+      request.sample.prompt,
+      "the text to continue, encoded with the run's vocabulary (default: a new line)");
+  app.add_option(
+         "--prompt-file", request.prompt_file, "read the prompt from this file (-: standard input)")
+      ->excludes(prompt)
+      ->transform(xl::app::dash_for_stdin);
+  app.add_flag(
+      "--pretokenized",
+      request.sample.pretokenized,
+      "the prompt is tokenized already: split it at blanks, not by the rules for raw text "
+      "that a word run records (docs/runs.md)");
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   return xl::app::run_main(argv, [&] {
     CLI::App app{"xl-sample: generate text from a trained run"};
     xl::app::ConfigFlags flags;
     xl::app::SampleRequest request;
     xl::app::add_run_flags(app, flags, request.run_dir, request.checkpoint);
-    auto* prompt = app.add_option(
-        "--prompt",
-        request.sample.prompt,
-        "the text to continue, encoded with the run's vocabulary (default: a new line)");
-    app.add_option(
-           "--prompt-file",
-           request.prompt_file,
-           "read the prompt from this file (-: standard input)")
-        ->excludes(prompt)
-        ->transform(xl::app::dash_for_stdin);
+    add_prompt_flags(app, request);
     app.add_option("--tokens", request.sample.tokens, "tokens to generate per sample")
         ->check(xl::positive_count());
     app.add_option("--samples", request.sample.samples, "samples drawn side by side")

@@ -318,6 +318,16 @@ def cases(work):
     add("xl-prep", ["--format", "word", "--vocab", work / "words" / "vocab.txt", "--unk",
                     "--test", text, "--out", work / "prep"])
     add("xl-prep", ["--format", "word", "--out", work / "prep"])
+    # Rules for raw text: one xl does not know, asked of bytes, or --pretokenized with nothing
+    # to split by rules (a vocabulary built here reads its splits as they stand).
+    add("xl-prep", ["--format", "word", "--vocab", work / "moses_vocab.txt", "--test", text,
+                    "--out", work / "prep"])
+    add("xl-prep", ["--format", "word", "--train", text, "--tokenization", "moses", "--out",
+                    work / "prep"])
+    add("xl-prep", ["--format", "byte", "--train", text, "--tokenization", "wikitext", "--out",
+                    work / "prep"])
+    add("xl-prep", ["--format", "word", "--train", text, "--pretokenized", "--out",
+                    work / "prep"])
 
     # Names longer than the file system takes once xl adds to them, or as given.
     add("xl-average", ["--run", r, "--last", "2", "--out", "a" * 253])
@@ -338,7 +348,8 @@ def cases(work):
     for name in ["utf16.txt", "noise.bin", "nul.txt", "latin1.txt"]:
         add("xl-prep", ["--format", "word", "--train", work / name, "--out", work / "prep"])
     # Vocabulary flags beside a vocabulary reused.
-    for flags in [["--min-freq", "2"], ["--max-size", "10"], ["--vocab-from", "all"]]:
+    for flags in [["--min-freq", "2"], ["--max-size", "10"], ["--vocab-from", "all"],
+                  ["--tokenization", "none"]]:
         add("xl-prep", ["--vocab", work / "words" / "vocab.txt", "--test", text, "--out",
                         work / "prep"] + flags)
     # A run inside another run, or inside its checkpoints.

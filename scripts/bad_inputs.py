@@ -172,6 +172,7 @@ def prepare(work):
     (work / "base_a.yaml").write_text("base: base_b.yaml\n")
     (work / "base_b.yaml").write_text("base: base_a.yaml\n")
     (work / "latin1.txt").write_bytes(b"the caf\xe9 is open\n")
+    (work / "moses_vocab.txt").write_text("#xl-vocab v1 kind=word size=2 tokenization=moses\n<eos>\na\n")
     hf = work / "hf"
     hf.mkdir()
     must(run([PYTHON, "-c", HF_FOLDERS, hf]), "Hugging Face folders")

@@ -68,6 +68,11 @@ struct TokenScore {
   /// log p of it (natural log) given everything before it; NaN for a token nothing predicts
   /// (the text's first), which Score::tokens does not count
   double log_prob = 0.0;
+  /// where it stands in the text, for a word or byte model: its first byte, and the bytes it
+  /// stems from (the word as written where `token` is <unk>, "\n" for <eos>); -1 and "" for a
+  /// SentencePiece model's pieces
+  int64_t offset = -1;
+  std::string text;
 };
 
 /// What a score's number is.
@@ -102,6 +107,11 @@ struct Score {
   int64_t unknown = 0;
   /// the contiguous streams the text was read in (1: the whole text with the long memory)
   int64_t streams = 1;
+  /// for a word model whose vocabulary has <unk>: the perplexity over the targets that are no
+  /// <unk> (`perplexity` counts <unk> as one word, which flatters a text of rare words), and
+  /// their number (0: no such score)
+  double in_vocabulary_perplexity = 0.0;
+  int64_t in_vocabulary_tokens = 0;
   /// with ScoreOptions::per_token: every token, in the text's order
   std::vector<TokenScore> per_token;
 };
@@ -116,6 +126,9 @@ struct ScoreOptions {
   /// XLNet: the permutation LM's sampled estimate (num_predict targets per record, as its
   /// pretraining evaluates) instead of every piece left to right, each from the ones before it
   bool permutation = false;
+  /// the text is tokenized already (WikiText's own files): split at blanks, not by the rules for
+  /// raw text a word run records
+  bool pretokenized = false;
 };
 
 /// Receives the text of each generated token as it is drawn; returns false to stop there.
@@ -137,6 +150,9 @@ struct GenerateOptions {
   bool use_memory = true;
   /// the tokens re-read without memory (unset: the memory's length, or train.tgt_len)
   std::optional<int64_t> window;
+  /// the prompt is tokenized already: split at blanks, not by the rules for raw text a word
+  /// run records (ScoreOptions::pretokenized)
+  bool pretokenized = false;
 };
 
 /// What generate() drew: the ids and their text.
@@ -198,7 +214,8 @@ class Model {
   /// eval.batch_size).
   std::vector<Classified> classify(const std::vector<std::string>& texts) const;
 
-  /// The ids of `text` under the run's vocabulary or SentencePiece model, and the text of ids.
+  /// The ids of `text` under the run's vocabulary (a raw text split by the rules it records)
+  /// or SentencePiece model, and the text of ids.
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
 

@@ -319,6 +319,7 @@ bool score_windows(
   infer::DocumentOptions options;
   options.batch = config.eval.batch_size;
   options.sessions = request.sessions;
+  options.pretokenized = request.pretokenized;
   options.stop = [] { return runtime::stop_signal().load() != 0; };
   Windows windows(reader, range);
   for (int64_t at = range.start / kWindow * kWindow; at < range.end; at += kWindow) {

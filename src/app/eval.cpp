@@ -161,7 +161,7 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
     options.observe = [&](const sources::Batch& batch) { dump.add(batch); };
   }
   const auto scored = request.file
-      ? infer::score_text(*run, {*request.file, {}, *request.file}, options)
+      ? infer::score_text(*run, {*request.file, {}, *request.file, {request.pretokenized}}, options)
       : infer::score_split(*run, config.eval.split, options);
   if (dump_batches) {
     dump.write(*dump_batches, scored.continued);
@@ -181,6 +181,10 @@ int run_evaluation(const config::Config& config, const EvalRequest& request) {
       record_fields(request, *run, scored));
   if (scored.reading) {
     eval::add_text_reading(report, *scored.reading);
+  }
+  // Beside the usual perplexity where <unk> targets count in it.
+  if (scored.in_vocabulary && scored.in_vocabulary->tokens < scored.result.tokens()) {
+    eval::add_in_vocabulary(report, scored.in_vocabulary->tokens, scored.in_vocabulary->nll);
   }
   if (!request.file && not_recorded.empty()) {
     run::MetricsWriter(run->paths().metrics, config.run.tensorboard).write(report.record);

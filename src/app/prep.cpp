@@ -88,10 +88,16 @@ void check_flags(const PrepRequest& request) {
         std::tuple{"--vocab-from", "--vocab", vocab},
         std::tuple{"--unk", "--vocab", vocab},
         std::tuple{"--min-freq", "--vocab", vocab},
-        std::tuple{"--max-size", "--vocab", vocab}}) {
+        std::tuple{"--max-size", "--vocab", vocab},
+        std::tuple{"--tokenization", "--vocab", "--vocab's vocabulary records its own"}}) {
     if (request.given.count(flag) > 0 && request.given.count(instead) > 0) {
       throw UserError(fmt::format("{} and {} exclude each other: {}", flag, instead, why));
     }
+  }
+  if (request.given.count("--pretokenized") > 0 && request.given.count("--vocab") == 0) {
+    throw UserError(
+        "--pretokenized goes with --vocab: a vocabulary built here reads its splits as they "
+        "stand");
   }
 }
 

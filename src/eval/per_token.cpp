@@ -17,12 +17,22 @@ namespace xl::eval {
 namespace {
 
 constexpr const char* kHeader = "index\ttoken\tlog_prob\n";
+constexpr const char* kHeaderWithOrigins = "index\ttoken\tlog_prob\toffset\ttext\n";
 // Tokens listed per read of the scratch space.
 constexpr int64_t kBlock = 1 << 16;
 
-std::string row(int64_t index, const std::string& token, float log_prob) {
-  return std::isnan(log_prob) ? fmt::format("{}\t{}\t\n", index, tsv_field(token))
-                              : fmt::format("{}\t{}\t{:.6f}\n", index, tsv_field(token), log_prob);
+std::string row(
+    int64_t index,
+    const std::string& token,
+    float log_prob,
+    const formats::TokenOrigin* origin) {
+  std::string out = std::isnan(log_prob)
+      ? fmt::format("{}\t{}\t", index, tsv_field(token))
+      : fmt::format("{}\t{}\t{:.6f}", index, tsv_field(token), log_prob);
+  if (origin != nullptr) {
+    out += fmt::format("\t{}\t{}", origin->offset, tsv_field(origin->text));
+  }
+  return out + "\n";
 }
 
 // Beside the file, on its disk (its folder may be made only when it is written); a device's, or
@@ -137,8 +147,11 @@ int64_t PerTokenListing::each_row(const RowSink& sink, double progress_seconds) 
           static_cast<size_t>(n) * sizeof(float));
       const auto ids = tokens_->slice(first, n);
       const auto* id = ids.data_ptr<int64_t>();
+      const auto origins =
+          tokens_->has_origins() ? tokens_->origins(first, n) : std::vector<formats::TokenOrigin>{};
       for (int64_t i = 0; i < n; ++i) {
-        sink(first + i, token_text_(id[i]), scores[static_cast<size_t>(i)]);
+        const auto k = static_cast<size_t>(i);
+        sink(first + i, token_text_(id[i]), scores[k], origins.empty() ? nullptr : &origins[k]);
       }
     } else {
       scratch_->read_at(
@@ -147,7 +160,7 @@ int64_t PerTokenListing::each_row(const RowSink& sink, double progress_seconds) 
           static_cast<size_t>(n) * sizeof(Scored));
       for (int64_t i = 0; i < n; ++i) {
         const Scored& s = scored[static_cast<size_t>(i)];
-        sink(s.index, token_text_(s.id), s.log_prob);
+        sink(s.index, token_text_(s.id), s.log_prob, nullptr);
       }
     }
     progress.update(first + n, n);
@@ -162,11 +175,16 @@ int64_t PerTokenListing::write(double progress_seconds) const {
   TORCH_CHECK(out_, "a listing kept in memory is read with each_row(), not written");
   int64_t rows = 0;
   run::write_output("--per-token", *out_, [&](const ByteSink& sink) {
-    sink(kHeader, std::char_traits<char>::length(kHeader));
+    const char* header =
+        tokens_ != nullptr && tokens_->has_origins() ? kHeaderWithOrigins : kHeader;
+    sink(header, std::char_traits<char>::length(header));
     std::string lines;
     rows = each_row(
-        [&](int64_t index, const std::string& token, float log_prob) {
-          lines += row(index, token, log_prob);
+        [&](int64_t index,
+            const std::string& token,
+            float log_prob,
+            const formats::TokenOrigin* origin) {
+          lines += row(index, token, log_prob, origin);
           if (lines.size() >= (1U << 20)) {
             sink(lines.data(), lines.size());
             lines.clear();

@@ -140,10 +140,26 @@ void add_text_reading(EvalReport& report, const sources::TextReading& reading) {
           reading.unit);
     }
   }
+  if (!reading.rules.empty()) {
+    report.line += fmt::format(
+        " | words split by {}'s rules for raw text",
+        reading.rules == "wikitext" ? "WikiText" : reading.rules);
+    read["tokenization"] = reading.rules;
+  }
   if (!reading.fitted.empty()) {
     read["fitted"] = reading.fitted;
   }
   report.record["read"] = std::move(read);
+}
+
+void add_in_vocabulary(EvalReport& report, int64_t tokens, double nll) {
+  if (tokens <= 0) {
+    return;
+  }
+  const double loss = nll / static_cast<double>(tokens);
+  report.line += fmt::format(
+      " | in-vocabulary ppl {:.3f} over {} targets (<unk> left out)", std::exp(loss), tokens);
+  report.record["in_vocabulary"] = {{"tokens", tokens}, {"loss", loss}, {"ppl", std::exp(loss)}};
 }
 
 } // namespace xl::eval

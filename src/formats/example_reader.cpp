@@ -18,19 +18,23 @@ ExampleReader::ExampleReader(std::filesystem::path file, std::string format, int
 void ExampleReader::read(const std::function<bool(ExamplePart&)>& on_part) {
   std::string carry;
   try {
-    read_text_pieces(file_, "examples file", true, [&](std::string_view piece, bool line_goes_on) {
-      carry.append(piece);
-      if (line_goes_on) {
-        return; // the piece holds no line break: the line goes on
-      }
-      for (const auto line : split_lines(carry)) {
-        add_line(line);
-        if (static_cast<int64_t>(part_.examples.size()) == part_size_ && !hand(on_part)) {
-          throw Stop{};
-        }
-      }
-      carry.clear();
-    });
+    read_text_pieces(
+        file_,
+        "examples file",
+        true,
+        [&](std::string_view piece, bool line_goes_on, size_t /*offset*/) {
+          carry.append(piece);
+          if (line_goes_on) {
+            return; // the piece holds no line break: the line goes on
+          }
+          for (const auto line : split_lines(carry)) {
+            add_line(line);
+            if (static_cast<int64_t>(part_.examples.size()) == part_size_ && !hand(on_part)) {
+              throw Stop{};
+            }
+          }
+          carry.clear();
+        });
     if (!part_.examples.empty()) {
       hand(on_part);
     }

@@ -224,7 +224,7 @@ void cut_text_pieces(
   const auto emit = [&](size_t end, bool line_goes_on) {
     const std::string_view piece(buffer.data(), end);
     verdict.add(piece);
-    sink(piece, line_goes_on);
+    sink(piece, line_goes_on, consumed);
     buffer.erase(0, end);
     consumed += end;
   };

@@ -75,7 +75,7 @@ const Vocab& Tokenizer::word_vocab(const std::string& use) const {
 
 std::vector<int64_t> Tokenizer::encode(std::string_view text) const {
   if (vocab_) {
-    return vocab_->encode(text, "the text", /*open_end=*/true);
+    return vocab_->encode(text, "the text", /*open_end=*/true, /*raw=*/true);
   }
   return pieces_->encode(text);
 }

@@ -1,6 +1,12 @@
 #include "xl/formats/tokens.h"
 
+#include "xl/util/error.h"
+
 namespace xl::formats {
+
+std::vector<TokenOrigin> Tokens::origins(int64_t /*start*/, int64_t /*length*/) const {
+  throw InternalError(name() + " keeps no origins of its tokens");
+}
 
 TokenTensor::TokenTensor(torch::Tensor ids, std::string name)
     : ids_(std::move(ids)), name_(std::move(name)) {

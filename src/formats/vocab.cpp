@@ -140,8 +140,20 @@ Vocab Vocab::build_byte_from(const std::vector<std::string_view>& texts) {
   return Vocab(VocabKind::kByte, std::move(tokens));
 }
 
+void Vocab::set_tokenization(Tokenization tokenization) {
+  if (kind_ == VocabKind::kByte && tokenization != Tokenization::kNone) {
+    throw InternalError(
+        "a byte vocabulary splits no words: tokenization " + to_string(tokenization));
+  }
+  tokenization_ = tokenization;
+}
+
 void Vocab::save(const std::filesystem::path& path) const {
-  std::string out = fmt::format("{} kind={} size={}\n", kHeader, to_string(kind_), size());
+  std::string out = fmt::format("{} kind={} size={}", kHeader, to_string(kind_), size());
+  // Older readers stop at the size; a vocabulary without rules writes no field.
+  out += tokenization_ == Tokenization::kNone
+      ? "\n"
+      : fmt::format(" tokenization={}\n", to_string(tokenization_));
   for (const auto& t : tokens_) {
     out += kind_ == VocabKind::kByte ? std::to_string(static_cast<unsigned char>(t[0])) : t;
     out += '\n';
@@ -157,6 +169,16 @@ UserError not_a_vocabulary(
     size_t line,
     const std::string& what) {
   return UserError(fmt::format("{}:{}: not an xl vocabulary file: {}", path.string(), line, what));
+}
+
+// The value of the header field `key` ("tokenization"), or "".
+std::string header_field(const std::string& header, const std::string& key) {
+  const auto at = header.find(" " + key + "=");
+  if (at == std::string::npos) {
+    return "";
+  }
+  const auto value = at + key.size() + 2;
+  return header.substr(value, header.find(' ', value) - value);
 }
 
 // The kind and the declared token count of the header line.
@@ -234,6 +256,13 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
     throw not_a_vocabulary(path, 1, "duplicate tokens");
   }
+  if (const auto rules = header_field(std::string(lines[0]), "tokenization"); !rules.empty()) {
+    const auto tokenization = tokenization_named(rules, path.string() + ":1");
+    if (kind == VocabKind::kByte && tokenization != Tokenization::kNone) {
+      throw not_a_vocabulary(path, 1, "a byte vocabulary has no tokenization=" + rules);
+    }
+    vocab.tokenization_ = tokenization;
+  }
   return vocab;
 }
 
@@ -250,15 +279,18 @@ std::vector<int64_t> Vocab::encode_file(const std::filesystem::path& path) const
   return encode(read_corpus(path, kind_), path.string());
 }
 
-std::vector<int64_t> Vocab::encode(std::string_view text, const std::string& where, bool open_end)
-    const {
+std::vector<int64_t> Vocab::encode(
+    std::string_view text,
+    const std::string& where,
+    bool open_end,
+    bool raw) const {
   std::vector<int64_t> ids;
   // A prompt (open_end) cannot change the trained vocabulary; a split's data can.
   const char* fix =
       open_end ? "the model never saw it in training: leave it out of the prompt" : nullptr;
   // A prompt's unfinished last line is continued, not ended.
   const bool continued = open_end && !text.empty() && text.back() != '\n' && text.back() != '\r';
-  encode_into(text, continued, ids, [&](std::string_view token, size_t at) -> int64_t {
+  encode_into(text, {continued, raw}, ids, [&](std::string_view token, size_t at) -> int64_t {
     if (kind_ == VocabKind::kByte) {
       throw UserError(fmt::format(
           "{}: byte {} at offset {} is not in the vocabulary ({})",
@@ -283,19 +315,17 @@ void Vocab::encode_counting(
     std::string_view text,
     bool line_goes_on,
     std::vector<int64_t>& ids,
-    UnknownCount& count) const {
+    UnknownCount& count,
+    bool raw,
+    std::vector<TextSpan>* spans) const {
   const size_t before = ids.size();
   int64_t left_out = 0;
   int64_t mapped = 0;
   encode_into(
-      text,
-      line_goes_on,
-      ids,
-      [&](std::string_view /*token*/, size_t /*at*/) {
+      text, {line_goes_on, raw, &mapped, spans}, ids, [&](std::string_view /*token*/, size_t) {
         ++left_out;
         return int64_t{-1};
-      },
-      &mapped);
+      });
   // Line ends are no words of the text.
   const int64_t eos = kind_ == VocabKind::kWord ? index("<eos>") : -1;
   const auto line_ends =
@@ -310,50 +340,80 @@ bool Vocab::has_unknown_token() const {
 
 void Vocab::encode_into(
     std::string_view text,
-    bool line_goes_on,
+    const Encoding& how,
     std::vector<int64_t>& ids,
-    const std::function<int64_t(std::string_view token, size_t at)>& unknown,
-    int64_t* mapped_to_unk) const {
-  if (kind_ == VocabKind::kByte) {
-    std::array<int64_t, 256> table;
-    table.fill(-1);
-    for (size_t i = 0; i < tokens_.size(); ++i) {
-      table[static_cast<unsigned char>(tokens_[i][0])] = static_cast<int64_t>(i);
-    }
-    ids.reserve(ids.size() + text.size());
-    for (size_t i = 0; i < text.size(); ++i) {
-      int64_t id = table[static_cast<unsigned char>(text[i])];
-      if (id < 0 && (id = unknown(text.substr(i, 1), i)) < 0) {
-        continue;
-      }
-      ids.push_back(id);
-    }
+    const std::function<int64_t(std::string_view token, size_t at)>& unknown) const {
+  if (kind_ == VocabKind::kWord) {
+    encode_words(text, how, ids, unknown);
     return;
   }
+  std::array<int64_t, 256> table;
+  table.fill(-1);
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    table[static_cast<unsigned char>(tokens_[i][0])] = static_cast<int64_t>(i);
+  }
+  ids.reserve(ids.size() + text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    int64_t id = table[static_cast<unsigned char>(text[i])];
+    if (id < 0 && (id = unknown(text.substr(i, 1), i)) < 0) {
+      continue;
+    }
+    ids.push_back(id);
+    if (how.spans != nullptr) {
+      how.spans->push_back({static_cast<int64_t>(i), 1});
+    }
+  }
+}
+
+void Vocab::encode_words(
+    std::string_view text,
+    const Encoding& how,
+    std::vector<int64_t>& ids,
+    const std::function<int64_t(std::string_view token, size_t at)>& unknown) const {
   const int64_t eos = index("<eos>");
   const int64_t unk = index("<unk>");
   if (eos < 0) {
     throw UserError("the word vocabulary has no <eos> token to end its lines with");
   }
   ids.reserve(ids.size() + text.size() / 5);
+  const bool rules = how.raw && tokenization_ == Tokenization::kWikiText;
   const auto lines = split_lines(text);
   size_t line_number = 0;
   for (const auto line : lines) {
     ++line_number;
-    for (const auto word : split_words(line)) {
-      int64_t id = index(word);
+    const auto line_at = static_cast<size_t>(line.data() - text.data());
+    const auto add = [&](int64_t id, size_t offset, size_t length) {
+      ids.push_back(id);
+      if (how.spans != nullptr) {
+        how.spans->push_back({static_cast<int64_t>(offset), static_cast<int64_t>(length)});
+      }
+    };
+    const auto word = [&](std::string_view w, size_t offset, size_t length) {
+      int64_t id = index(w);
       if (id < 0 && unk >= 0) {
         id = unk;
-        if (mapped_to_unk != nullptr) {
-          ++*mapped_to_unk;
+        if (how.mapped_to_unk != nullptr) {
+          ++*how.mapped_to_unk;
         }
-      } else if (id < 0 && (id = unknown(word, line_number)) < 0) {
-        continue;
+      } else if (id < 0 && (id = unknown(w, line_number)) < 0) {
+        return;
       }
-      ids.push_back(id);
+      add(id, line_at + offset, length);
+    };
+    if (rules) {
+      for (const auto& w : wikitext_words(line)) {
+        word(w.word, w.offset, w.length);
+      }
+    } else {
+      for (const auto w : split_words(line)) {
+        word(w, static_cast<size_t>(w.data() - line.data()), w.size());
+      }
     }
-    if (!(line_goes_on && line_number == lines.size())) {
-      ids.push_back(eos);
+    if (!(how.line_goes_on && line_number == lines.size())) {
+      // The line break: "\r\n", "\n" or "\r", or none at the end of the text.
+      const size_t end = line_at + line.size();
+      const size_t brk = end >= text.size() ? 0 : text.substr(end, 2) == "\r\n" ? 2 : 1;
+      add(eos, end, brk);
     }
   }
 }

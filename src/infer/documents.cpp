@@ -16,12 +16,17 @@ namespace xl::infer {
 
 namespace {
 
+std::string document_name(size_t i) {
+  return fmt::format("document {}", i);
+}
+
 // The documents of `group` side by side, or each alone where the run cannot batch them.
 void score_group(
     const TrainedRun& run,
     const std::vector<size_t>& group,
     const std::vector<std::shared_ptr<const formats::Tokens>>& tokens,
     const std::vector<std::string>& texts,
+    bool pretokenized,
     std::vector<DocumentScore>& scores) {
   std::vector<const formats::Tokens*> rows;
   for (const size_t i : group) {
@@ -31,7 +36,7 @@ void score_group(
   if (!batches.source) {
     for (const size_t i : group) {
       const auto scored =
-          score_text(run, {std::nullopt, texts[i], fmt::format("document {}", i)}, {});
+          score_text(run, {std::nullopt, texts[i], document_name(i), {pretokenized}}, {});
       scores[i].tokens = scored.result.tokens();
       scores[i].nll = scored.result.headline().sum;
       scores[i].qualifier = scored.result.qualifier;
@@ -77,7 +82,7 @@ struct Groups {
 Groups read_documents(
     const TrainedRun& run,
     const std::vector<std::string>& texts,
-    int64_t batch,
+    const DocumentOptions& options,
     std::vector<DocumentScore>& scores) {
   Groups out;
   out.tokens.resize(texts.size());
@@ -88,7 +93,9 @@ Groups read_documents(
     }
     sources::TextReading reading;
     out.tokens[i] = sources::read_user_text(
-        {std::nullopt, texts[i], fmt::format("document {}", i)}, run.tokenizer(), reading);
+        {std::nullopt, texts[i], document_name(i), {options.pretokenized}},
+        run.tokenizer(),
+        reading);
     scores[i].count = reading.count;
     if (out.tokens[i]->size() >= 2) {
       scored.push_back(i);
@@ -97,7 +104,7 @@ Groups read_documents(
   std::stable_sort(scored.begin(), scored.end(), [&](size_t a, size_t b) {
     return out.tokens[a]->size() > out.tokens[b]->size();
   });
-  const auto size = static_cast<size_t>(batch);
+  const auto size = static_cast<size_t>(options.batch);
   for (size_t at = 0; at < scored.size(); at += size) {
     const auto end = std::min(scored.size(), at + size);
     out.groups.emplace_back(
@@ -163,9 +170,9 @@ std::optional<std::vector<DocumentScore>> score_documents(
   }
   TORCH_CHECK(options.batch >= 1 && options.sessions >= 1, "documents need batch, sessions >= 1");
   std::vector<DocumentScore> scores(texts.size());
-  const Groups read = read_documents(run, texts, options.batch, scores);
+  const Groups read = read_documents(run, texts, options, scores);
   const bool done = in_sessions(read.groups.size(), options.sessions, options.stop, [&](size_t g) {
-    score_group(run, read.groups[g], read.tokens, texts, scores);
+    score_group(run, read.groups[g], read.tokens, texts, options.pretokenized, scores);
   });
   if (!done) {
     return std::nullopt;

@@ -144,9 +144,22 @@ Score score_of(const infer::TrainedRun& run, const infer::Scored& scored) {
     score.unknown = scored.reading->count.unknown;
   }
   score.streams = scored.values.value("streams", int64_t{1});
+  if (scored.in_vocabulary && scored.in_vocabulary->tokens > 0) {
+    score.in_vocabulary_tokens = scored.in_vocabulary->tokens;
+    score.in_vocabulary_perplexity =
+        std::exp(scored.in_vocabulary->nll / static_cast<double>(scored.in_vocabulary->tokens));
+  }
   if (scored.listing) {
-    scored.listing->each_row([&](int64_t index, const std::string& token, float log_prob) {
-      score.per_token.push_back({index, token, static_cast<double>(log_prob)});
+    scored.listing->each_row([&](int64_t index,
+                                 const std::string& token,
+                                 float log_prob,
+                                 const formats::TokenOrigin* origin) {
+      score.per_token.push_back(
+          {index,
+           token,
+           static_cast<double>(log_prob),
+           origin != nullptr ? origin->offset : -1,
+           origin != nullptr ? origin->text : ""});
     });
   }
   return score;
@@ -251,12 +264,15 @@ bool Model::is_classifier() const {
 
 Score Model::score(const std::string& text, const ScoreOptions& options) const {
   return guarded([&] {
-    return score_text(*state().run, {std::nullopt, text, "the text"}, options);
+    return score_text(
+        *state().run, {std::nullopt, text, "the text", {options.pretokenized}}, options);
   });
 }
 
 Score Model::score_file(const std::string& path, const ScoreOptions& options) const {
-  return guarded([&] { return score_text(*state().run, {path, {}, path}, options); });
+  return guarded([&] {
+    return score_text(*state().run, {path, {}, path, {options.pretokenized}}, options);
+  });
 }
 
 std::vector<Score> Model::score_batch(const std::vector<std::string>& texts) const {
@@ -294,6 +310,7 @@ Generated Model::generate(
     request.seed = options.seed;
     request.use_memory = options.use_memory;
     request.window = options.window;
+    request.pretokenized = options.pretokenized;
     infer::check_sample_request(run.config(), request, kGenerateOptions);
     auto plan = infer::plan_sampling(run, request, kGenerateOptions);
     Generated drawn;

@@ -68,7 +68,12 @@ bool keep_tokenizer(const fs::path& run_dir, const formats::Tokenizer& tokenizer
           tokenizer.file().string(),
           tokenizer.fingerprint()));
     }
-    return false;
+    // The same ids, and the data's vocab.txt now records how raw text is split (xl-prep again).
+    const bool rules_differ = kept->vocab() != nullptr &&
+        kept->vocab()->tokenization() != tokenizer.vocab()->tokenization();
+    if (!rules_differ) {
+      return false;
+    }
   }
   atomic_write(path, read_file(tokenizer.file(), "tokenizer"));
   return true;

@@ -61,12 +61,12 @@ void check_sample_request(
 
 namespace {
 
-// The prompt's ids: words outside the vocabulary are read as <unk> (with a warning, since the
-// prompt is shown as written), and an empty prompt is a new line, what follows a line break in
-// training.
+// The prompt's ids, a raw text split by the vocabulary's rules unless it is tokenized: words
+// outside the vocabulary are read as <unk> (with a warning, since the prompt is shown as
+// written), and an empty prompt is a new line, what follows a line break in training.
 std::vector<int64_t> prompt_ids(const formats::Vocab& vocab, const SampleRequest& request) {
   const std::string& text = request.prompt;
-  auto ids = vocab.encode(text, request.prompt_name, /*open_end=*/true);
+  auto ids = vocab.encode(text, request.prompt_name, /*open_end=*/true, !request.pretokenized);
   if (const int64_t unk = vocab.index("<unk>"); unk >= 0) {
     const auto read_as_unk = std::count(ids.begin(), ids.end(), unk);
     int64_t written = 0;

@@ -9,6 +9,37 @@ namespace xl::infer {
 
 namespace {
 
+// What turns the model's log-probabilities into the listing and the in-vocabulary totals.
+void keep_outputs(eval::EvalOptions& options, Scored& scored, int64_t unk) {
+  if (unk >= 0) {
+    scored.in_vocabulary = InVocabulary{};
+  }
+  if (!scored.listing && !scored.in_vocabulary) {
+    return;
+  }
+  options.log_probs = true;
+  options.on_output = [&scored, unk](const sources::Batch& batch, const models::ModelOutput& out) {
+    const auto log_probs = out.log_probs.to(torch::kCPU, torch::kFloat);
+    if (scored.listing) {
+      scored.listing->add(batch, log_probs);
+    }
+    if (scored.in_vocabulary) {
+      auto known = batch.targets.ne(unk);
+      if (batch.target_mask.defined()) {
+        known &= batch.target_mask;
+      }
+      scored.in_vocabulary->tokens += known.sum().item<int64_t>();
+      scored.in_vocabulary->nll -= log_probs.masked_select(known).sum().item<double>();
+    }
+  };
+}
+
+// The <unk> of a word vocabulary that maps a user's text to it, or -1.
+int64_t unknown_id(const TrainedRun& run, const std::optional<sources::TextReading>& reading) {
+  const auto* vocab = run.tokenizer().vocab();
+  return reading && vocab != nullptr && vocab->has_unknown_token() ? vocab->index("<unk>") : -1;
+}
+
 Scored score_batches(
     const TrainedRun& run,
     sources::EvalBatches batches,
@@ -32,12 +63,8 @@ Scored score_batches(
         o.per_token_file, in_order, [&tokenizer = run.tokenizer()](int64_t id) {
           return tokenizer.token(id);
         });
-    setup.options.log_probs = true;
-    setup.options.on_output = [listing = scored.listing.get()](
-                                  const sources::Batch& batch, const models::ModelOutput& out) {
-      listing->add(batch, out.log_probs.to(torch::kCPU, torch::kFloat));
-    };
   }
+  keep_outputs(setup.options, scored, unknown_id(run, scored.reading));
   if (const auto note = models::eval_span_note(run.config()); !note.empty()) {
     logger().info("{}", note);
   }
@@ -59,7 +86,9 @@ Scored score_batches(
 } // namespace
 
 Scored score_text(const TrainedRun& run, const sources::UserText& text, const ScoreOptions& o) {
-  return score_batches(run, run.data().text_batches(text, o.scoring), text.name, o, nullptr);
+  sources::UserText read = text;
+  read.options.origins = o.list_tokens || o.per_token_file.has_value();
+  return score_batches(run, run.data().text_batches(read, o.scoring), text.name, o, nullptr);
 }
 
 Scored score_split(const TrainedRun& run, const std::string& split, const ScoreOptions& o) {

@@ -118,7 +118,7 @@ const PrepFlags kVocabulary{
 
 // Which words a word vocabulary keeps.
 const PrepFlags kWordVocabulary{
-    {"--unk", "--min-freq", "--max-size"},
+    {"--unk", "--min-freq", "--max-size", "--tokenization", "--pretokenized"},
     [](CLI::App& app, PrepRequest& request) {
       app.add_flag(
           "--unk",
@@ -136,6 +136,18 @@ const PrepFlags kWordVocabulary{
              "word: at most this many tokens, <eos> and <unk> included (the rarest map to "
              "<unk>)")
           ->check(count_from(1));
+      app.add_option(
+             "--tokenization",
+             request.options.tokenization,
+             "word: how the training text is split, recorded in vocab.txt so that a raw text "
+             "is split the same way when scored: wikitext (WikiText's rules), none (blanks), or "
+             "auto (wikitext where the text holds WikiText's \"@-@\", \"@,@\" or \"@.@\")")
+          ->check(CLI::IsMember({"auto", "wikitext", "none"}));
+      app.add_flag(
+          "--pretokenized",
+          request.options.pretokenized,
+          "word, --vocab: the splits are tokenized already (split at blanks), not raw text "
+          "split by the vocabulary's rules");
     }};
 
 // SentencePiece's model and its training.

@@ -14,6 +14,22 @@ namespace xl::prep {
 
 namespace {
 
+// How the training text `train` is split, as --tokenization names it ("auto": told by WikiText's
+// own tokens), said in the log.
+formats::Tokenization training_tokenization(const std::string& name, std::string_view train) {
+  const bool told = name == "auto";
+  const auto tokenization = !told         ? formats::tokenization_named(name, "--tokenization")
+      : formats::reads_as_wikitext(train) ? formats::Tokenization::kWikiText
+                                          : formats::Tokenization::kNone;
+  if (tokenization == formats::Tokenization::kWikiText) {
+    logger().info(
+        "tokenization: WikiText's{}; recorded in vocab.txt, so that a user's raw text is split "
+        "by the same rules when it is scored (docs/runs.md)",
+        told ? " (the training text holds its \" @-@ \", \" @,@ \" or \" @.@ \")" : "");
+  }
+  return tokenization;
+}
+
 formats::Vocab load_or_build_vocab(
     const PrepOptions& options,
     const std::map<std::string, std::string>& texts) {
@@ -52,6 +68,7 @@ formats::Vocab load_or_build_vocab(
   }
   auto vocab =
       formats::Vocab::build_word_from(counted, specials, options.min_freq, options.max_size);
+  vocab.set_tokenization(training_tokenization(options.tokenization, counted.front()));
   // A vocabulary of special tokens alone models nothing.
   if (vocab.size() == static_cast<int64_t>(specials.size())) {
     const bool words = vocab.size() > 0 &&
@@ -99,8 +116,19 @@ PrepReport prepare_corpus(const PrepOptions& options) {
   // Encode everything before writing anything, so a bad split leaves the output
   // folder as it was.
   std::map<std::string, std::vector<int64_t>> encoded;
+  // A vocabulary reused encodes a user's text: raw, under its rules, unless it is tokenized.
+  const bool raw = options.vocab && !options.pretokenized &&
+      vocab.tokenization() != formats::Tokenization::kNone;
   for (const auto& [name, path] : options.splits) {
-    encoded[name] = vocab.encode(texts.at(name), path.string());
+    if (raw && formats::reads_as_wikitext(texts.at(name))) {
+      logger().warn(
+          "{} holds WikiText's own tokens (\" @-@ \", \" @,@ \"): it reads as tokenized already, "
+          "and the rules for raw text of {} split those again; --pretokenized reads it as it "
+          "stands",
+          path.string(),
+          options.vocab->string());
+    }
+    encoded[name] = vocab.encode(texts.at(name), path.string(), false, raw);
     texts.erase(name);
     report.tokens[name] = static_cast<int64_t>(encoded[name].size());
     logger().info("{}: {} tokens from {}", name, encoded[name].size(), path.string());

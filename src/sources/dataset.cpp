@@ -113,9 +113,14 @@ std::shared_ptr<const formats::Tokens> read_user_text(
     refuse_encoded_file(*text.file, tokenizer);
   }
   auto tokens = text.file
-      ? std::make_shared<const formats::TextTokens>(*text.file, tokenizer, scratch_dir())
-      : std::make_shared<const formats::TextTokens>(text.text, text.name, tokenizer);
+      ? std::make_shared<const formats::TextTokens>(
+            *text.file, tokenizer, scratch_dir(), text.options)
+      : std::make_shared<const formats::TextTokens>(text.text, text.name, tokenizer, text.options);
   reading.count = tokens->unknown();
+  if (const auto* vocab = tokenizer.vocab(); vocab != nullptr &&
+      vocab->tokenization() != formats::Tokenization::kNone && !text.options.pretokenized) {
+    reading.rules = formats::to_string(vocab->tokenization());
+  }
   reading.unknown_as =
       tokenizer.vocab() == nullptr || tokenizer.vocab()->has_unknown_token() ? "<unk>" : "left out";
   return tokens;

@@ -12,6 +12,15 @@
 
 namespace xl::test {
 
+std::vector<std::string> tab_fields(const std::string& row) {
+  std::vector<std::string> fields;
+  std::istringstream cells(row);
+  for (std::string cell; std::getline(cells, cell, '\t');) {
+    fields.push_back(cell);
+  }
+  return fields;
+}
+
 const fs::path& corpus_dir() {
   // Shared by the program's tests, removed when it ends.
   static const TempDir folder("xl-e2e-corpus-");

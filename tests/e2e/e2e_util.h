@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -17,6 +18,9 @@ std::string app(const std::string& name);
 
 /// The path of a file of the source tree ("configs/txl/tiny.yaml").
 std::string config_file(const std::string& relative);
+
+/// The fields of a TSV row (a --per-token listing's), an empty last one left out.
+std::vector<std::string> tab_fields(const std::string& row);
 
 /// A small WikiText-2 corpus (valid split as training data), prepared once per process.
 const fs::path& corpus_dir();

@@ -23,8 +23,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kText =
-    "the film was released in the united states \n critics praised the game , and it sold well "
-    ". \n";
+    "the film was released in the united states \n critics praised the game, and it sold "
+    "well-ish. \n";
 
 TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
   TempDir dir;
@@ -34,6 +34,9 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
       app("xl-eval") + " --run r --file mine.txt --json e.json --per-token e.tsv", dir.path());
   ASSERT_EQ(evaluated.status, 0) << evaluated.output;
   const auto want = nlohmann::json::parse(read_text(dir / "e.json"));
+  const auto tokenized = run_command(
+      app("xl-eval") + " --run r --file mine.txt --pretokenized --json t.json", dir.path());
+  ASSERT_EQ(tokenized.status, 0) << tokenized.output;
 
   const Model model = open_run((dir / "r").string());
   EXPECT_EQ(model.family(), "transformer_xl");
@@ -50,6 +53,15 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
   const Score in_memory = model.score(kText);
   EXPECT_DOUBLE_EQ(in_memory.perplexity, from_file.perplexity);
   EXPECT_TRUE(in_memory.per_token.empty());
+  EXPECT_DOUBLE_EQ(in_memory.in_vocabulary_perplexity, want["in_vocabulary"]["ppl"].get<double>());
+  EXPECT_EQ(in_memory.in_vocabulary_tokens, want["in_vocabulary"]["tokens"].get<int64_t>());
+  // Split at blanks alone, as xl-eval --pretokenized: "game," and "well-ish." are no words.
+  ScoreOptions as_tokens;
+  as_tokens.pretokenized = true;
+  const Score blanks = model.score(kText, as_tokens);
+  const auto want_blanks = nlohmann::json::parse(read_text(dir / "t.json"));
+  EXPECT_DOUBLE_EQ(blanks.perplexity, want_blanks["ppl"].get<double>());
+  EXPECT_GT(blanks.unknown, in_memory.unknown);
   // Every token of the text in order, as --per-token lists it; the scored ones sum to the
   // log-likelihood (float32 log-probabilities).
   std::istringstream rows(read_text(dir / "e.tsv"));
@@ -62,6 +74,11 @@ TEST(Library, ScoresGeneratesAndEncodesAsTheCommandsDo) {
     const auto& t = from_file.per_token[listed_rows];
     EXPECT_EQ(static_cast<size_t>(t.index), listed_rows);
     EXPECT_EQ(row.substr(row.find('\t') + 1, t.token.size()), t.token);
+    // Where it stands in the text: the row's offset and text columns.
+    const auto offset_at = row.find('\t', row.find('\t', row.find('\t') + 1) + 1) + 1;
+    EXPECT_EQ(
+        row.substr(offset_at), std::to_string(t.offset) + "\t" + (t.text == "\n" ? "\\n" : t.text));
+    EXPECT_EQ(kText.substr(static_cast<size_t>(t.offset), t.text.size()), t.text);
     sum += std::isnan(t.log_prob) ? 0.0 : t.log_prob;
   }
   EXPECT_EQ(listed_rows, from_file.per_token.size());

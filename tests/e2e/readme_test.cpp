@@ -52,7 +52,8 @@ TEST(Readme, YourOwnTextCommandsRunAsWritten) {
           " --set data.dir=" + nsmc_dir().string() + " run.dir=runs/nsmc_cls_cpu train.max_step=8",
       dir.path());
   ASSERT_EQ(classifier.status, 0) << classifier.output;
-  write_file(dir / "my.txt", "The game 's story was written in 2010 .\nIt sold well .\n");
+  // Raw text: split by WikiText's rules, as the run's vocabulary records.
+  write_file(dir / "my.txt", "The game's story was written in 2010.\nIt sold well.\n");
   write_file(dir / "reviews.txt", nsmc_documents(6000, 30));
   write_file(
       dir / "docs.jsonl",
@@ -65,7 +66,11 @@ TEST(Readme, YourOwnTextCommandsRunAsWritten) {
     const auto r = run_command(command, dir.path());
     EXPECT_EQ(r.status, 0) << r.output;
   }
-  EXPECT_THAT(read_text(dir / "my.tsv"), HasSubstr("index\ttoken\tlog_prob\n0\tThe\t\n1\tgame\t-"));
+  const std::string rows = read_text(dir / "my.tsv");
+  EXPECT_THAT(
+      rows, HasSubstr("index\ttoken\tlog_prob\toffset\ttext\n0\tThe\t\t0\tThe\n1\tgame\t-"));
+  EXPECT_THAT(rows, HasSubstr("\t8\t's\n3\tstory\t"));
+  EXPECT_THAT(rows, HasSubstr("\t36\t.\n9\t<eos>\t"));
   EXPECT_TRUE(fs::exists(dir / "my.json"));
   EXPECT_THAT(read_text(dir / "scores.jsonl"), HasSubstr("\"id\":\"b\""));
   EXPECT_TRUE(fs::exists(dir / "data/prepared/my/test.bin"));

@@ -87,8 +87,9 @@ TEST(ReadUtf8Text, AByteOrderMarkIsNoPartOfTheText) {
   EXPECT_EQ(read_utf8_text(dir / "bom.txt", "corpus file"), "the game\non\n");
   for (const bool words : {true, false}) {
     std::string read;
-    read_text_pieces(
-        dir / "bom.txt", "text", words, [&](std::string_view piece, bool) { read.append(piece); });
+    read_text_pieces(dir / "bom.txt", "text", words, [&](std::string_view piece, bool, size_t) {
+      read.append(piece);
+    });
     EXPECT_EQ(read, words ? "the game\non\n" : "\xEF\xBB\xBFthe game\non\n") << words;
   }
 }

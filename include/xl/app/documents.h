@@ -26,6 +26,8 @@ struct DocumentsRequest {
   int64_t shards = 1;
   /// groups of documents scored at once, each by a session of its own
   int64_t sessions = 1;
+  /// the documents are tokenized already: split at blanks, not by the run's rules for raw text
+  bool pretokenized = false;
   /// replace an existing --out
   bool force = false;
   bool enforce_memory = true;

@@ -23,6 +23,8 @@ struct EvalRequest {
   int64_t streams = 1;
   /// XLNet: the permutation LM's sampled estimate instead of every piece left to right
   bool permutation = false;
+  /// the file is tokenized already: split at blanks, not by the run's rules for raw text
+  bool pretokenized = false;
   /// also write the result as a JSON object to this file
   std::optional<std::string> json;
   /// also list every token's log-probability in this TSV file (eval/per_token.h)

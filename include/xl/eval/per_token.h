@@ -4,8 +4,14 @@
 //   index<TAB>token<TAB>log_prob
 //
 // the token's position in the text's token sequence (from 0), its text (a word, a byte or a
-// piece: tsv_field) and
-// ln p(token | what precedes it) under the model, in nats. A language model lists the tokens in
+// piece: tsv_field) and ln p(token | what precedes it) under the model, in nats. A user's text
+// read with a word or byte vocabulary adds two columns,
+//
+//   index<TAB>token<TAB>log_prob<TAB>offset<TAB>text
+//
+// the byte of the text the token starts at and the text's bytes it stems from: the word as the
+// user wrote it where the model reads <unk>, the line break of an <eos>, the "-" of a "@-@".
+// A language model lists the tokens in
 // text order, each once; where the evaluation scored no target (the first token, the context of
 // vanilla windows, what a partial pass did not reach) log_prob is empty. XLNet's permutation LM
 // lists its predictions in the order it scored them: a row per predicted piece, positions
@@ -41,8 +47,13 @@ class PerTokenListing {
   /// is long; returns its rows.
   int64_t write(double progress_seconds) const;
 
-  /// Receives a row: the token's position, its text and log p (NaN: not scored).
-  using RowSink = std::function<void(int64_t index, const std::string& token, float log_prob)>;
+  /// Receives a row: the token's position, its text, log p (NaN: not scored) and where it
+  /// stands in the text (null: the tokens keep no origins).
+  using RowSink = std::function<void(
+      int64_t index,
+      const std::string& token,
+      float log_prob,
+      const formats::TokenOrigin* origin)>;
   /// Each row in the file's order (what write() writes), in bounded memory, with a progress line
   /// at least every `progress_seconds` (0: none); returns their count.
   int64_t each_row(const RowSink& sink, double progress_seconds = 0.0) const;

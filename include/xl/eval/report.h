@@ -63,4 +63,9 @@ EvalReport report_evaluation(
 /// warning when it is most of the text) and how a short text was cut (the record's "read").
 void add_text_reading(EvalReport& report, const sources::TextReading& reading);
 
+/// The perplexity over the targets a word vocabulary has (`tokens` of them, summing `nll`),
+/// beside the usual one over every target, <unk> included, which the rare-word class flatters:
+/// " | in-vocabulary ppl .. over N targets (<unk> left out)" and the record's "in_vocabulary".
+void add_in_vocabulary(EvalReport& report, int64_t tokens, double nll);
+
 } // namespace xl::eval

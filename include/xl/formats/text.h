@@ -28,8 +28,9 @@ inline constexpr size_t kTextPiece = size_t{1} << 20;
 /// Bytes without a blank or a line break that read_text_pieces takes for no text of words.
 inline constexpr size_t kLongestWord = size_t{16} << 20;
 
-/// Receives a piece of text; `line_goes_on`: its last line continues in the next piece.
-using TextPieceSink = std::function<void(std::string_view piece, bool line_goes_on)>;
+/// Receives a piece of text; `line_goes_on`: its last line continues in the next piece;
+/// `offset`: the byte of the text (the file) it starts at.
+using TextPieceSink = std::function<void(std::string_view piece, bool line_goes_on, size_t offset)>;
 
 /// Streams the UTF-8 text file `path` (`what` names it) to `sink` in pieces of about
 /// kTextPiece bytes, whatever its size, checked as read_utf8_text checks a whole file (as far as

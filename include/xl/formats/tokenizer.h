@@ -51,9 +51,9 @@ class Tokenizer {
   /// vocab(), or a UserError saying that `use` needs a word or byte vocabulary.
   const Vocab& word_vocab(const std::string& use) const;
 
-  /// The ids of `text`: a vocabulary's words (a last line without a line break gets no <eos>;
-  /// a word it lacks is <unk> where it has one, else an error) or bytes, or the SentencePiece
-  /// pieces of each line.
+  /// The ids of `text`: a vocabulary's words (a raw text split by its rules; a last line
+  /// without a line break gets no <eos>; a word it lacks is <unk> where it has one, else an
+  /// error) or bytes, or the SentencePiece pieces of each line.
   std::vector<int64_t> encode(std::string_view text) const;
   /// The text of `ids`: words spaced with <eos> as line breaks, bytes, or pieces joined with
   /// their word starts (U+2581) as spaces. An id outside the vocabulary is a UserError.

@@ -5,8 +5,16 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 namespace xl::formats {
+
+/// Where a token stands in the text it was read from: its first byte, and the bytes it stems
+/// from (a user's word where the model reads <unk>; "\n" for a line end).
+struct TokenOrigin {
+  int64_t offset = 0;
+  std::string text;
+};
 
 class Tokens {
  public:
@@ -16,6 +24,12 @@ class Tokens {
   virtual torch::Tensor slice(int64_t start, int64_t length) const = 0;
   /// What the tokens are, for messages: the file, or a description.
   virtual std::string name() const = 0;
+  /// Whether origins() knows where each token stands (a user's text read to list its tokens).
+  virtual bool has_origins() const {
+    return false;
+  }
+  /// The origins of tokens [start, start + length), where has_origins().
+  virtual std::vector<TokenOrigin> origins(int64_t start, int64_t length) const;
 };
 
 /// Checks that [start, start + length) lies within the `size` tokens of `name` (a logic error

@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "xl/formats/tokenization.h"
+
 namespace xl::formats {
 
 enum class VocabKind { kWord, kByte };
@@ -24,6 +26,13 @@ struct UnknownCount {
   /// of them, those the vocabulary lacks: mapped to <unk> where the vocabulary has it, else
   /// left out
   int64_t unknown = 0;
+};
+
+/// Where a token of an encoded text stands in it: its bytes (a word's may differ from the token
+/// where rules for raw text normalize it; a line end's are the line break, none at the end).
+struct TextSpan {
+  int64_t offset = 0;
+  int64_t length = 0;
 };
 
 /// "word" or "byte".
@@ -58,6 +67,14 @@ class Vocab {
   /// Reads a file written by save(); a malformed file is a UserError naming the line.
   static Vocab load(const std::filesystem::path& path);
 
+  /// How the text a word vocabulary was built from is split (a header field of its file): a
+  /// raw text gets the same rules where encode's `raw` asks for them.
+  Tokenization tokenization() const {
+    return tokenization_;
+  }
+  /// Records `tokenization` (a word vocabulary's; none for bytes).
+  void set_tokenization(Tokenization tokenization);
+
   /// Writes the vocabulary atomically: a header line, then one token per line.
   void save(const std::filesystem::path& path) const;
 
@@ -80,20 +97,25 @@ class Vocab {
   /// give the raw bytes. Errors name the file and line.
   std::vector<int64_t> encode_file(const std::filesystem::path& path) const;
   /// Encodes `text` as encode_file() does, `where` naming it in errors; with `open_end`, a last
-  /// line without a line break gets no `<eos>` (a prompt to continue).
+  /// line without a line break gets no `<eos>` (a prompt to continue); `raw`: the text is split
+  /// under tokenization()'s rules (a user's raw text), else at blanks.
   std::vector<int64_t> encode(
       std::string_view text,
       const std::string& where,
-      bool open_end = false) const;
+      bool open_end = false,
+      bool raw = false) const;
   /// Appends the ids of `text` to `ids` as encode() does, but a word or byte the vocabulary
   /// lacks maps to <unk> when it has one and is left out otherwise, counted in `count` (scoring
   /// a user's text, read in pieces); `line_goes_on`: the last line continues in the next piece
-  /// (no <eos> after it).
+  /// (no <eos> after it); `raw` as encode() reads it; `spans`: where each id's token stands in
+  /// `text`, appended.
   void encode_counting(
       std::string_view text,
       bool line_goes_on,
       std::vector<int64_t>& ids,
-      UnknownCount& count) const;
+      UnknownCount& count,
+      bool raw = false,
+      std::vector<TextSpan>* spans = nullptr) const;
   /// Whether words the vocabulary lacks map to <unk> (rather than being left out).
   bool has_unknown_token() const;
   /// The text of `ids`: words joined by spaces with `<eos>` as a line break, or the bytes;
@@ -104,15 +126,28 @@ class Vocab {
   Vocab(VocabKind kind, std::vector<std::string> tokens);
   // The ids of `text`, appended; a token without an id and no <unk> to map to goes to
   // `unknown` (with its byte offset or line number), which returns the id to use, -1 to leave
-  // it out, or throws; words mapped to <unk> are counted in `mapped_to_unk`.
+  // it out, or throws; words mapped to <unk> are counted in `mapped_to_unk`; `raw` and `spans`
+  // as encode_counting() takes them.
+  struct Encoding {
+    bool line_goes_on = false;
+    bool raw = false;
+    int64_t* mapped_to_unk = nullptr;
+    std::vector<TextSpan>* spans = nullptr;
+  };
   void encode_into(
       std::string_view text,
-      bool line_goes_on,
+      const Encoding& how,
       std::vector<int64_t>& ids,
-      const std::function<int64_t(std::string_view token, size_t at)>& unknown,
-      int64_t* mapped_to_unk = nullptr) const;
+      const std::function<int64_t(std::string_view token, size_t at)>& unknown) const;
+  // encode_into() of a word vocabulary: the words of each line, then its <eos>.
+  void encode_words(
+      std::string_view text,
+      const Encoding& how,
+      std::vector<int64_t>& ids,
+      const std::function<int64_t(std::string_view token, size_t at)>& unknown) const;
 
   VocabKind kind_;
+  Tokenization tokenization_ = Tokenization::kNone;
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int64_t> ids_;
   uint64_t checksum_ = 0;

@@ -21,6 +21,8 @@ struct DocumentOptions {
   int64_t batch = 10;
   /// groups scored at once, each by a session of its own
   int64_t sessions = 1;
+  /// the texts are tokenized already (formats::TextOptions)
+  bool pretokenized = false;
   /// asked between groups: true stops the scoring (the results so far are incomplete)
   std::function<bool()> stop;
 };

@@ -27,9 +27,10 @@ std::shared_ptr<const formats::Tokenizer> open_run_tokenizer(
     const config::Config& config,
     const std::filesystem::path& run_dir);
 
-/// Copies `tokenizer` into the run at `run_dir` (atomically) unless it holds it already;
-/// another one there is a UserError (`replace`: a new run's, which replaces what a run killed
-/// before its first checkpoint left). Returns whether it copied.
+/// Copies `tokenizer` into the run at `run_dir` (atomically) unless it holds it already (the
+/// same vocabulary recording other rules for raw text is copied again: the data was prepared
+/// anew); another one there is a UserError (`replace`: a new run's, which replaces what a run
+/// killed before its first checkpoint left). Returns whether it copied.
 bool keep_tokenizer(
     const std::filesystem::path& run_dir,
     const formats::Tokenizer& tokenizer,

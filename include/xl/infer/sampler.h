@@ -22,6 +22,9 @@ struct SampleRequest {
   /// the text to continue (empty: a new line), and what messages call it
   std::string prompt;
   std::string prompt_name = "the prompt";
+  /// the prompt is tokenized already: split at blanks, not by the vocabulary's rules for raw
+  /// text (formats::Vocab::tokenization)
+  bool pretokenized = false;
   /// tokens to generate per sample, >= 1
   int64_t tokens = 200;
   /// samples drawn side by side (batch rows)

@@ -37,6 +37,12 @@ struct ScoreOptions {
   double progress_seconds = 0.0;
 };
 
+/// The targets of a user's text that the vocabulary has (no <unk>), and their summed -log p.
+struct InVocabulary {
+  int64_t tokens = 0;
+  double nll = 0.0;
+};
+
 /// A scoring done.
 struct Scored {
   /// the totals of every loss term
@@ -46,6 +52,8 @@ struct Scored {
   nlohmann::json values;
   /// for a user's text: what was read of it
   std::optional<sources::TextReading> reading;
+  /// for a user's text read with a word vocabulary that has <unk>: its other targets
+  std::optional<InVocabulary> in_vocabulary;
   /// each token's score, when asked for
   std::shared_ptr<eval::PerTokenListing> listing;
   /// the tokens the listing reads

@@ -29,6 +29,13 @@ struct PrepOptions {
   std::optional<int64_t> max_size;
   /// word vocabularies: add <unk> (unseen words map to it); implied by min_freq > 1 or max_size
   bool unk = false;
+  /// word vocabularies built here: how the training text is split, recorded so that a raw text
+  /// is split the same way when it is scored: "wikitext", "none", or "auto" (wikitext where the
+  /// training text holds WikiText's own tokens, formats::reads_as_wikitext)
+  std::string tokenization = "auto";
+  /// with `vocab`: the splits are tokenized already (split at blanks), not raw text split by the
+  /// vocabulary's rules
+  bool pretokenized = false;
   /// Reuse this vocabulary instead of building one (e.g. to encode new text for
   /// a trained model).
   std::optional<std::filesystem::path> vocab;

@@ -21,6 +21,7 @@
 
 #include "xl/config/schema.h"
 #include "xl/formats/labelled_file.h"
+#include "xl/formats/text_tokens.h"
 #include "xl/formats/tokenizer.h"
 #include "xl/formats/tokens.h"
 #include "xl/formats/vocab.h"
@@ -39,6 +40,8 @@ struct TextReading {
   formats::UnknownCount count;
   /// what became of those: "<unk>" or "left out" ("" where none can be)
   std::string unknown_as;
+  /// the rules that split raw text into words (formats::Tokenization: "wikitext"), "" for none
+  std::string rules;
   /// how a text too short for the evaluation's usual batches was cut, in one line ("": it was
   /// not)
   std::string fitted;
@@ -70,6 +73,8 @@ struct UserText {
   std::string_view text;
   /// what messages call it: the file, or a name the caller gives ("the text")
   std::string name;
+  /// tokenized already, or raw text under the vocabulary's rules; keep the tokens' origins
+  formats::TextOptions options;
 };
 
 /// How a user's text is scored.

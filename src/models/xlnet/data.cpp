@@ -183,7 +183,10 @@ class XLNetDataset : public sources::Dataset {
     if (text.file && !encoded_file) {
       sources::refuse_encoded_file(*text.file, *tokenizer_);
       formats::read_text_pieces(
-          *text.file, "text file", true, [&](std::string_view piece, bool /*goes_on*/) {
+          *text.file,
+          "text file",
+          true,
+          [&](std::string_view piece, bool /*goes_on*/, size_t /*offset*/) {
             whole.append(piece);
           });
     }
