@@ -214,7 +214,7 @@ def main():
         for r in range(args.rounds):
             out = work / f"xl{r}.jsonl"
             said = run([BUILD / "bin/xl-eval", "--run", args.run, "--documents", work / "docs.jsonl",
-                        "--out", out, "--sessions", sessions, "--set",
+                        "--pretokenized", "--out", out, "--sessions", sessions, "--set",
                         f"train.threads={per_session}", "--set", f"eval.batch_size={batch}"])
             seconds = float(said.stdout.split(" s, ")[0].rsplit("| ", 1)[1])
             xl_rates.append(len(texts) / seconds)
