@@ -30,13 +30,13 @@ int main(int argc, char** argv) {
         "--out",
         request.out,
         "write the predictions to this file (default: stdout): a TSV of line, predicted, prob_0 "
-        ".. prob_{C-1}, gold for labelled input, label with --labels, and the example's id "
+        ".. prob_{C-1}, gold for labelled input, label with class names, and the example's id "
         "(NSMC) or text");
     app.add_option(
            "--labels",
            request.labels,
            "the classes' names in class order, comma-separated (negative,positive): shown "
-           "beside the numbers")
+           "beside the numbers (default: the run's model.xlnet.labels)")
         ->delimiter(',');
     app.add_flag(
         "--json",

@@ -136,8 +136,14 @@ def cases(work):
     out.append(("xl-train", [BIN / "xl-train", "--config", XLNET_CLS, "--set",
                              f"data.dir={work / 'nsmc'}", "--set", "train.batch_size=8", "--set",
                              "data.train_examples=1"] + new_run(), {}))
+    # Class names that do not name the classes: too few, twice, empty, a pretraining's.
+    for labels in ["[negative]", "[good, good]", "['', x]", "[a, 'b\tc']"]:
+        out.append(("xl-train", [BIN / "xl-train", "--config", XLNET_CLS, "--set",
+                                 f"data.dir={work / 'nsmc'}", "--set",
+                                 f"model.xlnet.labels={labels}"] + new_run(), {}))
     for key, value in [("model.xlnet.reuse_len", "0"), ("model.xlnet.perm_size", "5"),
-                       ("model.xlnet.summary", "mean")]:
+                       ("model.xlnet.summary", "mean"),
+                       ("model.xlnet.labels", "[a, b]")]:
         out.append(("xl-train", [BIN / "xl-train", "--config", XLNET, "--set",
                                  f"data.dir={work / 'nsmc'}", "--set", f"{key}={value}"]
                     + new_run(), {}))

@@ -168,6 +168,8 @@ struct Generated {
 struct Classified {
   /// the most probable class
   int64_t label = 0;
+  /// its name, where the run's config names the classes (model.xlnet.labels), else ""
+  std::string name;
   /// every class's probability (they sum to 1)
   std::vector<double> probabilities;
 };

@@ -13,6 +13,7 @@
 #include "xl/eval/report.h"
 #include "xl/formats/example_reader.h"
 #include "xl/infer/classifier.h"
+#include "xl/models/factory.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/run/progress.h"
@@ -118,7 +119,7 @@ class Predictor {
     return header + (has_ids_ ? "\tid\n" : "\ttext\n");
   }
 
-  // The name of class `c`: its --labels name, else its number.
+  // The name of class `c`: its --labels (or model.xlnet.labels) name, else its number.
   nlohmann::json class_name(int64_t c) const {
     return c >= 0 && c < static_cast<int64_t>(request_.labels.size())
         ? nlohmann::json(request_.labels[static_cast<size_t>(c)])
@@ -245,8 +246,13 @@ int run_prediction(const config::Config& config, const PredictRequest& request) 
   }
   logger().info(
       "predicting {} with {} (step {})", request.file, run->checkpoint().string(), run->step());
-  // 3. The predictions, part by part, into --out (whole or not at all) or onto stdout.
-  Predictor predictor(*run, request);
+  // 3. The predictions, part by part, into --out (whole or not at all) or onto stdout; the
+  //    classes named by --labels, else by the run's config.
+  PredictRequest named = request;
+  if (named.labels.empty()) {
+    named.labels = models::class_names(config);
+  }
+  Predictor predictor(*run, named);
   if (out) {
     run::write_output("--out", *out, [&](const ByteSink& sink) { predictor.run(sink); });
     std::cout << predictor.summary() << std::endl;

@@ -18,6 +18,7 @@
 #include "xl/infer/documents.h"
 #include "xl/infer/sampler.h"
 #include "xl/infer/scorer.h"
+#include "xl/models/factory.h"
 #include "xl/models/registry.h"
 #include "xl/run/logging.h"
 #include "xl/run/run_dir.h"
@@ -353,9 +354,11 @@ std::vector<Classified> Model::classify(const std::vector<std::string>& texts) c
     }
     const auto probs = *classifier.classify(examples, "the texts to classify");
     const auto p = probs.accessor<double, 2>();
+    const auto names = models::class_names(state().run->config());
     for (int64_t e = 0; e < probs.size(0); ++e) {
       Classified c;
       c.label = probs[e].argmax().item<int64_t>();
+      c.name = names.empty() ? "" : names.at(static_cast<size_t>(c.label));
       for (int64_t k = 0; k < probs.size(1); ++k) {
         c.probabilities.push_back(p[e][k]);
       }

@@ -51,6 +51,11 @@ std::string eval_span_note(const config::Config& config) {
   return family.eval_span_note ? family.eval_span_note(config) : "";
 }
 
+std::vector<std::string> class_names(const config::Config& config) {
+  const ModelFamily& family = model_family(config);
+  return family.class_names ? family.class_names(config) : std::vector<std::string>{};
+}
+
 std::unique_ptr<sources::Dataset> open_dataset(
     const config::Config& config,
     std::shared_ptr<const formats::Tokenizer> tokenizer) {

@@ -273,13 +273,14 @@ TEST(Library, EveryFailureIsAnErrorThatNamesTheLibrarysCalls) {
   }
 }
 
-// A classifier's probabilities are xl-predict's; its SentencePiece model encodes and decodes.
+// A classifier's probabilities and class names are xl-predict's; its SentencePiece model encodes
+// and decodes.
 TEST(Library, ClassifiesAsXlPredict) {
   TempDir dir;
   const auto trained = run_command(
       app("xl-train") + " --config " + config_file("configs/xlnet/tiny_cls.yaml") +
           " --set data.dir=" + nsmc_dir().string() +
-          " run.dir=r train.max_step=4 train.warmup_step=0",
+          " run.dir=r train.max_step=4 train.warmup_step=0 model.xlnet.labels=[bad,good]",
       dir.path());
   ASSERT_EQ(trained.status, 0) << trained.output;
   const std::vector<std::string> texts{"정말 재미있는 영화", "시간이 아까운 영화였다"};
@@ -321,6 +322,8 @@ TEST(Library, ClassifiesAsXlPredict) {
     double p1 = 0.0;
     fields >> line >> label >> p0 >> p1;
     EXPECT_EQ(c.label, label) << row;
+    EXPECT_EQ(c.name, label == 1 ? "good" : "bad");
+    EXPECT_EQ(tab_fields(row).at(4), c.name) << row; // the run's names, as no --labels gave
     ASSERT_EQ(c.probabilities.size(), 2U);
     EXPECT_NEAR(c.probabilities[0], p0, 1e-6) << row;
     EXPECT_NEAR(c.probabilities[1], p1, 1e-6) << row;

@@ -536,21 +536,24 @@ for text in open(sys.argv[2], encoding="utf-8").read().splitlines():
     with torch.no_grad():
         probs = torch.softmax(model(**tokenizer(text, return_tensors="pt")).logits[0], -1)
     piped = {r["label"]: r["score"] for r in classify([text])[0]}
-    print(json.dumps({"probs": probs.tolist(), "pipeline": [piped["LABEL_0"], piped["LABEL_1"]]}))
+    print(json.dumps({"probs": probs.tolist(), "pipeline": [piped["negative"], piped["positive"]]}))
 )PY";
 
 // What xl-export writes for a classifier, Hugging Face's AutoTokenizer, its model and a
-// pipeline of one text load (bi_data left out; the SentencePiece model cased, accents kept) and
-// give xl-predict's class probabilities.
+// pipeline of one text load (bi_data left out; the SentencePiece model cased, accents kept; the
+// run's class names as id2label) and give xl-predict's class probabilities, by those names.
 TEST(XLNetE2E, AnExportedClassifierGivesXlsProbabilitiesThroughHuggingFacesTokenizer) {
   TempDir dir;
-  auto r = run_command(
-      train_command("tiny_cls.yaml", dir / "r", "--set train.max_step=8 train.warmup_step=0"));
+  auto r = run_command(train_command(
+      "tiny_cls.yaml",
+      dir / "r",
+      "--set train.max_step=8 train.warmup_step=0 model.xlnet.labels=[negative,positive]"));
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(app("xl-export") + " --run r --out hf", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const auto config = nlohmann::json::parse(read_text(dir / "hf/config.json"));
   EXPECT_EQ(config["bi_data"], false);
+  EXPECT_EQ(config["id2label"], nlohmann::json({{"0", "negative"}, {"1", "positive"}}));
   write_file(dir / "texts.txt", "정말 재미있는 영화\n시간이 아까운 영화였다 ㅠㅠ 2,000원\n");
   r = run_command(app("xl-predict") + " --run r --file texts.txt --json", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -575,10 +578,11 @@ TEST(XLNetE2E, AnExportedClassifierGivesXlsProbabilitiesThroughHuggingFacesToken
     ASSERT_LT(i, xl.size());
     const auto theirs = nlohmann::json::parse(line);
     for (const int c : {0, 1}) {
-      const double ours = xl[i]["probs"][std::to_string(c)].get<double>();
+      const double ours = xl[i]["probs"][c == 0 ? "negative" : "positive"].get<double>();
       EXPECT_NEAR(theirs["probs"][c].get<double>(), ours, 1e-5) << line;
       EXPECT_NEAR(theirs["pipeline"][c].get<double>(), ours, 1e-5) << line;
     }
+    EXPECT_EQ(xl[i]["label"], xl[i]["predicted"] == 1 ? "positive" : "negative");
     ++i;
   }
   EXPECT_EQ(i, 2U) << hf.output;

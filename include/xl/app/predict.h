@@ -21,7 +21,8 @@ struct PredictRequest {
   std::optional<std::string> out;
   /// replace an existing --out
   bool force = false;
-  /// the classes' names, in class order (empty: their numbers)
+  /// the classes' names, in class order (empty: the run's model.xlnet.labels, else their
+  /// numbers)
   std::vector<std::string> labels;
   /// one JSON object a line instead of the TSV
   bool json = false;
@@ -34,7 +35,7 @@ struct PredictRequest {
 /// with a header, "line<TAB>predicted<TAB>prob_0<TAB>...<TAB>prob_{C-1}[<TAB>gold][<TAB>label]
 /// <TAB>id|text" (the example's line in the file, the most probable class, each class's
 /// probability, the file's label when it has them, the predicted class's name when
-/// request.labels gives them, and the example's id where the file has ids (NSMC's), else its
+/// request.labels or the run's config gives them, and the example's id where the file has ids (NSMC's), else its
 /// text with tabs and line ends as spaces), or with request.json one object a line ("line",
 /// "id" or "text", "label", "predicted", "probs" by name, "gold"), in file order; with labels,
 /// the accuracy and loss beside it

@@ -33,6 +33,9 @@ Span eval_span(const config::Config& config, bool validation);
 /// ("" where it does not).
 std::string eval_span_note(const config::Config& config);
 
+/// A classifier's class names in class order, as its config names them (empty: none).
+std::vector<std::string> class_names(const config::Config& config);
+
 /// The prepared data `config` asks for (data.dir, written by xl-prep for the model family),
 /// encoded with `tokenizer` (null: data.dir's own, data.vocab). Missing or mismatched files, and
 /// batch options the data cannot serve, are UserErrors.

@@ -79,6 +79,10 @@ struct ModelFamily {
       const io::SafeTensors& weights,
       const HFImportOptions& options) = nullptr;
 
+  /// A classifier's class names in class order, where its config names them (empty: none; null:
+  /// the family has no classifier).
+  std::vector<std::string> (*class_names)(const config::Config& config) = nullptr;
+
   /// Generation: why xl-sample refuses the family ("" where it generates), and the longest
   /// window its position tables hold (nullopt: any).
   std::string no_sampling;

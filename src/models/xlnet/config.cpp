@@ -2,9 +2,46 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "xl/models/kit.h"
 
 namespace xl::models {
+
+namespace {
+
+// model.xlnet.labels: a name of one line for each class, each its own.
+void validate_labels(const config::Config& c) {
+  const auto& x = c.model.section<XLNetConfig>();
+  if (x.labels.empty()) {
+    return;
+  }
+  if (static_cast<int64_t>(x.labels.size()) != x.n_class) {
+    config::fail_rule(
+        c,
+        "model.xlnet.labels",
+        fmt::format(
+            "one name a class: model.xlnet.n_class is {}, found {} names",
+            x.n_class,
+            x.labels.size()));
+  }
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    const auto& name = x.labels[i];
+    if (name.empty() || name.find_first_of("\t\r\n") != std::string::npos) {
+      config::fail_rule(
+          c,
+          "model.xlnet.labels",
+          fmt::format("class {}'s name '{}' is empty or holds a tab or a line break", i, name));
+    }
+    if (std::find(x.labels.begin(), x.labels.begin() + static_cast<std::ptrdiff_t>(i), name) !=
+        x.labels.begin() + static_cast<std::ptrdiff_t>(i)) {
+      config::fail_rule(
+          c, "model.xlnet.labels", fmt::format("'{}' names two classes: give each its own", name));
+    }
+  }
+}
+
+} // namespace
 
 void validate_xlnet(const config::Config& c) {
   const config::ModelConfig& m = c.model;
@@ -54,6 +91,7 @@ void validate_xlnet(const config::Config& c) {
         "eval.mode",
         "XLNet is evaluated on its own batches (permutation LM or classification): set memory");
   }
+  validate_labels(c);
 }
 
 bool xlnet_labelled(const config::Config& c) {

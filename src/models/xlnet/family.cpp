@@ -112,6 +112,7 @@ ModelFamily describe() {
   f.random_dataset = random_xlnet_dataset;
   f.memory_shape = memory_shape;
   f.hf_config = hf_config;
+  f.class_names = [](const config::Config& c) { return c.model.section<XLNetConfig>().labels; };
   f.hf_tensors = hf_model_tensors;
   f.import_hf = import_hf;
   f.no_sampling = "an XLNet run, whose permutation LM scores targets instead";

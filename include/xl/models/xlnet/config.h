@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "xl/config/config.h"
 #include "xl/models/xlnet/model.h"
@@ -29,6 +31,7 @@ struct XLNetConfig {
   int64_t clamp_len = -1;
   config::Activation ff_activation = config::Activation::kRelu;
   int64_t n_class = 0;
+  std::vector<std::string> labels;
   SequenceSummary summary = SequenceSummary::kLast;
   bool bi_data = true;
   std::optional<int64_t> perm_size; // null: reuse_len
@@ -45,6 +48,7 @@ struct XLNetConfig {
     v("clamp_len", s.clamp_len, "clamp relative distances to [-clamp_len, clamp_len] (-1: no clamping)", config::at_least(-1));
     v("ff_activation", s.ff_activation, "feed-forward activation: relu, gelu (exact erf) or gelu_tanh (XLNet's TF gelu, HF gelu_new)");
     v("n_class", s.n_class, "classes of the sequence classification head (0: pretraining, no head)", config::at_least(0));
+    v("labels", s.labels, "the classes' names in class order, one per class (xl-predict shows them, xl-export writes them as id2label; empty: the class numbers)");
     v("summary", s.summary, "what the classification head reads of the content stream's last layer: last (the <cls> position, as zihangdai's run_classifier and ratsgo) or mean (the mean over the real positions, padding left out)");
     v("bi_data", s.bi_data, "pretraining: half of the rows read their streams backwards");
     v("perm_size", s.perm_size, "pretraining: positions permuted together (null: reuse_len)", config::at_least(1));
