@@ -19,6 +19,11 @@ int main(int argc, char** argv) {
            request.weights,
            "safetensors file with Hugging Face's names (a save_pretrained folder's model.safetensors)")
         ->required();
+    app.add_option(
+        "--tokenizer",
+        request.tokenizer,
+        "Hugging Face's tokenizer (a save_pretrained folder with TransfoXLTokenizer's vocab.txt or "
+        "XLNetTokenizer's spiece.model, or the file) instead of data.dir's vocabulary");
     app.add_flag(
         "--reverse-clusters",
         request.reverse_clusters,

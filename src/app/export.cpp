@@ -37,10 +37,17 @@ void write_tokenizer(const sources::Dataset& dataset, const std::filesystem::pat
   for (const auto& [name, content] : files) {
     atomic_write(folder / name, content);
   }
-  if (const auto* vocab = dataset.tokenizer()->vocab(); vocab && !vocab->has_unknown_token()) {
+  const auto* vocab = dataset.tokenizer()->vocab();
+  if (vocab && !vocab->has_unknown_token()) {
     logger().warn(
         "the vocabulary has no <unk>: Hugging Face's TransfoXLTokenizer refuses to load it "
         "(the model loads; prepare the data with xl-prep --unk for a tokenizer too)");
+  }
+  if (vocab && vocab->tokenization() == formats::Tokenization::kNone) {
+    logger().warn(
+        "the vocabulary's text was split at blanks (tokenization none), and Hugging Face's "
+        "TransfoXLTokenizer splits a raw text by WikiText's rules: give it words split at "
+        "blanks (tokenizer.convert_tokens_to_ids(text.split())) for xl's numbers");
   }
 }
 

@@ -20,7 +20,8 @@ namespace xl::app {
 int run_import(const config::Config& config, const ImportRequest& request) {
   run::setup_logging(config.run.log_level);
   run::check_new_directory(config, train::holds_training_state); // the outputs first
-  const auto dataset = models::open_dataset(config);
+  const auto dataset = models::open_dataset(
+      config, request.tokenizer ? models::read_hf_tokenizer(*request.tokenizer) : nullptr);
   models::check_memory(
       models::estimate_evaluation_memory(config, dataset->vocab_size()),
       "the imported model",

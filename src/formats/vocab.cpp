@@ -266,6 +266,23 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   return vocab;
 }
 
+Vocab Vocab::of_words(
+    std::vector<std::string> words,
+    Tokenization tokenization,
+    const std::string& where) {
+  for (const auto& w : words) {
+    if (w.empty()) {
+      throw UserError(where + ": an empty word");
+    }
+  }
+  Vocab vocab(VocabKind::kWord, std::move(words));
+  if (static_cast<int64_t>(vocab.ids_.size()) != vocab.size()) {
+    throw UserError(where + ": a word twice: each word has one id");
+  }
+  vocab.tokenization_ = tokenization;
+  return vocab;
+}
+
 int64_t Vocab::index(std::string_view token) const {
   const auto it = ids_.find(std::string(token));
   return it == ids_.end() ? -1 : it->second;

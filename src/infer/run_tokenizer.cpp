@@ -75,7 +75,13 @@ bool keep_tokenizer(const fs::path& run_dir, const formats::Tokenizer& tokenizer
       return false;
     }
   }
-  atomic_write(path, read_file(tokenizer.file(), "tokenizer"));
+  // A vocabulary as xl writes it (one read from Hugging Face's symbols too), a SentencePiece
+  // model as it is.
+  if (const auto* vocab = tokenizer.vocab()) {
+    vocab->save(path);
+  } else {
+    atomic_write(path, read_file(tokenizer.file(), "tokenizer"));
+  }
   return true;
 }
 

@@ -238,9 +238,26 @@ for i in range(1, len(ids)):
     print(f"{i}\t{tokens[i]}\t{scores[i - 1, ids[i]].item():.9f}")
 )PY";
 
-// What xl-export writes, Hugging Face's AutoTokenizer and TransfoXLLMHeadModel load: the
-// sentence as HF tokenizes it gets xl's log-probabilities, token for token (the vocabulary's ids
-// are xl's: xl's header line is no symbol).
+// The per-token rows of an xl-eval listing: index -> (token, log_prob), scored ones only.
+std::map<int64_t, std::pair<std::string, double>> listed_scores(const fs::path& tsv) {
+  std::map<int64_t, std::pair<std::string, double>> out;
+  std::istringstream rows(read_text(tsv));
+  std::string row;
+  std::getline(rows, row); // the header
+  while (std::getline(rows, row)) {
+    const auto f = tab_fields(row);
+    if (f.size() > 2 && !f[2].empty()) {
+      out[std::stoll(f[0])] = {f[1], std::stod(f[2])};
+    }
+  }
+  return out;
+}
+
+// What xl-export writes, Hugging Face's AutoTokenizer and TransfoXLLMHeadModel load: the raw
+// sentence, tokenized by HF and by xl (WikiText's rules, the same words), gets xl's
+// log-probabilities, token for token (the vocabulary's ids are xl's: xl's header line is no
+// symbol). xl-import reads HF's files back: the run it makes, without a data folder, lists the
+// same rows.
 TEST(Export, HuggingFacesTokenizerAndModelGiveXlsLogProbabilities) {
   TempDir dir;
   ASSERT_EQ(run_command(train_command(dir / "r", "--stop-at-step 10"), dir.path()).status, 0);
@@ -249,32 +266,20 @@ TEST(Export, HuggingFacesTokenizerAndModelGiveXlsLogProbabilities) {
   EXPECT_THAT(r.output, HasSubstr("AutoTokenizer.from_pretrained(\"hf\")"));
   EXPECT_EQ(read_text(dir / "hf/vocab.txt").rfind("<eos>\n", 0), 0U);
   write_file(dir / "hf_scores.py", kHFTokenizedScores);
+  const std::string sentence = "The game's sales, 1,500.5 units\u2014a well-known \u201chit\u201d.";
+  write_file(dir / "raw.txt", sentence + "\n");
   const auto hf = run_command(
-      std::string(kPython) +
-          " hf_scores.py hf 'The game was released in Japan, and it sold well.' tokens.txt",
-      dir.path());
+      std::string(kPython) + " hf_scores.py hf \"$(cat raw.txt)\" tokens.txt", dir.path());
   ASSERT_EQ(hf.status, 0) << hf.output;
-  EXPECT_EQ(read_text(dir / "tokens.txt"), "The game was released in Japan , and it sold well .\n");
+  EXPECT_EQ(
+      read_text(dir / "tokens.txt"),
+      "The game 's sales , 1 @,@ 500 @.@ 5 units - a well @-@ known \" hit . \"\n");
   r = run_command(
-      std::string(kBinDir) + "/xl-eval --run r --file tokens.txt --per-token p.tsv", dir.path());
+      std::string(kBinDir) + "/xl-eval --run r --file raw.txt --per-token p.tsv", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  std::map<int64_t, std::pair<std::string, double>> xl;
-  std::istringstream rows(read_text(dir / "p.tsv"));
-  std::string row;
-  std::getline(rows, row); // the header
-  while (std::getline(rows, row)) {
-    std::istringstream fields(row);
-    std::string index;
-    std::string token;
-    std::string log_prob;
-    std::getline(fields, index, '\t');
-    std::getline(fields, token, '\t');
-    std::getline(fields, log_prob, '\t');
-    if (!log_prob.empty()) {
-      xl[std::stoll(index)] = {token, std::stod(log_prob)};
-    }
-  }
+  auto xl = listed_scores(dir / "p.tsv");
   std::istringstream lines(hf.output);
+  std::string row;
   int64_t compared = 0;
   while (std::getline(lines, row)) {
     std::istringstream fields(row);
@@ -289,7 +294,26 @@ TEST(Export, HuggingFacesTokenizerAndModelGiveXlsLogProbabilities) {
     EXPECT_NEAR(xl[index].second, log_prob, 1e-5) << row;
     ++compared;
   }
-  EXPECT_EQ(compared, 11) << hf.output; // every token after the first
+  EXPECT_EQ(compared, 19) << hf.output; // every token after the first
+  // Back into xl from HF's files alone: the data folder named is none.
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-import --config r/config.yaml --weights hf/model.safetensors --tokenizer hf "
+          "--set data.dir=nowhere run.dir=back",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(
+      std::string(kBinDir) + "/xl-eval --run back --file raw.txt --per-token back.tsv", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_text(dir / "back.tsv"), read_text(dir / "p.tsv"));
+  write_file(dir / "pickled/vocab.pkl", "");
+  r = run_command(
+      std::string(kBinDir) +
+          "/xl-import --config r/config.yaml --weights hf/model.safetensors --tokenizer pickled "
+          "--set run.dir=pickled_run",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("pickled/vocab.pkl is a Python pickle, which xl does not read"));
 }
 
 } // namespace

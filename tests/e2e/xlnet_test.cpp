@@ -555,17 +555,23 @@ TEST(XLNetE2E, AnExportedClassifierGivesXlsProbabilitiesThroughHuggingFacesToken
   EXPECT_EQ(config["bi_data"], false);
   EXPECT_EQ(config["id2label"], nlohmann::json({{"0", "negative"}, {"1", "positive"}}));
   write_file(dir / "texts.txt", "정말 재미있는 영화\n시간이 아까운 영화였다 ㅠㅠ 2,000원\n");
-  r = run_command(app("xl-predict") + " --run r --file texts.txt --json", dir.path());
-  ASSERT_EQ(r.status, 0) << r.output;
-  std::vector<nlohmann::json> xl;
-  std::istringstream lines(r.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("{\"line\"", 0) == 0) {
-      xl.push_back(nlohmann::json::parse(line));
+  // xl-predict's objects, one a text.
+  const auto predicted = [&](const std::string& run) {
+    const auto p =
+        run_command(app("xl-predict") + " --run " + run + " --file texts.txt --json", dir.path());
+    EXPECT_EQ(p.status, 0) << p.output;
+    std::vector<nlohmann::json> objects;
+    std::istringstream lines(p.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("{\"line\"", 0) == 0) {
+        objects.push_back(nlohmann::json::parse(line));
+      }
     }
-  }
-  ASSERT_EQ(xl.size(), 2U) << r.output;
+    return objects;
+  };
+  const auto xl = predicted("r");
+  ASSERT_EQ(xl.size(), 2U);
+  std::string line;
   write_file(dir / "classify.py", kHFClassify);
   const auto hf = run_command(std::string(kPython) + " classify.py hf texts.txt", dir.path());
   ASSERT_EQ(hf.status, 0) << hf.output;
@@ -586,6 +592,28 @@ TEST(XLNetE2E, AnExportedClassifierGivesXlsProbabilitiesThroughHuggingFacesToken
     ++i;
   }
   EXPECT_EQ(i, 2U) << hf.output;
+  // Back into xl from HF's files alone (no data folder): the same predictions. A tokenizer
+  // config asking HF for lowercase, which xl would not do, is refused.
+  r = run_command(
+      app("xl-import") +
+          " --config r/config.yaml --weights hf/model.safetensors --tokenizer hf "
+          "--set data.dir=nowhere run.dir=back",
+      dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(predicted("back"), xl);
+  fs::copy(dir / "hf", dir / "lowered", fs::copy_options::recursive);
+  auto lowered = nlohmann::json::parse(read_text(dir / "lowered/tokenizer_config.json"));
+  lowered["do_lower_case"] = true;
+  write_file(dir / "lowered/tokenizer_config.json", lowered.dump());
+  r = run_command(
+      app("xl-import") +
+          " --config r/config.yaml --weights hf/model.safetensors --tokenizer lowered "
+          "--set data.dir=nowhere run.dir=lowered_run",
+      dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("do_lower_case is true: Hugging Face would encode a text otherwise than xl"));
 }
 
 } // namespace

@@ -66,6 +66,12 @@ class Vocab {
   static Vocab build_byte_from(const std::vector<std::string_view>& texts);
   /// Reads a file written by save(); a malformed file is a UserError naming the line.
   static Vocab load(const std::filesystem::path& path);
+  /// A word vocabulary of `words` in id order (another tool's symbols), recording
+  /// `tokenization`; a duplicate or an empty word is a UserError (`where` names the list).
+  static Vocab of_words(
+      std::vector<std::string> words,
+      Tokenization tokenization,
+      const std::string& where);
 
   /// How the text a word vocabulary was built from is split (a header field of its file): a
   /// raw text gets the same rules where encode's `raw` asks for them.

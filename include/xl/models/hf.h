@@ -41,6 +41,13 @@ nlohmann::json hf_config(const config::Config& config, const sources::Dataset& d
 /// being copied as it is. Another kind has no HF tokenizer: a UserError.
 std::map<std::string, std::string> hf_tokenizer_files(const formats::Tokenizer& tokenizer);
 
+/// The tokenizer of a Hugging Face folder (or a file of one) as xl reads it: TransfoXLTokenizer's
+/// vocab.txt (one symbol a line, HF's ids; split by WikiText's rules, as HF splits raw text) or
+/// XLNetTokenizer's spiece.model, after its tokenizer_config.json (where there is one) is found
+/// to ask for what xl does (case kept, accents kept). An xl vocab.txt reads as it is. What xl
+/// cannot read (vocab.pkl, a pickle) or would encode otherwise is a UserError saying so.
+std::shared_ptr<const formats::Tokenizer> read_hf_tokenizer(const std::filesystem::path& path);
+
 /// Every tensor of `model` under its HF name (tied and shared copies too, so that every name HF
 /// looks for is there), contiguous on the CPU, ready for safetensors.
 std::map<std::string, torch::Tensor> hf_state(LanguageModelImpl& model);

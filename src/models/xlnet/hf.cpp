@@ -151,8 +151,8 @@ nlohmann::json xlnet_config(const config::Config& config, int64_t n_token) {
     nlohmann::json label2id;
     // The run's names of its classes, else Hugging Face's own default ones.
     for (int64_t c = 0; c < x.n_class; ++c) {
-      const std::string name = x.labels.empty() ? fmt::format("LABEL_{}", c)
-                                                : x.labels[static_cast<size_t>(c)];
+      const std::string name =
+          x.labels.empty() ? fmt::format("LABEL_{}", c) : x.labels[static_cast<size_t>(c)];
       id2label[std::to_string(c)] = name;
       label2id[name] = c;
     }
