@@ -34,12 +34,15 @@ void add_text_flags(CLI::App& app, xl::app::EvalRequest& request) {
          "labelled text for a classifier; - for standard input. The result goes to stdout (and "
          "--json), not into the run's metrics.jsonl")
       ->transform(xl::app::dash_for_stdin);
-  app.add_option("--json", request.json, "also write the result as a JSON object to this file");
   app.add_option(
-      "--per-token",
-      request.per_token,
-      "also list every token with its log-probability in this TSV file (index, token, "
-      "log_prob; see docs/runs.md)");
+         "--json", request.json, "also write the result as a JSON object to this file (-: stdout)")
+      ->transform(xl::app::dash_for_stdout);
+  app.add_option(
+         "--per-token",
+         request.per_token,
+         "also list every token with its log-probability in this TSV file (index, token, "
+         "log_prob, and offset and text for words and bytes; see docs/runs.md; -: stdout)")
+      ->transform(xl::app::dash_for_stdout);
   app.add_option(
       "--dump-batches",
       request.dump_batches,

@@ -27,11 +27,12 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember(std::vector<std::string>(
             std::begin(xl::formats::kExampleFormats), std::end(xl::formats::kExampleFormats))));
     app.add_option(
-        "--out",
-        request.out,
-        "write the predictions to this file (default: stdout): a TSV of line, predicted, prob_0 "
-        ".. prob_{C-1}, gold for labelled input, label with class names, and the example's id "
-        "(NSMC) or text");
+           "--out",
+           request.out,
+           "write the predictions to this file (default, or -: stdout): a TSV of line, predicted, "
+           "prob_0 .. prob_{C-1}, gold for labelled input, label with class names, and the "
+           "example's id (NSMC) or text")
+        ->transform(xl::app::dash_for_stdout);
     app.add_option(
            "--labels",
            request.labels,

@@ -201,6 +201,10 @@ std::string dash_for_stdin(const std::string& path) {
   return path == "-" ? "/dev/stdin" : path;
 }
 
+std::string dash_for_stdout(const std::string& path) {
+  return path == "-" ? "/dev/stdout" : path;
+}
+
 void tune_allocator() {
   // XL_ALLOCATOR=malloc leaves whatever malloc the process has (glibc's, or one put in
   // front of it with LD_PRELOAD) untouched, so allocators compare against the cache below.

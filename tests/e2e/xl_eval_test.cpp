@@ -151,6 +151,11 @@ TEST(Evaluation, RawTextOnAWikiTextRunIsSplitByItsRules) {
     }
   }
   EXPECT_EQ(unknown_words, result["read"]["unknown"].get<int64_t>());
+  // "-" for standard input and output: the same rows, on stdout.
+  const auto piped =
+      run_command(app("xl-eval") + " --run r --file - --per-token - < " + gpl, dir.path());
+  ASSERT_EQ(piped.status, 0) << piped.output;
+  EXPECT_THAT(piped.output, HasSubstr(read_text(dir / "gpl.tsv")));
   EXPECT_EQ(result["in_vocabulary"]["tokens"].get<int64_t>(), known);
   EXPECT_NEAR(result["in_vocabulary"]["loss"].get<double>(), nll / known, 1e-4);
 }

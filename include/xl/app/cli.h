@@ -68,6 +68,9 @@ void show_result(const std::string& line);
 
 /// "-" for standard input, as Unix tools read it: "/dev/stdin"; any other path as it is.
 std::string dash_for_stdin(const std::string& path);
+/// "-" for standard output, where an output flag names a file: "/dev/stdout" (written into,
+/// as a device is); any other path as it is.
+std::string dash_for_stdout(const std::string& path);
 
 /// Makes glibc keep freed memory for reuse instead of returning it to the OS
 /// after every large tensor (run_main calls it).
