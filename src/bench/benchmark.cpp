@@ -24,12 +24,11 @@
 #include "xl/train/step.h"
 #include "xl/util/error.h"
 #include "xl/util/log.h"
+#include "xl/util/units.h"
 
 namespace xl::bench {
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 void reset_peak(const torch::Device& device) {
   if (device.is_cuda()) {

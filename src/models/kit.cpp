@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "xl/config/config.h"
+#include "xl/nn/masks.h"
 
 namespace xl::models {
 
@@ -43,6 +44,27 @@ DecodingCache::DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t b
 
 nn::AttentionCache* DecodingCache::layer(int64_t l) const {
   return cache != nullptr ? &cache->layers[static_cast<size_t>(l)] : nullptr;
+}
+
+void DecodingCache::check_fits(int64_t len, int64_t n_ctx, const char* model) const {
+  TORCH_CHECK(
+      past + len <= n_ctx,
+      model,
+      " reads at most n_ctx = ",
+      n_ctx,
+      " positions; got ",
+      len,
+      " after ",
+      past,
+      " cached");
+}
+
+torch::Tensor DecodingCache::causal_mask(int64_t len, const torch::Device& device) const {
+  return nn::causal_mask(len, past, false, 0, device);
+}
+
+torch::Tensor DecodingCache::stand_in(const torch::Tensor& h) const {
+  return past > 0 ? h.narrow(0, 0, 1).expand({past, h.size(1), h.size(2)}) : torch::Tensor();
 }
 
 } // namespace xl::models

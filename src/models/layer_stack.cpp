@@ -1,10 +1,35 @@
 #include "xl/models/layer_stack.h"
 
+#include <algorithm>
+#include <set>
 #include <utility>
 
 #include "xl/nn/recompute.h"
 
 namespace xl::models {
+
+CallTensors::CallTensors(std::initializer_list<std::pair<std::string, torch::Tensor>> named) {
+  for (const auto& [name, tensor] : named) {
+    names_.push_back(name);
+    tensors_.push_back(tensor);
+  }
+}
+
+CallTensors::CallTensors(std::vector<std::string> names, std::vector<torch::Tensor> tensors)
+    : names_(std::move(names)), tensors_(std::move(tensors)) {
+  TORCH_CHECK(
+      names_.size() == tensors_.size(), names_.size(), " names for ", tensors_.size(), " tensors");
+}
+
+const torch::Tensor& CallTensors::operator[](std::string_view name) const {
+  const auto it = std::find(names_.begin(), names_.end(), name);
+  TORCH_CHECK(it != names_.end(), "no per-call tensor named ", name, " was given");
+  return tensors_[static_cast<size_t>(it - names_.begin())];
+}
+
+bool full_memory(const nn::Memory& mems, int64_t mem_len) {
+  return mems.empty() ? mem_len == 0 : mems.front().size(0) == mem_len;
+}
 
 nn::Memory StackOutput::next_memory(const nn::Memory& mems, int64_t mem_len, int64_t ext_len)
     const {
@@ -13,6 +38,11 @@ nn::Memory StackOutput::next_memory(const nn::Memory& mems, int64_t mem_len, int
   if (graphed) { // the graph's next replay (another chunk's, first) overwrites its outputs
     for (auto& m : next) {
       m = m.clone();
+    }
+  }
+  if (cache != nullptr) {
+    for (auto& layer : cache->layers) {
+      layer.tail = ext_len;
     }
   }
   return next;
@@ -30,12 +60,11 @@ void LayerStackImpl::reset() {
   }
 }
 
-void LayerStackImpl::reads_also(std::vector<torch::Tensor> parameters) {
-  also_read_ = std::move(parameters);
-}
-
-std::string LayerStackImpl::use_graphs(std::optional<runtime::GraphReplay> replay) {
+std::string LayerStackImpl::use_graphs(
+    std::optional<runtime::GraphReplay> replay,
+    std::vector<torch::Tensor> outside) {
   graph_cache_.reset();
+  outside_ = std::move(outside);
   if (!replay) {
     return "";
   }
@@ -67,8 +96,9 @@ StackOutput LayerStackImpl::eager(const LayerCall& call, const StackInput& in) {
   }
   // Recomputation runs a layer again in the backward pass, after forward has returned: the
   // call's tensors are held by value.
-  const auto shared = std::make_shared<const std::vector<torch::Tensor>>(in.shared);
+  const auto shared = std::make_shared<const CallTensors>(in.tensors);
   StackOutput out;
+  out.cache = in.cache;
   out.streams = in.streams;
   out.hiddens.reserve(layers_.size() + 1);
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -85,12 +115,12 @@ StackOutput LayerStackImpl::eager(const LayerCall& call, const StackInput& in) {
 }
 
 StackOutput LayerStackImpl::graphed(const LayerCall& call, const StackInput& in) {
-  // The graph's inputs: [streams..., the defined shared tensors..., mems...] (a graph holds
-  // defined tensors only); which shared ones are defined is part of its key.
+  // The graph's inputs: [streams..., the defined per-call tensors..., mems...] (a graph holds
+  // defined tensors only); which of them are defined is part of its key.
   std::vector<torch::Tensor> x = in.streams;
   std::vector<bool> present;
   std::string key = is_training() ? "train:" : "eval:";
-  for (const auto& t : in.shared) {
+  for (const auto& t : in.tensors.tensors()) {
     present.push_back(t.defined());
     key += t.defined() ? '1' : '0';
     if (t.defined()) {
@@ -101,26 +131,28 @@ StackOutput LayerStackImpl::graphed(const LayerCall& call, const StackInput& in)
   const size_t n_streams = in.streams.size();
   const size_t n_layer = layers_.size();
   // Outputs: stream 0 out of every layer, then the last layer's other streams.
-  const auto stack = [call, present, n_streams, n_layer, has_mem = !in.mems.empty()](
-                         const std::vector<torch::Tensor>& inputs) {
-    std::vector<torch::Tensor> streams(inputs.begin(), inputs.begin() + n_streams);
-    std::vector<torch::Tensor> shared;
-    size_t k = n_streams;
-    for (const bool p : present) {
-      shared.push_back(p ? inputs[k++] : torch::Tensor());
-    }
-    std::vector<torch::Tensor> outs;
-    for (size_t i = 0; i < n_layer; ++i) {
-      const auto mem = has_mem ? inputs[k + i] : torch::Tensor();
-      streams = call(streams, {static_cast<int64_t>(i), shared, mem, nullptr});
-      outs.push_back(streams[0]);
-    }
-    outs.insert(outs.end(), streams.begin() + 1, streams.end());
-    return outs;
-  };
+  const auto stack =
+      [call, present, names = in.tensors.names(), n_streams, n_layer, has_mem = !in.mems.empty()](
+          const std::vector<torch::Tensor>& inputs) {
+        std::vector<torch::Tensor> streams(inputs.begin(), inputs.begin() + n_streams);
+        std::vector<torch::Tensor> given;
+        size_t k = n_streams;
+        for (const bool p : present) {
+          given.push_back(p ? inputs[k++] : torch::Tensor());
+        }
+        const CallTensors tensors(names, std::move(given));
+        std::vector<torch::Tensor> outs;
+        for (size_t i = 0; i < n_layer; ++i) {
+          const auto mem = has_mem ? inputs[k + i] : torch::Tensor();
+          streams = call(streams, {static_cast<int64_t>(i), tensors, mem, nullptr});
+          outs.push_back(streams[0]);
+        }
+        outs.insert(outs.end(), streams.begin() + 1, streams.end());
+        return outs;
+      };
   const auto params = [this] {
     auto p = parameters();
-    p.insert(p.end(), also_read_.begin(), also_read_.end());
+    p.insert(p.end(), outside_.begin(), outside_.end());
     return p;
   };
   const auto outs = graph_cache_->run(key, stack, params, x);
@@ -142,7 +174,19 @@ std::string use_graphs(torch::nn::Module& model, std::optional<runtime::GraphRep
   bool found = false;
   for (const auto& module : model.modules()) {
     if (auto* stack = module->as<LayerStackImpl>()) {
-      const auto said = stack->use_graphs(replay);
+      // The model's parameters that are not the stack's own, each once (tied ones are listed
+      // under every name): a layer call may read any.
+      std::set<const void*> seen;
+      for (const auto& p : stack->parameters()) {
+        seen.insert(p.unsafeGetTensorImpl());
+      }
+      std::vector<torch::Tensor> outside;
+      for (const auto& p : model.parameters()) {
+        if (seen.insert(p.unsafeGetTensorImpl()).second) {
+          outside.push_back(p);
+        }
+      }
+      const auto said = stack->use_graphs(replay, std::move(outside));
       if (!found || (why_not.empty() && !said.empty())) {
         why_not = said;
       }

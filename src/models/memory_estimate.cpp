@@ -10,6 +10,7 @@
 #include "xl/runtime/device.h"
 #include "xl/util/error.h"
 #include "xl/util/log.h"
+#include "xl/util/units.h"
 
 namespace xl::models {
 
@@ -89,7 +90,6 @@ double optimizer_bytes(const config::TrainConfig& t, double parameters) {
 
 // "512.0 MiB", "22.7 GiB", "3.6 TiB": one decimal in the largest unit that keeps a digit.
 std::string human_bytes(double bytes) {
-  constexpr double kMiB = 1024.0 * 1024.0;
   if (bytes < 1024 * kMiB) {
     return fmt::format("{:.1f} MiB", bytes / kMiB);
   }

@@ -7,12 +7,11 @@
 
 #include "xl/runtime/cpu_cache.h"
 #include "xl/runtime/cuda.h"
+#include "xl/util/units.h"
 
 namespace xl::runtime {
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 // VmRSS of /proc/self/status, in bytes (0 where the file lacks it).
 double resident_bytes() {

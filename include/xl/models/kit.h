@@ -41,6 +41,15 @@ struct DecodingCache {
   DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t batch);
   /// Layer `l`'s keys and values (null without a cache).
   nn::AttentionCache* layer(int64_t l) const;
+  /// That `len` new positions after the `past` held fit a model of `n_ctx` positions (`model`
+  /// names it in the message).
+  void check_fits(int64_t len, int64_t n_ctx, const char* model) const;
+  /// The causal mask of `len` new positions after the `past` held.
+  torch::Tensor causal_mask(int64_t len, const torch::Device& device) const;
+  /// A layer's memory argument for the `past` positions held: their keys and values come from
+  /// the cache, and attention reads only their number from these rows (a view of `h`'s first
+  /// row, no copy); undefined when none are held.
+  torch::Tensor stand_in(const torch::Tensor& h) const;
 };
 
 } // namespace xl::models

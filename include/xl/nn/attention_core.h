@@ -47,7 +47,7 @@ struct AttentionCache {
   torch::Tensor k;
   torch::Tensor v;
   /// rows at the end of k and v that the next memory leaves out (ext_len, XLNet's rows not
-  /// reused); the model sets it after each call
+  /// reused), which StackOutput::next_memory sets after each call
   int64_t tail = 0;
   torch::Tensor rk;
   std::vector<int64_t> r_sizes;

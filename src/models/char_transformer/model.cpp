@@ -45,7 +45,6 @@ void CharTransformerImpl::reset() {
   layers = register_layer_stack(*this, LayerStackOptions(o.n_layer(), [layer = o.layer()](int64_t) {
                                          return nn::VanillaDecoderLayer(layer).ptr();
                                        }).recompute(o.checkpoint_layers()));
-  layers->reads_also(positions->parameters());
   if (attention.pre_lnorm()) {
     final_norm = register_module(
         "final_norm",
@@ -70,9 +69,7 @@ void CharTransformerImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
   init.weight(word_embedding->weight);
   positions->reset_parameters(init);
-  for (const auto& layer : *layers) {
-    layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
-  }
+  layers->reset_parameters<nn::VanillaDecoderLayerImpl>(init);
   if (final_norm) {
     init.layer_norm(final_norm);
   }
@@ -124,18 +121,14 @@ torch::Tensor CharTransformerImpl::layer_forward(
     int64_t l,
     const torch::Tensor& h,
     const torch::Tensor& mask,
-    int64_t past,
-    nn::AttentionCache* cache) {
+    const DecodingCache& cache,
+    nn::AttentionCache* slot) {
   auto x = h;
   if (options.per_layer_positions() || l == 0) {
-    x = x + positions(options.per_layer_positions() ? l : 0, past, h.size(0));
+    x = x + positions(options.per_layer_positions() ? l : 0, cache.past, h.size(0));
   }
-  // The cached positions' keys and values stand for them; attention reads only the number of
-  // their rows from this stand-in (a view, no copy).
-  const auto cached =
-      past > 0 ? h.narrow(0, 0, 1).expand({past, h.size(1), h.size(2)}) : torch::Tensor();
   return layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(l))
-      ->forward(x, mask, cached, cache);
+      ->forward(x, mask, cache.stand_in(h), slot);
 }
 
 void CharTransformerImpl::add_layer_terms(
@@ -190,23 +183,19 @@ ModelOutput CharTransformerImpl::forward(
   // In generation, a decoding cache holds the keys and values of the `past` positions read
   // before (an evaluation's batches are windows of their own).
   const DecodingCache cache(args, n_layer, tokens.size(1));
-  const int64_t past = cache.past;
-  TORCH_CHECK(
-      past + len <= options.n_ctx(),
-      "the char transformer reads at most n_ctx = ",
-      options.n_ctx(),
-      " positions; got ",
-      len,
-      " after ",
-      past,
-      " cached");
-  const auto mask = nn::causal_mask(len, past, false, 0, tokens.device());
+  cache.check_fits(len, options.n_ctx(), "the char transformer");
   // A window read whole has the same shapes every call (no cache: past is 0 in a graph).
   const auto stack = layers->forward(
-      [this, past](const std::vector<torch::Tensor>& h, const LayerArgs& a) {
-        return std::vector<torch::Tensor>{layer_forward(a.index, h[0], a.shared[0], past, a.cache)};
+      [this, cache](const std::vector<torch::Tensor>& h, const LayerArgs& a) {
+        return std::vector<torch::Tensor>{
+            layer_forward(a.index, h[0], a.tensors["mask"], cache, a.cache)};
       },
-      StackInput{{drop(word_embedding(tokens))}, {mask}, {}, cache.cache, true});
+      StackInput{
+          {drop(word_embedding(tokens))},
+          {{"mask", cache.causal_mask(len, tokens.device())}},
+          {},
+          cache.cache,
+          true});
   const auto& outs = stack.hiddens; // [L, B, D] each: the input, then every layer's output
   for (int64_t l = 0; l < n_layer; ++l) {
     const auto index = static_cast<size_t>(l);

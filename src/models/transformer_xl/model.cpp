@@ -69,14 +69,6 @@ void TransformerXLImpl::reset() {
                    ? nn::RelDecoderLayer(layer).ptr()
                    : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(layer).ptr());
              }).recompute(o.checkpoint_layers()));
-  std::vector<torch::Tensor> also_read;
-  if (o.relative()) {
-    also_read = {r_w_bias, r_r_bias};
-  }
-  if (positions) {
-    also_read = positions->parameters();
-  }
-  layers->reads_also(also_read);
   crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
   crit->tie_to(*word_emb);
   reset_parameters();
@@ -94,13 +86,7 @@ void TransformerXLImpl::reset_parameters() {
     positions->reset_parameters(init);
   }
   word_emb->reset_parameters(init);
-  for (const auto& layer : *layers) {
-    if (auto* rel = layer->as<nn::RelDecoderLayerImpl>()) {
-      rel->reset_parameters(init);
-    } else {
-      layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
-    }
-  }
+  layers->reset_parameters<nn::RelDecoderLayerImpl, nn::VanillaDecoderLayerImpl>(init);
   crit->reset_parameters(init);
 }
 
@@ -136,11 +122,11 @@ std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
 torch::Tensor TransformerXLImpl::layer_forward(const torch::Tensor& h, const LayerArgs& args) {
   const int64_t i = args.index;
   const auto index = static_cast<size_t>(i);
-  const auto& mask = args.shared[0];
+  const auto& mask = args.tensors["mask"];
   const auto& mem = args.mem;
   if (options.relative()) {
     return layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-        h, {args.shared[1], u(i), v(i)}, mask, mem, args.cache);
+        h, {args.tensors["r"], u(i), v(i)}, mask, mem, args.cache);
   }
   if (!options.learned_positions()) {
     return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(h, mask, mem, args.cache);
@@ -183,19 +169,14 @@ ModelOutput TransformerXLImpl::forward(
       },
       StackInput{
           {core},
-          {mask, r},
+          {{"mask", mask}, {"r", r}},
           mems,
           args.cache,
-          mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len});
+          full_memory(mems, lengths.mem_len)});
   core = drop(stack.streams[0]);
 
   ModelOutput out;
   out.mems = stack.next_memory(mems, lengths.mem_len, lengths.ext_len);
-  if (args.cache != nullptr) { // the next memory ends ext_len rows before the last
-    for (auto& layer : args.cache->layers) {
-      layer.tail = lengths.ext_len;
-    }
-  }
   if (targets.defined()) {
     add_lm_term(out, batch, score(core, batch), args); // log p [T, B]
   }

@@ -56,7 +56,6 @@ void XLNetImpl::reset() {
               o.n_class() > 0 ? "a classifier's batches are cut to their longest review, so their "
                                 "shapes change from batch to batch"
                               : ""));
-  layers->reads_also({r_w_bias, r_r_bias, r_s_bias});
   lm_bias = register_parameter("lm_bias", torch::empty({o.n_token()}));
   if (o.n_class() > 0) {
     summary = register_module("summary", torch::nn::Linear(d_model, d_model));
@@ -73,9 +72,7 @@ void XLNetImpl::reset_parameters() {
   init.weight(r_w_bias);
   init.weight(r_r_bias);
   init.weight(r_s_bias);
-  for (const auto& layer : *layers) {
-    layer->as<nn::TwoStreamLayerImpl>()->reset_parameters(init);
-  }
+  layers->reset_parameters<nn::TwoStreamLayerImpl>(init);
   lm_bias.zero_();
   if (summary) {
     init.linear(summary);
@@ -210,7 +207,7 @@ std::vector<torch::Tensor> XLNetImpl::layer_forward(
   const int64_t i = args.index;
   // The biases are sliced here, inside the stack, so that a replay's backward reaches the
   // parameters; the memory is detached and r a sinusoid.
-  nn::TwoStreamTerms terms = terms_from_shared(args.shared);
+  nn::TwoStreamTerms terms = terms_of(args.tensors);
   terms.r_w_bias = nn::layer_bias(r_w_bias, i);
   terms.r_r_bias = nn::layer_bias(r_r_bias, i);
   terms.r_s_bias = nn::layer_bias(r_s_bias, i);
@@ -254,21 +251,16 @@ ModelOutput XLNetImpl::forward(
       },
       StackInput{
           streams,
-          shared_terms(terms),
+          call_tensors(terms),
           mems,
           args.cache,
-          two_stream && (mems.empty() ? lengths.mem_len == 0 : mlen == lengths.mem_len)});
+          two_stream && full_memory(mems, lengths.mem_len)});
 
   ModelOutput out;
   // reuse_len: only the first positions go into the memory; the rest are read again next time.
   const int64_t not_reused =
       lengths.reuse_len > 0 ? std::max<int64_t>(0, qlen - lengths.reuse_len) : 0;
   out.mems = stack.next_memory(mems, lengths.mem_len, not_reused);
-  if (args.cache != nullptr) { // the next memory ends where the reused rows do
-    for (auto& layer : args.cache->layers) {
-      layer.tail = not_reused;
-    }
-  }
   if (two_stream) {
     lm_terms(batch, drop(stack.streams[1]), args, out);
   } else {

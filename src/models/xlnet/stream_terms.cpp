@@ -97,18 +97,18 @@ void add_query_terms(
   }
 }
 
-// The tensors of `terms` every layer reads, in a fixed order (undefined ones included).
-std::vector<torch::Tensor*> term_slots(nn::TwoStreamTerms& t) {
-  return {
-      &t.r,
-      &t.direction,
-      &t.content.positions,
-      &t.content.mask,
-      &t.content.other_segment,
-      &t.query.positions,
-      &t.query.mask,
-      &t.query.other_segment,
-      &t.query_valid};
+// Calls `f(name, tensor)` on each tensor of `terms` that every layer reads alike.
+template <class Terms, class F>
+void each_term(Terms& t, F f) {
+  f("r", t.r);
+  f("direction", t.direction);
+  f("content.positions", t.content.positions);
+  f("content.mask", t.content.mask);
+  f("content.other_segment", t.content.other_segment);
+  f("query.positions", t.query.positions);
+  f("query.mask", t.query.mask);
+  f("query.other_segment", t.query.other_segment);
+  f("query_valid", t.query_valid);
 }
 
 } // namespace
@@ -132,20 +132,19 @@ void add_stream_queries(const sources::Batch& batch, int64_t mlen, nn::TwoStream
   }
 }
 
-std::vector<torch::Tensor> shared_terms(nn::TwoStreamTerms terms) {
-  std::vector<torch::Tensor> shared;
-  for (auto* slot : term_slots(terms)) {
-    shared.push_back(*slot);
-  }
-  return shared;
+CallTensors call_tensors(const nn::TwoStreamTerms& terms) {
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> tensors;
+  each_term(terms, [&](const char* name, const torch::Tensor& t) {
+    names.emplace_back(name);
+    tensors.push_back(t);
+  });
+  return {std::move(names), std::move(tensors)};
 }
 
-nn::TwoStreamTerms terms_from_shared(const std::vector<torch::Tensor>& shared) {
+nn::TwoStreamTerms terms_of(const CallTensors& tensors) {
   nn::TwoStreamTerms terms;
-  const auto slots = term_slots(terms);
-  for (size_t k = 0; k < slots.size(); ++k) {
-    *slots[k] = shared[k];
-  }
+  each_term(terms, [&](const char* name, torch::Tensor& t) { t = tensors[name]; });
   return terms;
 }
 

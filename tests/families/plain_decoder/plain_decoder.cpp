@@ -40,9 +40,7 @@ void PlainDecoderImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
   init.weight(embedding->weight);
   positions->reset_parameters(init);
-  for (const auto& layer : *layers) {
-    layer->as<nn::VanillaDecoderLayerImpl>()->reset_parameters(init);
-  }
+  layers->reset_parameters<nn::VanillaDecoderLayerImpl>(init);
   init.layer_norm(final_norm);
   init.linear(out);
 }
@@ -55,33 +53,22 @@ models::ModelOutput PlainDecoderImpl::forward(
   models::check_lm_batch(batch, args, "the plain decoder");
   const int64_t len = tokens.size(0);
   const models::DecodingCache cache(args, options.n_layer(), tokens.size(1));
-  TORCH_CHECK(
-      cache.past + len <= options.n_ctx(),
-      "the plain decoder reads at most n_ctx = ",
-      options.n_ctx(),
-      " positions; got ",
-      len,
-      " after ",
-      cache.past,
-      " cached");
-  const auto mask = nn::causal_mask(len, cache.past, false, 0, tokens.device());
+  cache.check_fits(len, options.n_ctx(), "the plain decoder");
   const auto embedded = drop(embedding(tokens) + positions(0, cache.past, len)); // [L, B, D]
-  const int64_t past = cache.past;
   const auto h =
       layers
           ->forward(
-              [this, past](const std::vector<torch::Tensor>& in, const models::LayerArgs& a) {
-                // The cached positions' keys and values stand for them: attention
-                // reads only their count from this stand-in.
-                const auto& x = in[0];
-                const auto cached = past > 0
-                    ? x.narrow(0, 0, 1).expand({past, x.size(1), x.size(2)})
-                    : torch::Tensor();
+              [this, cache](const std::vector<torch::Tensor>& in, const models::LayerArgs& a) {
                 return std::vector<torch::Tensor>{
                     layers->ptr<nn::VanillaDecoderLayerImpl>(static_cast<size_t>(a.index))
-                        ->forward(x, a.shared[0], cached, a.cache)};
+                        ->forward(in[0], a.tensors["mask"], cache.stand_in(in[0]), a.cache)};
               },
-              models::StackInput{{embedded}, {mask}, {}, cache.cache, true})
+              models::StackInput{
+                  {embedded},
+                  {{"mask", cache.causal_mask(len, tokens.device())}},
+                  {},
+                  cache.cache,
+                  true})
           .streams[0];
   const auto log_probs = [&](const torch::Tensor& x) { // [..., D] -> [..., V]
     const auto logits = runtime::linear(*out, nn::layer_norm_fp32(final_norm, x));

@@ -97,15 +97,15 @@ class CharTransformerImpl : public LanguageModelImpl {
   CharHeads heads{nullptr};
 
  private:
-  /// Layer `l` on `h` [L, B, D] at positions `past`.. under `mask` [L, past + L], its
-  /// position table added first (every layer's, or the input's at layer 0); `cache`: the
+  /// Layer `l` on `h` [L, B, D] at positions `cache.past`.. under `mask` [L, past + L], its
+  /// position table added first (every layer's, or the input's at layer 0); `slot`: the
   /// layer's keys and values of the `past` positions.
   torch::Tensor layer_forward(
       int64_t l,
       const torch::Tensor& h,
       const torch::Tensor& mask,
-      int64_t past,
-      nn::AttentionCache* cache);
+      const DecodingCache& cache,
+      nn::AttentionCache* slot);
   /// Layer `l`'s terms on its output `h`: the model's own (last layer, t+1) into
   /// `output.terms`, the auxiliary ones into `aux`, each at `layer_weight` times its target's.
   void add_layer_terms(

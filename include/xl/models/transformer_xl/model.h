@@ -22,7 +22,6 @@
 #include "xl/nn/init.h"
 #include "xl/nn/learned_positions.h"
 #include "xl/nn/positional.h"
-#include "xl/runtime/cuda_graph.h"
 
 namespace xl::models {
 

@@ -31,7 +31,6 @@
 #include "xl/nn/init.h"
 #include "xl/nn/positional.h"
 #include "xl/nn/two_stream_attention.h"
-#include "xl/runtime/cuda_graph.h"
 
 namespace xl::models {
 
@@ -113,8 +112,8 @@ class XLNetImpl : public LanguageModelImpl {
       int64_t klen,
       const XLNetLengths& lengths);
   /// Layer args.index on the content stream streams[0] [L, B, D] and the query stream
-  /// streams[1] [P, B, D] (absent in classification), args.shared holding the batch's
-  /// TwoStreamTerms (terms_from_shared); their outputs.
+  /// streams[1] [P, B, D] (absent in classification), args.tensors holding the batch's
+  /// TwoStreamTerms (terms_of); their outputs.
   std::vector<torch::Tensor> layer_forward(
       const std::vector<torch::Tensor>& streams,
       const LayerArgs& args);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "xl/models/layer_stack.h"
 #include "xl/nn/two_stream_attention.h"
 #include "xl/sources/batch.h"
 
@@ -19,10 +20,10 @@ namespace xl::models {
 void add_stream_queries(const sources::Batch& batch, int64_t mlen, nn::TwoStreamTerms& terms);
 
 /// The tensors of `terms` that every layer reads alike (the biases, which are per layer, aside),
-/// in a fixed order with the undefined ones: models::StackInput::shared.
-std::vector<torch::Tensor> shared_terms(nn::TwoStreamTerms terms);
+/// by name, the undefined ones too: StackInput::tensors.
+CallTensors call_tensors(const nn::TwoStreamTerms& terms);
 
-/// shared_terms() back into terms (the biases undefined).
-nn::TwoStreamTerms terms_from_shared(const std::vector<torch::Tensor>& shared);
+/// call_tensors() back into terms (the biases undefined).
+nn::TwoStreamTerms terms_of(const CallTensors& tensors);
 
 } // namespace xl::models
