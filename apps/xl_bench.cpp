@@ -1,5 +1,5 @@
 // xl-bench: training and evaluation speed and peak memory of a config's model.
-//   xl-bench --config configs/txl/wt103_base.yaml --n-token 267735 --steps 20
+//   xl-bench --config configs/transformer_xl/wt103_base.yaml --n-token 267735 --steps 20
 //            [--set train.bf16=true] [--modes train,eval,eval_recompute,vanilla]
 //            [--prepared-data]
 //            [--top-ops N] [--profile N] [--emulate-graphs] [--json out.json [--force]]

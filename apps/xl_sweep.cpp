@@ -1,7 +1,7 @@
 // xl-sweep: trains the runs of a grid or a list of overrides over one base config, one after
 // another (a finished run is skipped, an interrupted one resumed: the same command continues a
 // sweep), evaluates them, and ends with xl-compare's table and plot.
-//   xl-sweep -c configs/txl/wt2_small.yaml --dir runs/ablation
+//   xl-sweep -c configs/transformer_xl/wt2_small.yaml --dir runs/ablation
 //            --variant full --variant "no_memory model.transformer_xl.mem_len=0"
 //            --grid train.lr=0.00025,0.0005
 //   xl-sweep ... --dry-run   (one xl-train command per line, for a job scheduler)

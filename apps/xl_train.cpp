@@ -1,5 +1,5 @@
 // xl-train: trains a model from a YAML config.
-//   xl-train --config configs/txl/wt2_small.yaml [--set train.max_step=100]
+//   xl-train --config configs/transformer_xl/wt2_small.yaml [--set train.max_step=100]
 //            [--resume | --auto-resume] [--stop-at-step N]
 //   xl-train --config runs/wt2_small/config.yaml --add-tokenizer
 #include "xl/app/cli.h"

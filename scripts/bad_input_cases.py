@@ -10,10 +10,10 @@ BIN = ROOT / os.environ.get("XL_BUILD_DIR", "build") / "bin"
 # test::tiny_configs): the generic cases run on each, so a new family is probed with no edit here.
 TINY_CONFIGS = sorted((ROOT / "configs").glob("*/tiny*.yaml"))
 # The cases of one family's keys and data.
-TXL = ROOT / "configs" / "txl" / "tiny.yaml"
+TXL = ROOT / "configs" / "transformer_xl" / "tiny.yaml"
 XLNET_CLS = ROOT / "configs" / "xlnet" / "tiny_cls.yaml"
 XLNET = ROOT / "configs" / "xlnet" / "tiny.yaml"
-CHAR = ROOT / "configs" / "char" / "tiny.yaml"
+CHAR = ROOT / "configs" / "char_transformer" / "tiny.yaml"
 # The converters need transformers: the project's environment (scripts/bootstrap.sh) has it.
 PYTHON = ROOT / ".venv" / "bin" / "python"
 if not PYTHON.exists():
@@ -380,6 +380,8 @@ def cases(work):
     # A data.dir that is a file, a config with a NUL byte, a classifier's reviews too short.
     out.append(("xl-train", train + new_run() + ["--set", f"data.dir={work / 'afile'}"], {}))
     add("xl-train", ["--config", work / "nul.yaml"] + new_run())
+    # A config under configs/ folder names of before (configs/txl/, configs/char/).
+    add("xl-train", ["--config", ROOT / "configs" / "txl" / "tiny.yaml"] + new_run())
     out.append(("xl-train", [BIN / "xl-train", "--config", XLNET_CLS, "--set",
                              f"data.dir={work / 'nsmc'}", "--set", "train.tgt_len=2"]
                 + new_run(), {}))

@@ -190,6 +190,21 @@ def check_families(root, errors):
                         "and the family folders (ask the descriptor, models/family.h)")
 
 
+def check_apps(root, errors):
+    """Every app of XL_APPS is run by an end-to-end test (tests/e2e/*.cpp names it)."""
+    cmake = (root / "apps" / "CMakeLists.txt").read_text()
+    match = re.search(r"set\(XL_APPS ([^)]*)\)", cmake)
+    if not match:
+        errors.append("apps/CMakeLists.txt: no set(XL_APPS ...) to check the apps' tests against")
+        return
+    tests = "".join(p.read_text() for p in sorted((root / "tests" / "e2e").glob("*.cpp")))
+    for app in match.group(1).split():
+        if not re.search(r"\b" + re.escape(app) + r"\b", tests):
+            errors.append(
+                f"apps/CMakeLists.txt: {app} is run by no end-to-end test (tests/e2e/*.cpp "
+                "names it nowhere); docs/architecture.md says every app is")
+
+
 CUDA_INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](c10/cuda/|ATen/cuda/|cuda_runtime|cuda\.h)')
 CUDA_FILES = {Path("src/runtime/cuda.cpp"), Path("src/runtime/cuda_graph_capture.cpp")}
 
@@ -255,6 +270,7 @@ def main():
     check_families(args.root, errors)
     check_rows(args.root, doc, errors)
     check_cuda_includes(args.root, errors)
+    check_apps(args.root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

@@ -5,7 +5,7 @@
       [--prep-kills N] [--export-kills N] [--rank-deadlines N] [--signals N]
       [--no-write-failures] [--corruptions N] [--seed S] [--steps N]
 
-A reference run of configs/txl/tiny.yaml (constant learning rate, --steps steps) on WikiText-2,
+A reference run of configs/transformer_xl/tiny.yaml (constant learning rate, --steps steps) on WikiText-2,
 then, each run continued with --auto-resume (what a scheduler or torchrun --max-restarts does):
 
 - kills: SIGKILL after a random delay in [0, the reference's duration];
@@ -55,7 +55,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / "build" / "bin"
-CONFIG = ROOT / "configs" / "txl" / "tiny.yaml"
+CONFIG = ROOT / "configs" / "transformer_xl" / "tiny.yaml"
 
 
 def run(args, **kwargs):

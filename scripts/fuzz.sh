@@ -39,7 +39,7 @@ for t in "${targets[@]}"; do
   corpus=$work/corpus-$t
   mkdir -p "$corpus"
   extra=()
-  [ "$t" != config ] || extra=(configs/txl configs/xlnet configs/char)
+  [ "$t" != config ] || extra=(configs/transformer_xl configs/xlnet configs/char_transformer)
   log=$work/run-$t.log
   if "$build/bin/xl-fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$corpus" "$seeds" \

@@ -39,7 +39,7 @@ from bad_inputs import (damaged, fingerprint, must, parse_arguments, prepare_nsm
                         run_and_report)
 
 XLNET = ROOT / "configs" / "xlnet" / "tiny.yaml"
-CHAR = ROOT / "configs" / "char" / "tiny.yaml"
+CHAR = ROOT / "configs" / "char_transformer" / "tiny.yaml"
 RUNS = ["t", "l", "x", "c"]  # Transformer-XL, XLNet LM, XLNet classifier, character
 DEVICES = ["/dev/stdout", "/dev/stderr", "/dev/null", "/dev/fd"]
 

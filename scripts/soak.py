@@ -3,7 +3,7 @@
 
   python3 scripts/soak.py [--minutes 30] [--resumes 10] [--threads 2] [--samples CSV] [--keep]
 
-Trains configs/txl/wt2_small.yaml on the bundled WikiText-2 (scripts/getdata.sh wikitext-2
+Trains configs/transformer_xl/wt2_small.yaml on the bundled WikiText-2 (scripts/getdata.sh wikitext-2
 first) in a new folder, for --minutes in all: one uninterrupted process for half the time, then
 --resumes processes, each stopped by SIGINT (a checkpoint, as a scheduler's preemption) and
 resumed. Every second it samples the trainer's resident memory (VmRSS) and open file
@@ -66,7 +66,7 @@ def validated(metrics):
 def train(run, seconds, threads, resume):
     """One trainer process for `seconds` (then SIGINT): its samples, and those taken after the
     run's first validation."""
-    command = [BIN / "xl-train", "--config", ROOT / "configs/txl/wt2_small.yaml",
+    command = [BIN / "xl-train", "--config", ROOT / "configs/transformer_xl/wt2_small.yaml",
                "--set", f"data.dir={DATA}", "--set", f"run.dir={run}",
                "--set", "train.max_step=1000000",
                "--set", f"train.threads={threads}"] + (["--resume"] if resume else [])

@@ -100,7 +100,7 @@ std::string nsmc_documents(size_t first, size_t count, const std::string& separa
 /// The smallest config of every model family, and of its variants: configs/*/tiny*.yaml of the
 /// source tree, then the test families' tests/families/*/tiny*.yaml, as paths relative to it,
 /// sorted. The tests that go over every family take them from here, so a new family's
-/// configs/<folder>/tiny.yaml is all they need (Registry.EveryFamilyHasATinyConfig checks that
+/// configs/<family>/tiny.yaml is all they need (Registry.EveryFamilyHasATinyConfig checks that
 /// each family has one); they call register_test_families() (families/test_families.h) before
 /// loading them.
 std::vector<std::string> tiny_configs();

@@ -13,7 +13,7 @@ rounds=${1:-3}
 shift $(($# > 0 ? 1 : 0))
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
-  args=(-c "$root/configs/txl/wt103_base.yaml" --n-token 267735 --modes train --warmup 1
+  args=(-c "$root/configs/transformer_xl/wt103_base.yaml" --n-token 267735 --modes train --warmup 1
     --steps 3 --set train.batch_size=4 --set model.n_layer=4 --set train.device=cpu)
 fi
 lib=/usr/lib/x86_64-linux-gnu

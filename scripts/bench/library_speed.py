@@ -32,7 +32,7 @@ def train_run(work, threads):
             ["xz", "-dc", ROOT / f"data/wikitext-2/wiki.{name}.tokens.xz"]))
     run([BIN / "xl-prep", "--train", text / "train.txt", "--valid", text / "test.txt",
          "--test", text / "test.txt", "--out", work / "data"])
-    run([BIN / "xl-train", "--config", ROOT / "configs/txl/wt2_small.yaml", "--set",
+    run([BIN / "xl-train", "--config", ROOT / "configs/transformer_xl/wt2_small.yaml", "--set",
          f"data.dir={work / 'data'}", "--set", f"run.dir={work / 'run'}", "--set",
          "train.max_step=20", "--set", "train.eval_interval=20", "--set",
          "train.max_eval_steps=1", "--set", "train.warmup_step=2", "--set",

@@ -2,7 +2,7 @@
 # Transformer-XL's memory evaluation against the fixed-context (vanilla) evaluation of the
 # character transformer at the same attention length, on random bytes, in one run: the
 # Transformer-XL paper's Table 9 (up to 1,800x at 3,800 characters). Both models are 12 x 512
-# with 8 heads and FFN 2048 (configs/txl/enwik8_base.yaml, configs/char/enwik8_t12.yaml).
+# with 8 heads and FFN 2048 (configs/transformer_xl/enwik8_base.yaml, configs/char_transformer/enwik8_t12.yaml).
 # Transformer-XL reads segments of SEGMENT new bytes with CONTEXT - SEGMENT bytes of memory,
 # keeping the memory's projections between segments (and, for comparison, recomputing them);
 # the character transformer reads a CONTEXT-byte window per scored byte, sliding by one.
@@ -19,11 +19,11 @@ if ((segment >= context)); then
   exit 2
 fi
 common=(--n-token 256 --warmup 1 --steps "$steps" --set "eval.batch_size=$batch")
-memory=$("$bin/xl-bench" --config "$root/configs/txl/enwik8_base.yaml" --modes eval,eval_recompute \
+memory=$("$bin/xl-bench" --config "$root/configs/transformer_xl/enwik8_base.yaml" --modes eval,eval_recompute \
   "${common[@]}" \
   --set "eval.tgt_len=$segment" --set "eval.mem_len=$((context - segment))" \
   --set eval.clamp_len=null "$@" 2>/dev/null | tail -1)
-vanilla=$("$bin/xl-bench" --config "$root/configs/char/enwik8_t12.yaml" --modes vanilla \
+vanilla=$("$bin/xl-bench" --config "$root/configs/char_transformer/enwik8_t12.yaml" --modes vanilla \
   "${common[@]}" --set "model.char_transformer.n_ctx=$context" --set "train.tgt_len=$context" \
   --set eval.stride=1 "$@" 2>/dev/null | tail -1)
 "$python" - "$context" "$memory" "$vanilla" <<'PY'

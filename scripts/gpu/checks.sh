@@ -53,22 +53,22 @@ bench() { # one benchmark, its command echoed above its output
   # The paper's evaluation (64 after 640 of memory) at batch 16; float32 runs on TF32
   # (train.tf32, on by default). The profile says where a step's time goes.
   for bf16 in true false; do
-    bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 --modes train,eval \
+    bench "$bin/xl-bench" -c configs/transformer_xl/wt103_base.yaml --n-token 267735 --modes train,eval \
       --set train.bf16=$bf16 --set eval.batch_size=16 --profile 25
   done
   # The bf16 steps and segments again without CUDA graphs (train.cuda_graphs, on by default on
   # CUDA): what the graphs of the layer stack save on this card.
-  bench "$bin/xl-bench" -c configs/txl/wt103_base.yaml --n-token 267735 --modes train,eval \
+  bench "$bin/xl-bench" -c configs/transformer_xl/wt103_base.yaml --n-token 267735 --modes train,eval \
     --set train.bf16=true --set eval.batch_size=16 --set train.cuda_graphs=false
   # Hugging Face's and NVIDIA's steps on the same config and card, both precisions interleaved
   # (transformers from .whl; NVIDIA's model from .device/nvidia when prepare.sh copied it)
   peers=()
   [ -f .device/nvidia/mem_transformer.py ] && peers=(--nvidia .device/nvidia)
-  XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/txl/wt103_base.yaml \
+  XL_BUILD_DIR=build-gpu bench python3 scripts/bench/compare.py configs/transformer_xl/wt103_base.yaml \
     267735 --device cuda --rounds 1 --threads 16 --precisions float32,bf16 "${peers[@]}"
   XL_BUILD_DIR=build-gpu bench scripts/bench/memory_vs_vanilla.sh 3800 128 16 4 \
     --set train.device=cuda
-  bench "$bin/xl-bench" -c configs/char/enwik8_t64.yaml --n-token 256 --modes train \
+  bench "$bin/xl-bench" -c configs/char_transformer/enwik8_t64.yaml --n-token 256 --modes train \
     --set train.bf16=true --profile 10
   bench "$bin/xl-bench" -c configs/xlnet/mini_ko.yaml --n-token 32000 --modes train,eval \
     --set train.bf16=true --profile 10

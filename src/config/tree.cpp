@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string_view>
+#include <utility>
 
 #include "xl/util/error.h"
 #include "xl/util/files.h"
@@ -203,14 +204,30 @@ size_t tab_indented_line(const std::string& text) {
   return 0;
 }
 
-// The file's top-level mapping (an empty file is refused: it names no config).
-YAML::Node parse_config_file(const fs::path& path) {
-  std::string text;
+// The config file's text; a missing one of configs/txl/ or configs/char/, which were renamed as
+// their families, says where it went.
+std::string read_config_text(const fs::path& path) {
   try {
-    text = read_file(path, "config file");
+    return read_file(path, "config file");
   } catch (const UserError& e) {
+    for (const auto& [old, now] :
+         {std::pair{"configs/txl/", "configs/transformer_xl/"},
+          std::pair{"configs/char/", "configs/char_transformer/"}}) {
+      if (const auto at = path.generic_string().find(old); at != std::string::npos) {
+        std::string moved = path.generic_string();
+        throw ConfigError(fmt::format(
+            "{} (configs/ names its folders as the model families now: {})",
+            e.what(),
+            moved.replace(at, std::string_view(old).size(), now)));
+      }
+    }
     throw ConfigError(e.what());
   }
+}
+
+// The file's top-level mapping (an empty file is refused: it names no config).
+YAML::Node parse_config_file(const fs::path& path) {
+  const std::string text = read_config_text(path);
   refuse_control_bytes(path, text);
   YAML::Node root;
   try {

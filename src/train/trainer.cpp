@@ -1,6 +1,6 @@
 #include "xl/train/trainer.h"
 
-#include "trainer_state.h"
+#include "training_run.h"
 
 #include <fmt/format.h>
 
@@ -41,15 +41,16 @@ Trainer::Trainer(
       parallel_(parallel),
       writes_(parallel == nullptr || parallel->group().rank() == 0) {}
 
-TrainingParts Trainer::parts(State& s) const {
-  return {*model_, *s.optimizer, *s.schedule, *s.source, s.loop};
+TrainingParts TrainingRun::parts() {
+  return {*trainer_.model_, *optimizer_, *schedule_, *source_, loop_};
 }
 
-std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
-  auto setup = eval::eval_setup(config_, data_.eval_batches("valid", true), true, device_);
+std::vector<models::TermTotal> TrainingRun::validate(int64_t step) {
+  auto setup = eval::eval_setup(
+      trainer_.config_, trainer_.data_.eval_batches("valid", true), true, trainer_.device_);
   setup.options.stop = [] { return runtime::stop_signal().load() != 0; };
-  setup.options.unigram = data_.unigram_baseline();
-  const auto result = eval::evaluate(*model_, *setup.source, setup.options);
+  setup.options.unigram = trainer_.data_.unigram_baseline();
+  const auto result = eval::evaluate(*trainer_.model_, *setup.source, setup.options);
   if (result.stopped) {
     logger().warn("validation at step {} interrupted by a signal", step);
     return {};
@@ -57,37 +58,37 @@ std::vector<models::TermTotal> Trainer::validate(State& s, int64_t step) {
   const auto report = eval::report_evaluation(
       fmt::format("valid step {}", step),
       result,
-      data_.unit(),
+      trainer_.data_.unit(),
       {{"step", step}, {"split", "valid"}});
   logger().info("{}", report.line);
-  write_record(s, report.record);
+  write_record(report.record);
   return result.terms;
 }
 
-void Trainer::write_record(State& s, nlohmann::json record) const {
-  if (!s.metrics) {
+void TrainingRun::write_record(nlohmann::json record) {
+  if (!metrics_) {
     return;
   }
-  if (record.value("step", int64_t{0}) <= s.logged_until) {
+  if (record.value("step", int64_t{0}) <= logged_until_) {
     record["repeat"] = true;
   }
-  s.metrics->write(record);
+  metrics_->write(record);
 }
 
 // A resume that would stop at or before the checkpoint's step trains nothing: refused before the
 // run's config or metrics change, but for a finished run under --auto-resume (a scheduler's, or
 // torchrun's restart after the last step), which is left as it is.
-bool Trainer::nothing_to_train(State& s) const {
-  const std::string run = paths_.dir.string();
-  if (stale(s) && s.step < config_.train.max_step) {
-    const int64_t limit = *config_.train.early_stop;
-    if (s.finished_ok) {
+bool TrainingRun::nothing_to_train() {
+  const std::string run = trainer_.paths_.dir.string();
+  if (stale() && step_ < trainer_.config_.train.max_step) {
+    const int64_t limit = *trainer_.config_.train.early_stop;
+    if (finished_ok_) {
       logger().info(
           "the run in {} stopped early at step {} (train.early_stop {}): nothing to train",
           run,
-          s.step,
+          step_,
           limit);
-      s.finished = s.stopped_early = true;
+      finished_ = stopped_early_ = true;
       return true;
     }
     throw UserError(fmt::format(
@@ -95,79 +96,80 @@ bool Trainer::nothing_to_train(State& s) const {
         "(train.early_stop {}); to train on, raise it or turn it off (--set "
         "train.early_stop=null --resume)",
         run,
-        s.step,
-        s.loop.stale_validations,
+        step_,
+        loop_.stale_validations,
         limit));
   }
-  if (s.step < s.last_step) {
+  if (step_ < last_step_) {
     return false;
   }
-  const int64_t max_step = config_.train.max_step;
-  if (s.finished_ok && s.step == max_step && s.last_step == max_step) {
+  const int64_t max_step = trainer_.config_.train.max_step;
+  if (finished_ok_ && step_ == max_step && last_step_ == max_step) {
     logger().info(
-        "the run in {} finished at step {} (train.max_step): nothing to train", run, s.step);
-    s.finished = true;
+        "the run in {} finished at step {} (train.max_step): nothing to train", run, step_);
+    finished_ = true;
     return true;
   }
-  if (s.last_step < max_step) {
+  if (last_step_ < max_step) {
     throw UserError(fmt::format(
         "--stop-at-step {}: the run in {} is at step {} already; give a later step",
-        s.last_step,
+        last_step_,
         run,
-        s.step));
+        step_));
   }
   throw UserError(fmt::format(
       "the run in {} is at step {}, {} train.max_step {}: nothing to train; raise it to train on "
       "(--set train.max_step=N --resume)",
       run,
-      s.step,
-      s.step == max_step ? "its" : "past",
+      step_,
+      step_ == max_step ? "its" : "past",
       max_step));
 }
 
-void Trainer::start(State& s, bool resume) {
-  const auto& t = config_.train;
-  model_->to(device_);
-  model_->train();
-  s.source = data_.train_source();
-  const auto plan = plan_parameters(config_, *model_);
-  s.optimizer = make_optimizer(t, plan.groups);
-  s.schedule = std::make_unique<LRSchedule>(t);
-  s.mems.resize(static_cast<size_t>(t.batch_chunk));
+void TrainingRun::start(bool resume) {
+  const auto& t = trainer_.config_.train;
+  trainer_.model_->to(trainer_.device_);
+  trainer_.model_->train();
+  source_ = trainer_.data_.train_source();
+  const auto plan = plan_parameters(trainer_.config_, *trainer_.model_);
+  optimizer_ = make_optimizer(t, plan.groups);
+  schedule_ = std::make_unique<LRSchedule>(t);
+  mems_.resize(static_cast<size_t>(t.batch_chunk));
   if (resume) {
-    load(s);
-    if (nothing_to_train(s)) {
+    load();
+    if (nothing_to_train()) {
       return;
     }
     logger().info(
         "resumed {} at step {} (pass {}){}{}",
-        paths_.last_checkpoint().string(),
-        s.step,
-        s.source->epoch() + 1,
-        s.changes.empty() ? "" : "; changed: ",
-        fmt::join(s.changes, ", "));
+        trainer_.paths_.last_checkpoint().string(),
+        step_,
+        source_->epoch() + 1,
+        changes_.empty() ? "" : "; changed: ",
+        fmt::join(changes_, ", "));
     // Only a resume the checkpoint accepted replaces the run's config.
-    if (writes_) {
-      atomic_write(paths_.config, config::dump(config_));
+    if (trainer_.writes_) {
+      atomic_write(trainer_.paths_.config, config::dump(trainer_.config_));
     }
   }
-  if (writes_) {
+  if (trainer_.writes_) {
     // A killed run may have logged steps beyond its last checkpoint: those records are
     // superseded by the ones this run writes, which say "repeat".
-    s.logged_until = resume ? run::last_logged_step(paths_.metrics) : 0;
-    s.metrics = std::make_unique<run::MetricsWriter>(paths_.metrics, config_.run.tensorboard);
-    s.metrics->write(run::start_record(device_, resume ? s.step : 0));
+    logged_until_ = resume ? run::last_logged_step(trainer_.paths_.metrics) : 0;
+    metrics_ = std::make_unique<run::MetricsWriter>(
+        trainer_.paths_.metrics, trainer_.config_.run.tensorboard);
+    metrics_->write(run::start_record(trainer_.device_, resume ? step_ : 0));
   }
-  if (resume && s.metrics) {
-    s.metrics->write(
+  if (resume && metrics_) {
+    metrics_->write(
         {{"event", "resumed"},
-         {"step", s.step},
-         {"changes", s.changes},
-         {"logged_until", s.logged_until}});
+         {"step", step_},
+         {"changes", changes_},
+         {"logged_until", logged_until_}});
   }
-  s.progress = std::make_unique<run::Progress>(t.max_step, s.step);
-  if (data_.labelled()) {
-    s.progress->count_as("ex"); // a classifier's batches count examples
+  progress_ = std::make_unique<run::Progress>(t.max_step, step_);
+  if (trainer_.data_.labelled()) {
+    progress_->count_as("ex"); // a classifier's batches count examples
   }
   if (const auto special = plan.describe(); !special.empty()) {
     logger().info("{}", special);
@@ -175,11 +177,11 @@ void Trainer::start(State& s, bool resume) {
   logger().info(
       "training {} parameters on {} for steps {}..{}: {}, {} batches per pass",
       plan.trainable,
-      device_.str(),
-      s.step + 1,
-      s.last_step,
-      s.source->describe(),
-      s.source->batches_per_pass());
+      trainer_.device_.str(),
+      step_ + 1,
+      last_step_,
+      source_->describe(),
+      source_->batches_per_pass());
 }
 
 bool Trainer::stop_requested() const {
@@ -196,31 +198,31 @@ Trainer::Requests Trainer::requests() const {
   return asked;
 }
 
-void Trainer::skip_non_finite(State& s, int64_t step) {
+void TrainingRun::skip_non_finite(int64_t step) {
   // No update was made and the memories from before this batch stay.
-  ++s.loop.skipped;
-  write_record(s, {{"step", step}, {"skipped", true}, {"reason", "non-finite loss or gradient"}});
+  ++loop_.skipped;
+  write_record({{"step", step}, {"skipped", true}, {"reason", "non-finite loss or gradient"}});
   logger().warn(
       "step {}: non-finite loss or gradient, update skipped ({} in a row)",
       step,
-      s.loop.bad_streak + 1);
-  if (++s.loop.bad_streak >= config_.train.max_bad_steps) {
+      loop_.bad_streak + 1);
+  if (++loop_.bad_streak >= trainer_.config_.train.max_bad_steps) {
     throw UserError(fmt::format(
         "training stopped at step {}: {} consecutive non-finite losses or gradients "
         "(train.max_bad_steps). {}",
         step,
-        s.loop.bad_streak,
-        last_good_checkpoint()));
+        loop_.bad_streak,
+        trainer_.last_good_checkpoint()));
   }
 }
 
-bool Trainer::flush(State& s) {
-  if (s.pending.empty()) {
+bool TrainingRun::flush() {
+  if (pending_.empty()) {
     return false;
   }
   std::vector<StepResult> results;
-  results.reserve(s.pending.size());
-  for (auto& entry : s.pending) {
+  results.reserve(pending_.size());
+  for (auto& entry : pending_) {
     results.push_back(std::move(entry.second));
   }
   const auto reports = read_steps(results);
@@ -228,60 +230,60 @@ bool Trainer::flush(State& s) {
   for (size_t i = 0; i < reports.size(); ++i) {
     finite = reports[i].finite;
     if (finite) {
-      s.loop.bad_streak = 0;
-      s.grad_norm = reports[i].grad_norm;
-      models::accumulate(s.loop.window, reports[i].terms);
+      loop_.bad_streak = 0;
+      grad_norm_ = reports[i].grad_norm;
+      models::accumulate(loop_.window, reports[i].terms);
     } else {
-      skip_non_finite(s, s.pending[i].first);
+      skip_non_finite(pending_[i].first);
     }
   }
-  s.pending.clear();
+  pending_.clear();
   return finite;
 }
 
-void Trainer::show_progress(State& s) {
+void TrainingRun::show_progress() {
   // Between logged steps, a progress line after the first step and then at least every
   // run.progress_seconds.
-  if (!s.shown_progress || s.progress->due(config_.run.progress_seconds)) {
-    logger().info("{}", s.progress->line("step"));
-    s.shown_progress = true;
+  if (!shown_progress_ || progress_->due(trainer_.config_.run.progress_seconds)) {
+    logger().info("{}", progress_->line("step"));
+    shown_progress_ = true;
   }
 }
 
-void Trainer::log_window(State& s, int64_t step, double lr) {
-  if (s.loop.window.empty()) {
+void TrainingRun::log_window(int64_t step, double lr) {
+  if (loop_.window.empty()) {
     return;
   }
-  s.shown_progress = true;
-  const auto unit = data_.unit();
-  const double rate = s.progress->tokens_per_second();
+  shown_progress_ = true;
+  const auto unit = trainer_.data_.unit();
+  const double rate = progress_->tokens_per_second();
   logger().info(
-      "{} | lr {:.3g}{}", s.progress->line("step"), lr, eval::terms_line(s.loop.window, unit));
+      "{} | lr {:.3g}{}", progress_->line("step"), lr, eval::terms_line(loop_.window, unit));
   nlohmann::json record = {{"step", step}, {"split", "train"}};
-  eval::add_terms(record, s.loop.window, unit);
+  eval::add_terms(record, loop_.window, unit);
   record["lr"] = lr;
-  record["grad_norm"] = s.grad_norm;
+  record["grad_norm"] = grad_norm_;
   record["tokens_per_s"] = rate;
-  record["epoch"] = s.source->epoch();
-  runtime::add_memory_use(record, runtime::memory_use(device_), device_);
-  write_record(s, record);
-  s.last_train = std::move(s.loop.window);
-  s.loop.window.clear();
+  record["epoch"] = source_->epoch();
+  runtime::add_memory_use(record, runtime::memory_use(trainer_.device_), trainer_.device_);
+  write_record(record);
+  last_train_ = std::move(loop_.window);
+  loop_.window.clear();
 }
 
-bool Trainer::stops_after(State& s, int64_t step, bool signalled, TrainResult& result) const {
+bool TrainingRun::stops_after(int64_t step, bool signalled, TrainResult& result) {
   // A signal during this step's validation was checkpointed there too.
-  if (signalled || (s.saved_step == step && stop_requested())) {
+  if (signalled || (saved_step_ == step && trainer_.stop_requested())) {
     // A rank that got no signal itself stops as the others do.
     result.signal = runtime::stop_signal().load() != 0 ? runtime::stop_signal().load() : SIGTERM;
     logger().warn("signal {}: checkpointed step {}, stopping", result.signal, step);
     return true;
   }
-  if (s.stopped_early && s.saved_step == step && step < config_.train.max_step) {
+  if (stopped_early_ && saved_step_ == step && step < trainer_.config_.train.max_step) {
     logger().info(
         "step {}: {} validations in a row without a new best (train.early_stop), stopping",
         step,
-        s.loop.stale_validations);
+        loop_.stale_validations);
     return true;
   }
   return false;
@@ -289,70 +291,76 @@ bool Trainer::stops_after(State& s, int64_t step, bool signalled, TrainResult& r
 
 TrainResult Trainer::run(bool resume, std::optional<int64_t> stop_at, bool finished_ok) {
   const auto& t = config_.train;
-  State s;
-  s.last_step = std::min(t.max_step, stop_at.value_or(t.max_step));
-  s.finished_ok = finished_ok;
+  TrainingRun training(*this, std::min(t.max_step, stop_at.value_or(t.max_step)), finished_ok);
+  return training.train(resume);
+}
+
+TrainingRun::TrainingRun(Trainer& trainer, int64_t last_step, bool finished_ok)
+    : trainer_(trainer), last_step_(last_step), finished_ok_(finished_ok) {}
+
+TrainResult TrainingRun::train(bool resume) {
+  const auto& t = trainer_.config_.train;
   const auto began = std::chrono::steady_clock::now();
-  start(s, resume);
-  const int64_t first_step = s.step;
+  start(resume);
+  const int64_t first_step = step_;
   TrainResult result;
-  if (s.finished) {
-    result.first_step = result.step = s.step;
-    result.best_valid_loss = s.loop.best_valid;
-    result.stopped_early = s.stopped_early;
+  if (finished_) {
+    result.first_step = result.step = step_;
+    result.best_valid_loss = loop_.best_valid;
+    result.stopped_early = stopped_early_;
     return result;
   }
-  auto options = StepOptions::from(t, device_);
-  options.parallel = parallel_;
-  while (s.step < s.last_step) {
-    const int64_t step = s.step + 1;
-    const auto batch = sources::next_cycling(*s.source);
-    const double lr = s.schedule->lr(step);
-    s.pending.emplace_back(
+  auto options = StepOptions::from(t, trainer_.device_);
+  options.parallel = trainer_.parallel_;
+  while (step_ < last_step_) {
+    const int64_t step = step_ + 1;
+    const auto batch = sources::next_cycling(*source_);
+    const double lr = schedule_->lr(step);
+    pending_.emplace_back(
         step,
         train_step(
-            *model_,
-            *s.optimizer,
+            *trainer_.model_,
+            *optimizer_,
             batch,
-            s.source->continues_streams(),
-            s.mems,
+            source_->continues_streams(),
+            mems_,
             lr,
             step,
             options));
-    s.step = step;
-    s.progress->update(step, batch.n_targets);
-    const Requests asked = requests();
+    step_ = step;
+    progress_->update(step, batch.n_targets);
+    const Trainer::Requests asked = trainer_.requests();
     const bool signalled = asked.stop;
     // The steps' values are read at logging steps and before a checkpoint, not in between.
     const bool logs = step % t.log_interval == 0;
-    const bool reads = logs || signalled || step == s.last_step || step % t.eval_interval == 0;
-    const bool finite = !reads || flush(s);
+    const bool reads = logs || signalled || step == last_step_ || step % t.eval_interval == 0;
+    const bool finite = !reads || flush();
     if (!logs) {
-      show_progress(s);
+      show_progress();
     } else if (finite) {
-      log_window(s, step, lr);
+      log_window(step, lr);
     }
-    validate_and_checkpoint(s, step, signalled);
-    if (stops_after(s, step, signalled, result)) {
+    validate_and_checkpoint(step, signalled);
+    if (stops_after(step, signalled, result)) {
       break;
     }
     if (asked.checkpoint) {
-      checkpoint_on_request(s, step);
+      checkpoint_on_request(step);
     }
   }
   result.first_step = first_step;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  summarize(s, result);
+  summarize(result);
   return result;
 }
 
-void Trainer::summarize(const State& s, TrainResult& result) const {
-  result.step = s.step;
-  result.best_valid_loss = s.loop.best_valid;
-  result.last_train = s.last_train;
-  result.last_valid = s.last_valid;
-  result.last_valid_step = s.last_valid_step;
-  result.stopped_early = s.stopped_early && s.step < config_.train.max_step;
+void TrainingRun::summarize(TrainResult& result) const {
+  result.step = step_;
+  result.best_valid_loss = loop_.best_valid;
+  result.last_train = last_train_;
+  result.last_valid = last_valid_;
+  result.last_valid_step = last_valid_step_;
+  result.stopped_early = stopped_early_ && step_ < trainer_.config_.train.max_step;
 }
 
 } // namespace xl::train

@@ -1,6 +1,6 @@
 // Trainer's checkpoints: what it saves and loads (train/training_state.h holds the layout), when
 // (validate_and_checkpoint, after a validation or on a stop signal) and the snapshots it keeps.
-#include "trainer_state.h"
+#include "training_run.h"
 
 #include <fmt/format.h>
 
@@ -41,75 +41,79 @@ std::string Trainer::last_good_checkpoint() const {
         "again.";
 }
 
-void Trainer::save(State& s, bool best) {
+void TrainingRun::save(bool best) {
   // A diverged model is never saved: the checkpoint on disk stays the last good one.
-  if (!all_finite(model_->parameters()) || !all_finite(s.optimizer->state_tensors())) {
+  if (!all_finite(trainer_.model_->parameters()) || !all_finite(optimizer_->state_tensors())) {
     throw UserError(fmt::format(
         "training diverged by step {}: the {} hold non-finite values, so they were not "
         "saved. {}",
-        s.step,
-        all_finite(model_->parameters()) ? "optimizer state does" : "weights",
-        last_good_checkpoint()));
+        step_,
+        all_finite(trainer_.model_->parameters()) ? "optimizer state does" : "weights",
+        trainer_.last_good_checkpoint()));
   }
   // Every rank takes part in the gathering; only the first writes.
-  const RankStates ranks = gather_rank_states(s.mems, device_, parallel_);
-  if (!writes_) {
+  const RankStates ranks = gather_rank_states(mems_, trainer_.device_, trainer_.parallel_);
+  if (!trainer_.writes_) {
     return;
   }
   const auto fill = [&](torch::serialize::OutputArchive& archive) {
-    write_training_state(archive, parts(s), ranks);
+    write_training_state(archive, parts(), ranks);
   };
   const run::CheckpointInfo info{
-      run::kCheckpointFormat, s.step, config::dump(config_), data_.vocabulary_fingerprint()};
+      run::kCheckpointFormat,
+      step_,
+      config::dump(trainer_.config_),
+      trainer_.data_.vocabulary_fingerprint()};
   // A new best goes to best.pt first, then the same bytes to last.pt: a kill in between leaves
   // last.pt at an older step, from which a resume replays the same steps, and never a best.pt
   // older than the best step last.pt knows of.
-  const auto& first = best ? paths_.best_checkpoint() : paths_.last_checkpoint();
+  const auto& first = best ? trainer_.paths_.best_checkpoint() : trainer_.paths_.last_checkpoint();
   run::save_checkpoint(first, info, fill);
   if (best) {
-    atomic_copy(first, paths_.last_checkpoint(), "checkpoint");
+    atomic_copy(first, trainer_.paths_.last_checkpoint(), "checkpoint");
   }
 }
 
-void Trainer::load(State& s) {
+void TrainingRun::load() {
   torch::serialize::InputArchive archive;
-  const std::string file = paths_.last_checkpoint().string();
+  const std::string file = trainer_.paths_.last_checkpoint().string();
   const auto info = run::load_checkpoint(file, archive);
-  s.changes = check_resume(file, info, config_, data_);
-  s.mems = read_training_state(
+  changes_ = check_resume(file, info, trainer_.config_, trainer_.data_);
+  mems_ = read_training_state(
       archive,
-      parts(s),
-      parallel_ != nullptr ? parallel_->group().rank() : 0,
-      parallel_ != nullptr ? parallel_->group().size() : 1,
-      device_,
+      parts(),
+      trainer_.parallel_ != nullptr ? trainer_.parallel_->group().rank() : 0,
+      trainer_.parallel_ != nullptr ? trainer_.parallel_->group().size() : 1,
+      trainer_.device_,
       file);
-  s.step = info.step;
+  step_ = info.step;
 }
 
-void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
-  if (step % config_.train.eval_interval != 0 && step != s.last_step && !signalled) {
+void TrainingRun::validate_and_checkpoint(int64_t step, bool signalled) {
+  if (step % trainer_.config_.train.eval_interval != 0 && step != last_step_ && !signalled) {
     return;
   }
   // The run's own validations count (the plateau schedule, train.early_stop, the best so far);
   // one at --stop-at-step between them is shown and recorded, but counting it would make the
   // resumed run go on from other ones than an uninterrupted run's.
-  const bool counts = step % config_.train.eval_interval == 0 || step == config_.train.max_step;
+  const bool counts =
+      step % trainer_.config_.train.eval_interval == 0 || step == trainer_.config_.train.max_step;
   bool best = false;
   if (!signalled) {
-    s.last_valid = validate(s, step);
-    s.last_valid_step = step;
-    double valid = s.last_valid.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                        : s.last_valid.front().mean();
-    if (parallel_ != nullptr) {
+    last_valid_ = validate(step);
+    last_valid_step_ = step;
+    double valid =
+        last_valid_.empty() ? std::numeric_limits<double>::quiet_NaN() : last_valid_.front().mean();
+    if (trainer_.parallel_ != nullptr) {
       // Bit-level differences between the ranks' evaluations must not split their schedules.
       auto value = torch::tensor({valid}, torch::kDouble);
-      parallel_->group().broadcast(value, 0);
+      trainer_.parallel_->group().broadcast(value, 0);
       valid = value.item<double>();
     }
-    if (stop_requested()) { // during validation: save without judging it
-      save(s, false);
-      s.saved_step = step;
-      logger().info("checkpoint step {} -> {}", step, paths_.last_checkpoint().string());
+    if (trainer_.stop_requested()) { // during validation: save without judging it
+      save(false);
+      saved_step_ = step;
+      logger().info("checkpoint step {} -> {}", step, trainer_.paths_.last_checkpoint().string());
       return;
     }
     if (!std::isfinite(valid)) {
@@ -118,46 +122,52 @@ void Trainer::validate_and_checkpoint(State& s, int64_t step, bool signalled) {
           "saved. {}",
           step,
           valid,
-          last_good_checkpoint()));
+          trainer_.last_good_checkpoint()));
     }
     if (counts) {
-      if (s.schedule->observe(valid)) {
-        logger().info("validation loss stalled: learning rate x {}", config_.train.decay_rate);
+      if (schedule_->observe(valid)) {
+        logger().info(
+            "validation loss stalled: learning rate x {}", trainer_.config_.train.decay_rate);
       }
-      best = valid < s.loop.best_valid;
-      s.loop.best_valid = std::min(s.loop.best_valid, valid);
-      s.loop.stale_validations = best ? 0 : s.loop.stale_validations + 1;
-      s.stopped_early = stale(s);
+      best = valid < loop_.best_valid;
+      loop_.best_valid = std::min(loop_.best_valid, valid);
+      loop_.stale_validations = best ? 0 : loop_.stale_validations + 1;
+      stopped_early_ = stale();
     } else {
       // Until a validation that counts, this checkpoint is the best the tools can open.
       std::error_code ec;
-      best = !std::filesystem::exists(paths_.best_checkpoint(), ec);
+      best = !std::filesystem::exists(trainer_.paths_.best_checkpoint(), ec);
     }
   }
-  save(s, best);
-  s.saved_step = step;
+  save(best);
+  saved_step_ = step;
   logger().info(
-      "checkpoint step {} -> {}{}", step, paths_.last_checkpoint().string(), best ? " (best)" : "");
+      "checkpoint step {} -> {}{}",
+      step,
+      trainer_.paths_.last_checkpoint().string(),
+      best ? " (best)" : "");
   if (!signalled && counts) {
-    keep_snapshot(step);
+    trainer_.keep_snapshot(step);
   }
 }
 
-bool Trainer::stale(const State& s) const {
-  const auto& limit = config_.train.early_stop;
-  return limit && s.loop.stale_validations >= *limit;
+bool TrainingRun::stale() const {
+  const auto& limit = trainer_.config_.train.early_stop;
+  return limit && loop_.stale_validations >= *limit;
 }
 
-void Trainer::checkpoint_on_request(State& s, int64_t step) {
+void TrainingRun::checkpoint_on_request(int64_t step) {
   runtime::take_checkpoint_request();
-  if (s.saved_step == step) {
+  if (saved_step_ == step) {
     return; // this step was just checkpointed
   }
-  flush(s); // the steps' values, before the state they led to is saved
-  save(s, false);
-  s.saved_step = step;
+  flush(); // the steps' values, before the state they led to is saved
+  save(false);
+  saved_step_ = step;
   logger().info(
-      "SIGUSR1: checkpointed step {} -> {}, going on", step, paths_.last_checkpoint().string());
+      "SIGUSR1: checkpointed step {} -> {}, going on",
+      step,
+      trainer_.paths_.last_checkpoint().string());
 }
 
 void Trainer::keep_snapshot(int64_t step) const {

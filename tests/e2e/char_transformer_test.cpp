@@ -27,7 +27,7 @@ TEST(CharTransformerE2E, TrainsWithAuxiliaryLossesResumesAndEvaluates) {
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string train = app("xl-train") + " --config " + kSourceDir +
-      "/configs/char/tiny.yaml --set data.dir=data --set train.max_step=16 "
+      "/configs/char_transformer/tiny.yaml --set data.dir=data --set train.max_step=16 "
       "--set train.eval_interval=8 ";
   r = run_command(train + "--set run.dir=whole", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -99,11 +99,11 @@ TEST(CharTransformerE2E, BadInputIsAOneLineError) {
     ASSERT_EQ(r.status, 0) << r.output;
   }
   const std::string char_train = app("xl-train") + " --config " + kSourceDir +
-      "/configs/char/tiny.yaml --set run.dir=run --set data.dir=";
+      "/configs/char_transformer/tiny.yaml --set run.dir=run --set data.dir=";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {char_train + "word", "model.type char_transformer reads bytes"},
            {app("xl-train") + " --config " + kSourceDir +
-                "/configs/txl/wt103_base.yaml --set data.dir=byte",
+                "/configs/transformer_xl/wt103_base.yaml --set data.dir=byte",
             "must be below the vocabulary size"},
            {char_train + "byte --set train.tgt_len=33", "model.char_transformer.n_ctx = 32"},
            {char_train + "byte --set eval.stride=33", "eval.stride"}}) {

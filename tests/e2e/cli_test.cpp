@@ -26,8 +26,8 @@ using ::testing::Not;
 TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
   TempDir dir;
   write_file(dir / "afile", "not a folder\n");
-  const std::string train =
-      std::string(kBinDir) + "/xl-train --config " + kSourceDir + "/configs/txl/tiny.yaml ";
+  const std::string train = std::string(kBinDir) + "/xl-train --config " + kSourceDir +
+      "/configs/transformer_xl/tiny.yaml ";
   for (const auto& [command, message] : std::vector<std::pair<std::string, std::string>>{
            {train + "--stop-at-step 0", "--stop-at-step: expected a count >= 1, found '0'"},
            {std::string(kBinDir) + "/xl-eval --run r --max-steps 0",
@@ -322,7 +322,7 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
     EXPECT_THAT(r.output, HasSubstr("| `run.progress_seconds` |")) << name;
   }
   EXPECT_THAT(run_command(app("xl-eval") + " --help").output, HasSubstr("--checkpoint TEXT=best"));
-  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  const std::string cfg = config_file("configs/transformer_xl/wt2_small.yaml");
   const auto several = run_command(
       app("xl-train") + " --config " + cfg +
           " --set model.n_layer=3 train.lr=5e-4 --set train.clip=0.5 --dump-config",
@@ -340,7 +340,7 @@ TEST(XlApps, VersionDefaultsSchemaAndSeveralOverridesAsHelpSays) {
 
 TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
   TempDir dir;
-  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  const std::string cfg = config_file("configs/transformer_xl/wt2_small.yaml");
   auto r = run_command(
       app("xl-train") + " --config " + cfg +
           " --set model.n_layer=3 --set train.lr=5e-4 --dump-config",
@@ -358,7 +358,7 @@ TEST(XlTrain, DumpConfigPrintsResolvedYamlThatLoadsBack) {
 
 TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
   TempDir dir;
-  const std::string cfg = config_file("configs/txl/wt2_small.yaml");
+  const std::string cfg = config_file("configs/transformer_xl/wt2_small.yaml");
   const auto r =
       run_command(app("xl-train") + " --config " + cfg + " --set model.n_layers=3", dir.path());
   EXPECT_EQ(r.status, 2);
@@ -378,7 +378,7 @@ TEST(XlTrain, ConfigErrorsExitTwoWithOneLineAndNoStackTrace) {
 // leaks future tokens): refused up front, by training and by the parity check alike.
 TEST(XlTrain, SameLengthWithoutMemoryIsRefusedBeforeAnythingRuns) {
   TempDir dir;
-  const std::string flags = " --config " + config_file("configs/txl/tiny.yaml") +
+  const std::string flags = " --config " + config_file("configs/transformer_xl/tiny.yaml") +
       " --set model.transformer_xl.same_length=true --set model.transformer_xl.mem_len=0";
   const auto train = run_command(app("xl-train") + flags, dir.path());
   EXPECT_EQ(train.status, 2);
@@ -425,7 +425,7 @@ TEST(Getdata, OfflineItSaysWhatItTriedAndHowToPrepareFilesAtHand) {
 TEST(XlTrain, MissingPreparedDataIsAClearError) {
   TempDir dir;
   const auto r = run_command(
-      app("xl-train") + " --config " + config_file("configs/txl/wt2_small.yaml") +
+      app("xl-train") + " --config " + config_file("configs/transformer_xl/wt2_small.yaml") +
           " --set data.dir=absent",
       dir.path());
   EXPECT_EQ(r.status, 2);
@@ -436,7 +436,8 @@ TEST(XlTrain, MissingPreparedDataIsAClearError) {
   EXPECT_FALSE(fs::exists(dir / "runs/wt2_small"));
   // A config's own corpus names the script that prepares it.
   const auto wt103 = run_command(
-      app("xl-train") + " --config " + config_file("configs/txl/wt103_base.yaml"), dir.path());
+      app("xl-train") + " --config " + config_file("configs/transformer_xl/wt103_base.yaml"),
+      dir.path());
   EXPECT_EQ(wt103.status, 2);
   EXPECT_THAT(wt103.output, HasSubstr("prepare it with scripts/getdata.sh wt103 (from the"));
 }

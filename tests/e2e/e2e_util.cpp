@@ -119,7 +119,7 @@ void expect_same_losses_after(
 
 std::string train_command(const fs::path& run, const std::string& extra) {
   return std::string(kBinDir) + "/xl-train --config " + kSourceDir +
-      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      "/configs/transformer_xl/tiny.yaml --set data.dir=" + corpus_dir().string() +
       " --set run.dir=" + run.string() + " " + extra;
 }
 

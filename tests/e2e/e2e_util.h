@@ -16,7 +16,7 @@ namespace xl::test {
 /// The path of the built app `name` ("xl-train").
 std::string app(const std::string& name);
 
-/// The path of a file of the source tree ("configs/txl/tiny.yaml").
+/// The path of a file of the source tree ("configs/transformer_xl/tiny.yaml").
 std::string config_file(const std::string& relative);
 
 /// The fields of a TSV row (a --per-token listing's), an empty last one left out.
@@ -38,7 +38,7 @@ const fs::path& enwik8_dir();
 /// ("data/prepared/wikitext-2"); a folder none of them stands for fails the calling test.
 fs::path prepared_data_for(const fs::path& data_dir);
 
-/// xl-train on configs/txl/tiny.yaml over corpus_dir(), writing the run `run`, then `extra`.
+/// xl-train on configs/transformer_xl/tiny.yaml over corpus_dir(), writing the run `run`, then `extra`.
 std::string train_command(const fs::path& run, const std::string& extra = "");
 
 /// A run "r" in `dir` by train_command, stopped (with a checkpoint) at step 10.

@@ -179,7 +179,7 @@ TEST(Export, AnXlTrainedRunScoresTheSameInHuggingFace) {
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
       std::string(kBinDir) + "/xl-train --config " + kSourceDir +
-          "/configs/txl/tiny.yaml --set data.dir=data run.dir=run train.max_step=10 "
+          "/configs/transformer_xl/tiny.yaml --set data.dir=data run.dir=run train.max_step=10 "
           "'model.transformer_xl.cutoffs=[100,300]' model.transformer_xl.clamp_len=12 "
           "eval.same_length=true eval.batch_size=10 eval.tgt_len=128",
       dir.path());

@@ -157,7 +157,7 @@ TEST(Integrity, ACheckpointRefusesAnotherVocabulary) {
   };
   prepare("wiki.test.tokens", formats::VocabKind::kWord);
   const std::string train = std::string(kBinDir) + "/xl-train --config " + kSourceDir +
-      "/configs/txl/tiny.yaml --set data.dir=data --set run.dir=r ";
+      "/configs/transformer_xl/tiny.yaml --set data.dir=data --set run.dir=r ";
   ASSERT_EQ(run_command(train + "--stop-at-step 10", dir.path()).status, 0);
   // Another corpus, then bytes: a vocabulary too small for the model's cutoffs, which the
   // resume named instead of the data.

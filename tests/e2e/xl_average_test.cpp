@@ -22,7 +22,8 @@ std::map<std::string, torch::Tensor> checkpoint_weights(const fs::path& path) {
   torch::serialize::InputArchive archive;
   run::load_checkpoint(path, archive);
   const auto config = config::load(
-      std::string(kSourceDir) + "/configs/txl/tiny.yaml", {"data.dir=" + corpus_dir().string()});
+      std::string(kSourceDir) + "/configs/transformer_xl/tiny.yaml",
+      {"data.dir=" + corpus_dir().string()});
   auto model = models::build_model(config, models::open_dataset(config)->vocab_size());
   io::read_module(archive, "model", *model, path.string());
   std::map<std::string, torch::Tensor> weights;

@@ -22,7 +22,7 @@ using ::testing::Not;
 TEST(XlBench, ComparesTheMemoryEvaluationsAndProfilesThem) {
   TempDir dir;
   const auto both = run_command(
-      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
+      app("xl-bench") + " --config " + config_file("configs/transformer_xl/tiny.yaml") +
           " --n-token 3000 --warmup 1 --steps 2 --modes eval,eval_recompute --profile 3" +
           " --json profiled.json",
       dir.path());
@@ -41,12 +41,14 @@ TEST(XlBench, ComparesTheMemoryEvaluationsAndProfilesThem) {
     EXPECT_GT(record["profile"]["wall_ms"].get<double>(), 0.0) << record.dump();
   }
   const auto typo = run_command(
-      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") + " --modes trian",
+      app("xl-bench") + " --config " + config_file("configs/transformer_xl/tiny.yaml") +
+          " --modes trian",
       dir.path());
   EXPECT_EQ(typo.status, 2);
   EXPECT_THAT(typo.output, HasSubstr("unknown mode 'trian'"));
   const auto none = run_command(
-      app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") + " --modes ''",
+      app("xl-bench") + " --config " + config_file("configs/transformer_xl/tiny.yaml") +
+          " --modes ''",
       dir.path());
   EXPECT_EQ(none.status, 2);
   EXPECT_THAT(none.output, HasSubstr("no mode given"));
@@ -57,8 +59,8 @@ TEST(XlBench, ComparesTheMemoryEvaluationsAndProfilesThem) {
 // prepared one, and another --n-token is refused.
 TEST(XlBench, ReadsThePreparedDataInEachModesBatches) {
   TempDir dir;
-  const std::string base = app("xl-bench") + " --config " + config_file("configs/txl/tiny.yaml") +
-      " --set data.dir=" + corpus_dir().string() +
+  const std::string base = app("xl-bench") + " --config " +
+      config_file("configs/transformer_xl/tiny.yaml") + " --set data.dir=" + corpus_dir().string() +
       " --set train.threads=1 --prepared-data --warmup 0 --steps 1";
   const auto run =
       run_command(base + " --modes train,eval,vanilla --json prepared.json", dir.path());

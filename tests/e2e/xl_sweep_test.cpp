@@ -24,7 +24,7 @@ using ::testing::Not;
 TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
   TempDir dir;
   const std::string common = std::string(kBinDir) + "/xl-sweep -c " + kSourceDir +
-      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      "/configs/transformer_xl/tiny.yaml --set data.dir=" + corpus_dir().string() +
       " train.max_step=12 eval.batch_size=32 --dir sw";
   const std::string sweep = common +
       " --variant full --variant 'nomem model.transformer_xl.mem_len=0'"
@@ -87,7 +87,7 @@ TEST(Sweep, ResumesInterruptedRunsSkipsFinishedOnesAndEndsWithTheComparison) {
 TEST(Sweep, ASignalStopsTheRunAndTheSweepAndAKilledSweepLeavesNoOrphan) {
   TempDir dir;
   const std::string sweep = std::string(kBinDir) + "/xl-sweep -c " + kSourceDir +
-      "/configs/txl/tiny.yaml --set data.dir=" + corpus_dir().string() +
+      "/configs/transformer_xl/tiny.yaml --set data.dir=" + corpus_dir().string() +
       " train.max_step=5000 --dir sw --variant a --variant 'b train.lr=0.001'";
   const auto run = dir / "sw/a";
   const int stopped = signal_after_step(spawn(sweep, dir.path()), run, 3, SIGTERM);

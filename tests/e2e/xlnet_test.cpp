@@ -510,7 +510,7 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(
       app("xl-train") + " --config " + kSourceDir +
-      "/configs/txl/tiny.yaml --set data.dir=" + (dir / "words").string() +
+      "/configs/transformer_xl/tiny.yaml --set data.dir=" + (dir / "words").string() +
       " --set data.valid=train.bin --set run.dir=" + (dir / "txl").string() +
       " --set train.max_step=2 --set train.warmup_step=1 --set train.eval_interval=2 "
       "--set train.max_eval_steps=1");

@@ -116,7 +116,7 @@ def main():
         "critics praised the game , and it sold well in japan . \n")
     run([bin_dir / "xl-prep", "--train", text / "train.txt", "--valid", text / "train.txt",
          "--test", text / "train.txt", "--out", work / "data"])
-    run([bin_dir / "xl-train", "--config", ROOT / "configs/txl/tiny.yaml", "--set",
+    run([bin_dir / "xl-train", "--config", ROOT / "configs/transformer_xl/tiny.yaml", "--set",
          f"data.dir={work / 'data'}", "--set", f"run.dir={work / 'run'}", "--set",
          "train.max_step=20", "--set", "train.warmup_step=2"])
     shutil.rmtree(work / "data")  # the run keeps its tokenizer

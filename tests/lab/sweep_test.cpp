@@ -43,7 +43,7 @@ TEST(SweepSpec, GridAxesKeepBracketedValuesAndVariantsTheirOverrides) {
 
 SweepSpec tiny_sweep() {
   SweepSpec spec;
-  spec.config = std::string(test::kSourceDir) + "/configs/txl/tiny.yaml";
+  spec.config = std::string(test::kSourceDir) + "/configs/transformer_xl/tiny.yaml";
   spec.common = {"train.max_step=12"};
   spec.dir = "sweeps/a";
   return spec;

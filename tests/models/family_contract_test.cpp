@@ -1,6 +1,6 @@
 // The library half of the contract every model family keeps (the apps' half:
 // e2e/family_contract_test.cpp), for every family's tiny config (test::tiny_configs(): the
-// built-in families' configs/<folder>/tiny*.yaml and the test families'
+// built-in families' configs/<family>/tiny*.yaml and the test families'
 // tests/families/<family>/tiny.yaml): bf16 autocast agrees with float32, activation
 // checkpointing gives the plain steps, graphs of the layer stack (emulated) give the eager steps
 // and resume exactly,

@@ -54,7 +54,7 @@ TEST(MemoryEstimate, CountsTheParametersOfEveryShippedConfigExactly) {
 }
 
 config::Config tiny() {
-  return config::load(std::string(test::kSourceDir) + "/configs/txl/tiny.yaml");
+  return config::load(std::string(test::kSourceDir) + "/configs/transformer_xl/tiny.yaml");
 }
 
 TEST(MemoryEstimate, TermsFollowTheFormula) {

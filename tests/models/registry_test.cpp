@@ -47,7 +47,7 @@ TEST(Registry, CudaGraphsFollowTheKeyAndSayWhyNot) {
         const auto said = use_cuda_graphs(*model, c, device);
         return std::make_pair(said, uses_graphs(*model));
       };
-  const std::string txl = "configs/txl/tiny.yaml";
+  const std::string txl = "configs/transformer_xl/tiny.yaml";
   EXPECT_EQ(line(txl, {}, torch::kCPU), std::make_pair(std::string(), false));
   EXPECT_EQ(
       line(txl, {"train.cuda_graphs=false"}, torch::kCPU), std::make_pair(std::string(), false));
@@ -102,12 +102,15 @@ TEST(Registry, EveryFamilyHasATinyConfig) {
   std::set<std::string> covered;
   for (const std::string& name : test::tiny_configs()) {
     SCOPED_TRACE(name);
-    covered.insert(config::load(std::string(test::kSourceDir) + "/" + name).model.type.name);
+    const auto family = config::load(std::string(test::kSourceDir) + "/" + name).model.type.name;
+    covered.insert(family);
+    // The folder is named as the family: configs/transformer_xl/, configs/xlnet/, ...
+    EXPECT_EQ(std::filesystem::path(name).parent_path().filename().string(), family);
   }
   ASSERT_GE(kBuiltinFamilies, 3U);
   for (const ModelFamily& f : model_families()) {
     EXPECT_EQ(covered.count(f.name), 1U)
-        << "model family " << f.name << " has no configs/<folder>/tiny.yaml";
+        << "model family " << f.name << " has no configs/<family>/tiny.yaml";
   }
 }
 

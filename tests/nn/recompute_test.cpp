@@ -54,7 +54,7 @@ TEST(ActivationCheckpointing, ABlockGivesThePlainGradientsAndLeavesTheRandomStre
 // every family's tiny configs are in the family contract (models/family_contract_test.cpp).
 TEST(ActivationCheckpointing, TransformerXLsLearnedPositionsTrainAsWithoutIt) {
   test::expect_recompute_gives_the_plain_steps(config::load(
-      std::string(test::kSourceDir) + "/configs/txl/tiny.yaml",
+      std::string(test::kSourceDir) + "/configs/transformer_xl/tiny.yaml",
       {"model.dropout=0.3",
        "model.dropatt=0.2",
        "train.threads=1",

@@ -51,6 +51,10 @@ FILES = {
     "src/models/cat/model.cpp": '#include "xl/models/cat/model.h"\n'
                                 'bool mine = model.type == "cat";\n',
     "src/models/registry.cpp": '#include "xl/models/cat/model.h"\n',
+    # The apps, each run by an end-to-end test.
+    "apps/CMakeLists.txt": "set(XL_APPS xl-one\n  xl-two)\n",
+    "tests/e2e/xl_one_test.cpp": 'run(app("xl-one"));\n',
+    "tests/e2e/both_test.cpp": 'run("build/bin/xl-two --run r");\n',
 }
 
 
@@ -149,6 +153,12 @@ class CheckLayers(unittest.TestCase):
             "src/nn/b.cpp": '#include "xl/nn/b.h"\n#include <c10/cuda/CUDAFunctions.h>\n'}))
         self.assertEqual(code, 1)
         self.assertIn("src/nn/b.cpp:2: includes a CUDA header; outside src/runtime/cuda.cpp, src/runtime/cuda_graph_capture.cpp", err)
+
+    def test_an_app_no_end_to_end_test_runs_fails(self):
+        code, err = self.check(self.tree(files={"tests/e2e/both_test.cpp": 'run("xl-twofold");\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("apps/CMakeLists.txt: xl-two is run by no end-to-end test", err)
+        self.assertNotIn("xl-one is run", err)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ struct DigitsCorpus {
   DigitsCorpus() {
     prepare_digits_corpus(dir.path());
     config = config::load(
-        std::string(kSourceDir) + "/configs/txl/tiny.yaml",
+        std::string(kSourceDir) + "/configs/transformer_xl/tiny.yaml",
         {"data.dir=" + (dir / "data").string(),
          "run.dir=" + (dir / "run").string(),
          "model.transformer_xl.cutoffs=[]",

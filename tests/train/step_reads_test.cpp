@@ -23,7 +23,7 @@ TEST(TrainStep, ClippedAndChunkedStepsReadNothingFromTheDevice) {
     auto all = sets;
     all.emplace_back("train.threads=1");
     test::expect_steps_read_nothing(
-        config::load(std::string(test::kSourceDir) + "/configs/txl/tiny.yaml", all));
+        config::load(std::string(test::kSourceDir) + "/configs/transformer_xl/tiny.yaml", all));
   }
 }
 

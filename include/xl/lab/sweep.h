@@ -1,9 +1,9 @@
 // Sweeps: one base config and a grid or a list of overrides, expanded into named runs under one
 // directory, each trained (or resumed, or skipped when finished) by xl-train and compared by
 // xl-compare at the end.
-//   xl-sweep -c configs/txl/wt2_small.yaml --dir runs/ablation
+//   xl-sweep -c configs/transformer_xl/wt2_small.yaml --dir runs/ablation
 //            --grid model.transformer_xl.mem_len=0,64 --grid train.lr=0.001,0.00025
-//   xl-sweep -c configs/txl/wt2_small.yaml --dir runs/ablation
+//   xl-sweep -c configs/transformer_xl/wt2_small.yaml --dir runs/ablation
 //            --variant "full" --variant "no_memory model.transformer_xl.mem_len=0"
 #pragma once
 

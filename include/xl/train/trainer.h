@@ -37,6 +37,8 @@ struct TrainResult {
   bool stopped_early = false;
 };
 
+class TrainingRun;
+
 class Trainer {
  public:
   Trainer(
@@ -57,36 +59,7 @@ class Trainer {
       bool finished_ok = false);
 
  private:
-  struct State;
-  /// 1. the batch source, optimizer and schedule; the checkpoint's state when resuming
-  void start(State& s, bool resume);
-  bool nothing_to_train(State& s) const;
-  /// 2. the device values of the steps run since the last call, in one read: each finite
-  /// step's terms join the logging window, each other one goes to skip_non_finite. Returns
-  /// whether the last step was finite (false: none pending).
-  bool flush(State& s);
-  /// a step whose loss was not finite: counted, logged, fatal after too many in a row
-  void skip_non_finite(State& s, int64_t step);
-  /// 3. the training line and record every train.log_interval steps (`grad_norm`: the last
-  /// finite step's, before clipping)
-  void log_window(State& s, int64_t step, double lr);
-  /// between them, a progress line after the first step and at least every
-  /// run.progress_seconds
-  void show_progress(State& s);
-  /// 4. validation (unless a signal stops the run) and the checkpoint
-  void validate_and_checkpoint(State& s, int64_t step, bool signalled);
-  /// Whether train.early_stop validations in a row brought no new best.
-  bool stale(const State& s) const;
-  /// SIGUSR1 (on any rank, Requests::checkpoint): a checkpoint of `step`, and training goes on
-  void checkpoint_on_request(State& s, int64_t step);
-  /// 5. whether the run stops after `step`: a stop signal (`result` gets it; the step was
-  /// checkpointed), or train.early_stop at this step's validation
-  bool stops_after(State& s, int64_t step, bool signalled, TrainResult& result) const;
-  /// The validation terms at `step`; empty when a signal interrupted it.
-  std::vector<models::TermTotal> validate(State& s, int64_t step);
-  /// Appends `record` to metrics.jsonl (rank 0), marked as a repeat of a step logged before
-  /// the resume.
-  void write_record(State& s, nlohmann::json record) const;
+  friend class TrainingRun; // one run of the loop, with its state (src/train/training_run.h)
   /// Whether a stop signal arrived, on any rank.
   bool stop_requested() const;
   /// What the signals asked, on any rank: to stop, or for a checkpoint (SIGUSR1).
@@ -95,17 +68,11 @@ class Trainer {
     bool checkpoint = false;
   };
   Requests requests() const;
-  /// What a run that went through its loop reports of `s`.
-  void summarize(const State& s, TrainResult& result) const;
-  void save(State& s, bool best);
   /// train.keep_snapshots: last.pt, just written at `step`, copied to checkpoints/step_<step>.pt,
   /// and the oldest snapshots beyond the number to keep removed
   void keep_snapshot(int64_t step) const;
   /// The hint after a divergence: the last checkpoint, when one exists.
   std::string last_good_checkpoint() const;
-  void load(State& s);
-  /// what a checkpoint holds of `s` and the model (train/training_state.h)
-  TrainingParts parts(State& s) const;
 
   config::Config config_;
   run::RunPaths paths_;

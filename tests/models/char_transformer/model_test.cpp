@@ -15,7 +15,8 @@ namespace xl::models {
 namespace {
 
 config::Config char_config(const std::string& name) {
-  return config::load(std::string(test::kSourceDir) + "/configs/char/" + name + ".yaml");
+  return config::load(
+      std::string(test::kSourceDir) + "/configs/char_transformer/" + name + ".yaml");
 }
 
 // The count from the architecture: per layer, attention without biases (q, k, v, o), two
@@ -294,8 +295,9 @@ TEST(CharTransformer, RefusesWindowsLongerThanItsPositions) {
 
 TEST(CharTransformerConfig, BadSettingsAreClearErrors) {
   const auto load = [](const std::string& sets) {
-    return test::user_error(
-        [&] { config::load(std::string(test::kSourceDir) + "/configs/char/tiny.yaml", {sets}); });
+    return test::user_error([&] {
+      config::load(std::string(test::kSourceDir) + "/configs/char_transformer/tiny.yaml", {sets});
+    });
   };
   EXPECT_NE(load("train.tgt_len=33").find("model.char_transformer.n_ctx = 32"), std::string::npos);
   EXPECT_NE(load("eval.mode=memory").find("has no memory"), std::string::npos);

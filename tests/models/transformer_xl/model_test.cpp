@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kWt103Vocab = 267735;
 
 config::Config txl_config(const std::string& name) {
-  return config::load(std::string(test::kSourceDir) + "/configs/txl/" + name + ".yaml");
+  return config::load(std::string(test::kSourceDir) + "/configs/transformer_xl/" + name + ".yaml");
 }
 
 // kimiyoung/transformer-xl train.py prints these for its wt103 scripts.
