@@ -62,7 +62,7 @@ def cases(work):
     for flag, bad in [("--min-freq", integer_bad), ("--max-size", integer_bad + ["0", "1"])]:
         for value in bad:
             add("xl-prep", prep + [flag, value])
-    xlnet_prep = ["--format", "xlnet", "--train", work / "nsmc" / "train.txt", "--out",
+    xlnet_prep = ["--format", "pieces", "--train", work / "nsmc" / "train.txt", "--out",
                   work / "prep_x"]
     for flag, bad in [("--vocab-size", ["0", "-1", "5", "abc"]),
                       ("--character-coverage", ["0", "2", "-1", "nan", "abc"])]:
@@ -72,7 +72,7 @@ def cases(work):
     for flag, value in [("--character-coverage", "0.5"), ("--character-coverage", "1e-9"),
                         ("--vocab-size", "18"), ("--vocab-size", "100000")]:
         add("xl-prep", xlnet_prep + [flag, value])
-    add("xl-prep", ["--format", "xlnet", "--train", work / "one_line.txt", "--out",
+    add("xl-prep", ["--format", "pieces", "--train", work / "one_line.txt", "--out",
                     work / "prep_x"])
     for name in ["nsmc_headless.txt", "nsmc_foreign.txt", "nsmc_latin1.txt"]:
         add("xl-prep", ["--format", "nsmc", "--train", work / name, "--out", work / "prep_n"])
@@ -188,7 +188,7 @@ def cases(work):
     add("xl-export", ["--run", r, "--out", work / "notes"])  # not empty, without --force
     # Earlier outputs, without --force: the files it would write exist.
     add("xl-prep", ["--train", work / "text" / "train.txt", "--out", work / "words"])
-    add("xl-prep", ["--format", "xlnet", "--train", work / "nsmc" / "train.txt", "--out",
+    add("xl-prep", ["--format", "pieces", "--train", work / "nsmc" / "train.txt", "--out",
                     work / "nsmc"])
     out.append(("xl-train", train + ["--set", f"run.dir={work / 'notes'}"], {}))
     out.append(("xl-train", train + ["--set", f"run.dir={r}"], {}))  # over a finished run
@@ -350,7 +350,7 @@ def cases(work):
                  "txl_int"]:
         add("xl-import", ["--config", TXL] + imported
             + ["--weights", work / "hf" / f"{name}.safetensors"])
-    # Word corpora that are no UTF-8 text, as --format xlnet refuses them.
+    # Word corpora that are no UTF-8 text, as --format pieces refuses them.
     for name in ["utf16.txt", "noise.bin", "nul.txt", "latin1.txt"]:
         add("xl-prep", ["--format", "word", "--train", work / name, "--out", work / "prep"])
     # Vocabulary flags beside a vocabulary reused.

@@ -120,7 +120,7 @@ def prepare_nsmc(work, test_reviews):
     must(run([BIN / "xl-prep", "--format", "nsmc", "--train", text / "nsmc_train.txt",
               "--test", text / "nsmc_test.txt", "--holdout", 300, "--out", nsmc]),
          "xl-prep (nsmc)")
-    must(run([BIN / "xl-prep", "--format", "xlnet", "--vocab-size", 1000,
+    must(run([BIN / "xl-prep", "--format", "pieces", "--vocab-size", 1000,
               "--character-coverage", 0.995, "--train", nsmc / "train.txt", "--valid",
               nsmc / "valid.txt", "--test", nsmc / "test.txt", "--out", nsmc]),
          "xl-prep (xlnet)")

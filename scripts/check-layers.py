@@ -20,6 +20,10 @@ its folders'). This script fails, naming the file and line, when
   - a file of src/, apps/ or include/ includes a CUDA header (c10/cuda, ATen/cuda, the CUDA
     runtime's) other than the runtime files that talk to CUDA (CUDA_FILES): the rest of xl asks
     runtime/cuda.h, and the graph code's interface needs none;
+  - a file outside app/ and apps/ includes CLI11 (command-line parsing is the apps' alone), or a
+    file of xl-prep's command line (apps/xl_prep.cpp, app/prep.*) names a flag of a format
+    (one described in src/prep/prep_formats.cpp, Described("--min-freq", ...)): the formats are data there, so
+    that a new tokenizer edits src/prep/ alone;
   - a family's folder includes the front door of models/ (factory.h, memory_estimate.h,
     registry.h, hf.h: what asks the registry), which sits above the families; a family builds
     from the kit below them (kit.h, memory_shape.h, family.h, language_model.h, ...).
@@ -205,6 +209,38 @@ def check_apps(root, errors):
                 "names it nowhere); docs/architecture.md says every app is")
 
 
+CLI_INCLUDE = re.compile(r'^\s*#\s*include\s+[<"]CLI/')
+FLAG_LITERAL = re.compile(r'"(--[a-z0-9][a-z0-9-]*)"')
+# a flag's description opens with its name: Described("--min-freq", ...) or {"--min-freq", ...}
+DESCRIBED = re.compile(r'(?:\{|Described\()\s*"(--[a-z0-9][a-z0-9-]*)"')
+PREP_FORMATS = Path("src/prep/prep_formats.cpp")
+PREP_COMMAND = (Path("apps/xl_prep.cpp"), Path("src/app/prep.cpp"), Path("include/xl/app/prep.h"))
+
+
+def check_command_line(root, errors):
+    """CLI11 in app/ and apps/ alone; xl-prep's command line names no format's flag."""
+    for top in ("src", "include"):
+        for path in sorted((root / top).rglob("*")):
+            name = path.relative_to(root)
+            if path.suffix not in (".h", ".cpp") or "app" in name.parts:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if CLI_INCLUDE.match(line):
+                    errors.append(
+                        f"{name}:{number}: includes CLI11 outside app/ and apps/; the apps parse "
+                        "command lines, the library takes values")
+    formats = root / PREP_FORMATS
+    flags = set(DESCRIBED.findall(formats.read_text())) if formats.exists() else set()
+    for name in PREP_COMMAND:
+        if not (root / name).exists():
+            continue
+        for number, line in enumerate((root / name).read_text().splitlines(), 1):
+            for flag in sorted(set(FLAG_LITERAL.findall(line)) & flags):
+                errors.append(
+                    f"{name}:{number}: names {flag}, a flag of {PREP_FORMATS}'s formats; the "
+                    "command line makes them from their descriptions there")
+
+
 CUDA_INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](c10/cuda/|ATen/cuda/|cuda_runtime|cuda\.h)')
 CUDA_FILES = {Path("src/runtime/cuda.cpp"), Path("src/runtime/cuda_graph_capture.cpp")}
 
@@ -271,6 +307,7 @@ def main():
     check_rows(args.root, doc, errors)
     check_cuda_includes(args.root, errors)
     check_apps(args.root, errors)
+    check_command_line(args.root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

@@ -127,12 +127,12 @@ if [ "$what" = nsmc ] || [ "$what" = all ]; then
   done
   "$bin/xl-prep" --force --format nsmc --train "$raw/nsmc_train.txt" --test "$raw/nsmc_test.txt" \
     --holdout 5000 --out "$out"
-  "$bin/xl-prep" --force --format xlnet --vocab-size 32000 --train "$out/train.txt" \
+  "$bin/xl-prep" --force --format pieces --vocab-size 32000 --train "$out/train.txt" \
     --valid "$out/valid.txt" --test "$out/test.txt" --out "$out"
   # The same reviews and labels with an 8k vocabulary: with 2.3M training pieces, most of a 32k
   # vocabulary is too rare to learn (docs/benchmarks.md, XLNet).
   mkdir -p "$out"_8k
   cp "$out"/*.tsv "$out"_8k/
-  "$bin/xl-prep" --force --format xlnet --vocab-size 8000 --train "$out/train.txt" \
+  "$bin/xl-prep" --force --format pieces --vocab-size 8000 --train "$out/train.txt" \
     --valid "$out/valid.txt" --test "$out/test.txt" --out "$out"_8k
 fi

@@ -93,7 +93,7 @@ def read_pieces(path, spm_path=None):
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
     if len(data) < 64 or data[:8] != b"XLPIECES":
-        fail(f"{path}: not an xl pieces file (encode it with xl-prep --format xlnet)")
+        fail(f"{path}: not an xl pieces file (encode it with xl-prep --format pieces)")
     version, width, count, model_sum, vocab, data_sum = struct.unpack_from("<IIQQQQ", data, 8)
     if version != 2 or width not in (2, 4):
         fail(f"{path}: pieces format {version} with {width}-byte ids; this script reads "

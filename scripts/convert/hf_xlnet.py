@@ -14,7 +14,7 @@ XLNetForSequenceClassification. Writes
 Then: build/bin/xl-import --config OUT/config.yaml --weights OUT/weights.safetensors \\
           --set run.dir=runs/imported && build/bin/xl-eval --run runs/imported
 The data folder must hold a SentencePiece model of the model's vocabulary with XLNet's ids (the
-folder's spiece.model for published models: xl-prep --format xlnet --spm-model DIR/spiece.model).
+folder's spiece.model for published models: xl-prep --format pieces --spm-model DIR/spiece.model).
 
 HF has no sequence length or pretraining settings; --seq-len sets train.tgt_len (the records or
 the padded reviews), reuse_len is HF's or half of it, num_predict a sixth of it (85 of 512). HF keeps every layer's r_w/r_r/r_s biases,

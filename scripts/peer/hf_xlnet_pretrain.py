@@ -7,7 +7,7 @@
 
 Reads the xl config as xl-train resolves it (`xl-train --dump-config`: the `base:` chain, the
 --set overrides, every default) and the very pieces xl trains on (data.dir/data.train, the
-`.pieces` file of xl-prep --format xlnet, checked against data.dir/data.vocab), and trains
+`.pieces` file of xl-prep --format pieces, checked against data.dir/data.vocab), and trains
 transformers.XLNetLMHeadModel on them with DataCollatorForPermutationLanguageModeling
 (max_span_length 5, plm_probability the config's share of predicted pieces,
 model.xlnet.num_predict / train.tgt_len, so that both sides predict as many pieces), xl's

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "xl/app/flag_checks.h"
 #include "xl/run/logging.h"
 #include "xl/run/outputs.h"
 #include "xl/util/error.h"
@@ -16,98 +15,126 @@
 
 namespace xl::app {
 
+using prep::prep_flags;
 using prep::prep_formats;
+using prep::PrepFlag;
 using prep::PrepFormat;
 using prep::PrepRequest;
 using prep::PrepSplits;
 
 namespace {
 
-bool takes(const PrepFormat& format, const std::string& flag) {
-  const auto flags = format.flags();
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
-const PrepFormat& format_of(const PrepRequest& request) {
+// What --format takes: each format's name and what it writes, for --help.
+void add_format_flag(CLI::App& app, PrepRequest& request) {
+  std::vector<std::string> names;
+  std::vector<std::string> taken; // the former names too, not shown
+  std::vector<std::string> help;
   for (const auto& format : prep_formats()) {
-    if (format.name == request.format) {
-      return format;
+    help.push_back(format.name + " (" + format.help + ")");
+    names.push_back(format.name);
+    taken.push_back(format.name);
+    if (!format.former_name.empty()) {
+      taken.push_back(format.former_name);
     }
   }
-  std::vector<std::string> names;
-  for (const auto& format : prep_formats()) {
-    names.push_back(format.name);
+  app.add_option("--format", request.format, fmt::format("{}", fmt::join(help, ", ")))
+      ->check(CLI::IsMember(taken).description(fmt::format("{{{}}}", fmt::join(names, ","))));
+}
+
+// A format's flag on the command line: its value kept by name in request.values, checked as its
+// description says.
+void add_format_flag(CLI::App& app, PrepRequest& request, const PrepFlag& flag) {
+  const std::string help = fmt::format("{}: {}", fmt::join(flag.formats, ", "), flag.help);
+  const std::string name = flag.name;
+  if (flag.value == PrepFlag::Value::kSwitch) {
+    app.add_flag_callback(
+        name, [&request, name] { request.values[name] = "true"; }, help);
+    return;
   }
-  throw UserError(fmt::format(
-      "--format {}: no such format (one of {})", request.format, fmt::join(names, ", ")));
+  auto* option = app.add_option_function<std::string>(
+      name, [&request, name](const std::string& value) { request.values[name] = value; }, help);
+  option->default_str(flag.default_value);
+  switch (flag.value) {
+    case PrepFlag::Value::kFile:
+      option->type_name("FILE");
+      break;
+    case PrepFlag::Value::kText:
+      option->check(CLI::IsMember(flag.choices));
+      break;
+    case PrepFlag::Value::kCount:
+      option->type_name("INT")->check(count_from(static_cast<int64_t>(flag.low)));
+      break;
+    case PrepFlag::Value::kNumber:
+      option->type_name("FLOAT")->check(
+          flag.low < flag.high ? number_between(flag.low, flag.high) : finite_number());
+      break;
+    case PrepFlag::Value::kSwitch:
+      break;
+  }
 }
 
 // A flag of another format would be ignored: refused, all alike.
 void check_format_flags(const PrepRequest& request, const PrepFormat& format) {
-  for (const auto& other : prep_formats()) {
-    for (const auto& flag : other.flags()) {
-      if (request.given.count(flag) == 0 || takes(format, flag)) {
-        continue;
-      }
-      std::vector<std::string> takers;
-      for (const auto& taker : prep_formats()) {
-        if (takes(taker, flag)) {
-          takers.push_back(taker.name);
-        }
-      }
-      throw UserError(fmt::format(
-          "{} applies to --format {} only, not to --format {}",
-          flag,
-          fmt::join(takers, " or "),
-          request.format));
+  for (const auto& flag : prep_flags()) {
+    if (request.given.count(flag.name) == 0 || format.takes(flag)) {
+      continue;
     }
+    throw UserError(fmt::format(
+        "{} applies to --format {} only, not to --format {}",
+        flag.name,
+        fmt::join(flag.formats, " or "),
+        format.name));
   }
 }
 
-// An empty file name, and flags of the step a reused model or a given split skips, would be
-// ignored: refused.
-void check_flags(const PrepRequest& request) {
-  for (const auto& [flag, value] :
-       {std::pair{"--spm-model", &request.spm_model}, std::pair{"--vocab", &request.vocab}}) {
-    if (request.given.count(flag) > 0 && value->empty()) {
+// An empty file name, a flag without the one it needs, and flags of the step that a reused
+// model or a given split skips, would be ignored: refused.
+void check_flag_rules(const PrepRequest& request) {
+  for (const auto& flag : prep_flags()) {
+    if (request.given.count(flag.name) == 0) {
+      continue;
+    }
+    if (flag.value == PrepFlag::Value::kFile && request.text(flag.name).empty()) {
       throw UserError(fmt::format(
-          "{} '': name the file to reuse, or leave the flag out to build a new one", flag));
+          "{} '': name the file to reuse, or leave the flag out to build a new one", flag.name));
     }
-  }
-  const char* const spm = "they train a SentencePiece model, --spm-model reuses one";
-  const char* const vocab = "they build a vocabulary, --vocab reuses one";
-  for (const auto& [flag, instead, why] :
-       {std::tuple{"--vocab-size", "--spm-model", spm},
-        std::tuple{"--character-coverage", "--spm-model", spm},
-        std::tuple{"--progress-seconds", "--spm-model", spm},
-        std::tuple{
-            "--holdout",
-            "--valid",
-            "--holdout makes the valid split of training reviews, "
-            "--valid gives one"},
-        std::tuple{"--vocab-from", "--vocab", vocab},
-        std::tuple{"--unk", "--vocab", vocab},
-        std::tuple{"--min-freq", "--vocab", vocab},
-        std::tuple{"--max-size", "--vocab", vocab},
-        std::tuple{"--tokenization", "--vocab", "--vocab's vocabulary records its own"}}) {
-    if (request.given.count(flag) > 0 && request.given.count(instead) > 0) {
-      throw UserError(fmt::format("{} and {} exclude each other: {}", flag, instead, why));
+    for (const auto& rule : flag.rules) {
+      if (rule.needs && request.given.count(rule.flag) == 0) {
+        throw UserError(fmt::format("{} goes with {}: {}", flag.name, rule.flag, rule.why));
+      }
+      if (!rule.needs && request.given.count(rule.flag) > 0) {
+        throw UserError(
+            fmt::format("{} and {} exclude each other: {}", flag.name, rule.flag, rule.why));
+      }
     }
-  }
-  if (request.given.count("--pretokenized") > 0 && request.given.count("--vocab") == 0) {
-    throw UserError(
-        "--pretokenized goes with --vocab: a vocabulary built here reads its splits as they "
-        "stand");
   }
 }
 
 } // namespace
 
-int run_prep(const PrepRequest& request) {
-  const PrepFormat& format = format_of(request);
-  check_format_flags(request, format);
-  check_flags(request);
+void add_prep_flags(CLI::App& app, PrepRequest& request) {
+  add_format_flag(app, request);
+  app.add_option(
+      "--train",
+      request.train,
+      "training text file (needed to build a vocabulary or train a model; not where a format's "
+      "flag reuses one)");
+  app.add_option("--valid", request.valid, "validation text file");
+  app.add_option("--test", request.test, "test text file");
+  app.add_option("--out", request.out, "output folder (vocab.txt, train.bin, ...)")->required();
+  for (const auto& flag : prep_flags()) {
+    add_format_flag(app, request, flag);
+  }
+  app.add_flag("--force", request.force, "replace the files of an earlier xl-prep in --out");
+}
+
+int run_prep(const PrepRequest& asked) {
   run::setup_logging("info");
+  const PrepFormat& format = prep::prep_format(asked.format);
+  PrepRequest request = asked;
+  request.format = format.name; // its name, where a former one was given
+  check_format_flags(request, format);
+  check_flag_rules(request);
   PrepSplits splits;
   for (const auto& [name, path] :
        {std::pair{"train", request.train}, {"valid", request.valid}, {"test", request.test}}) {
@@ -118,16 +145,13 @@ int run_prep(const PrepRequest& request) {
   if (splits.empty()) {
     throw UserError("xl-prep has nothing to read: give --train, --valid or --test FILE");
   }
-  if (request.holdout > 0 && splits.count("train") == 0) {
-    throw UserError("--holdout carves the valid split out of --train FILE: give it");
-  }
   run::check_output_folder("--out", request.out, true);
   // Written beside --out, then swapped in whole: a kill leaves the old folder or the new one.
   // Its lock is taken first, so that a second xl-prep into --out is refused, and the files
   // checked next are the ones this one replaces.
   StagedFolder staged(request.out, "xl-prep --out");
   // Every file it will write is checked before anything is read: the folder may hold other
-  // formats' files (nsmc's .txt beside xlnet's .pieces), never one it replaces unasked.
+  // formats' files (nsmc's .txt beside the .pieces of pieces), never one it replaces unasked.
   for (const auto& file : format.outputs(request, splits)) {
     run::check_output_file(
         "--out", (std::filesystem::path(request.out) / file).string(), request.force);

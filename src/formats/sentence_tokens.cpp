@@ -24,7 +24,7 @@ uint64_t bitmap_bytes(uint64_t count) {
 // Version 2 added the data checksum.
 const IdFileFormat& sentence_format() {
   static const IdFileFormat kFormat{
-      "XLPIECES", 2, "pieces file", "encode it with xl-prep --format xlnet", bitmap_bytes};
+      "XLPIECES", 2, "pieces file", "encode it with xl-prep --format pieces", bitmap_bytes};
   return kFormat;
 }
 

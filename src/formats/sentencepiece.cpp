@@ -62,7 +62,7 @@ SentencePiece::SentencePiece(const std::filesystem::path& model)
         processor_->IdToPiece(static_cast<int>(id)) != expected) {
       throw UserError(fmt::format(
           "{}: not an XLNet SentencePiece model: piece {} must have id {} (train "
-          "it with xl-prep --format xlnet)",
+          "it with xl-prep --format pieces)",
           model.string(),
           expected,
           id));

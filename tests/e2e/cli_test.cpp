@@ -46,7 +46,7 @@ TEST(Integrity, BadFlagsAndValuesAreOneLineErrors) {
            {std::string(kBinDir) + "/xl-prep --format word --out o",
             "xl-prep has nothing to read: give --train, --valid or --test FILE"},
            {std::string(kBinDir) + "/xl-prep --format nsmc --test afile --holdout 3 --out o",
-            "--holdout carves the valid split out of --train FILE"},
+            "--holdout goes with --train: it carves the valid split out of --train FILE"},
            // A mistyped flag is named with the one meant, not as the required flag it hid.
            {std::string(kBinDir) + "/xl-eval --rnu r", "unknown flag --rnu: did you mean --run?"},
            {train + "--stop-at-stpe=3",
@@ -249,7 +249,7 @@ TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
   ASSERT_EQ(trained.status, 0) << trained.output;
   write_file(dir / "afile", "한국어 문장입니다.\n");
   const std::string sample = std::string(kBinDir) + "/xl-sample --run r --tokens 2 ";
-  const std::string prep = std::string(kBinDir) + "/xl-prep --format xlnet --train afile --out p ";
+  const std::string prep = std::string(kBinDir) + "/xl-prep --format pieces --train afile --out p ";
   for (const auto& [command, message] : std::vector<std::pair<std::string, std::string>>{
            {sample + "--temperature nan", "--temperature: expected a finite number, found 'nan'"},
            {sample + "--temperature 1e-300", "--temperature 1e-300: expected 0"},
@@ -274,7 +274,7 @@ TEST(Integrity, NumbersAToolTakesAreCheckedBeforeItWorks) {
            {std::string(kBinDir) + "/xl-prep --format byte --train afile --out q --min-freq 2",
             "--min-freq applies to --format word only, not to --format byte"},
            {std::string(kBinDir) + "/xl-prep --train afile --out q --vocab-size 100",
-            "--vocab-size applies to --format xlnet only, not to --format word"},
+            "--vocab-size applies to --format pieces only, not to --format word"},
            {prep + "--holdout 5", "--holdout applies to --format nsmc only"},
        }) {
     SCOPED_TRACE(command);

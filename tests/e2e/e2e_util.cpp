@@ -63,7 +63,7 @@ const fs::path& nsmc_dir() {
         " --holdout 300 --out " + d.string());
     EXPECT_EQ(r.status, 0) << r.output;
     r = run_command(
-        app("xl-prep") + " --format xlnet --vocab-size 2000 --character-coverage 0.995 --train " +
+        app("xl-prep") + " --format pieces --vocab-size 2000 --character-coverage 0.995 --train " +
         (d / "train.txt").string() + " --valid " + (d / "valid.txt").string() + " --test " +
         (d / "test.txt").string() + " --out " + d.string());
     EXPECT_EQ(r.status, 0) << r.output;

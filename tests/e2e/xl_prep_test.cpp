@@ -56,6 +56,21 @@ TEST(XlPrep, MissingAndEmptyInputsExitTwoWithAClearMessage) {
   EXPECT_THAT(r.output, HasSubstr("xl-prep has nothing to read: give --train, --valid or --test"));
 }
 
+// XLNet's format is called pieces; the old name still works, with a notice, and the flags are
+// checked against the format it names.
+TEST(XlPrep, TheFormatsFormerNameIsTakenWithANotice) {
+  TempDir dir;
+  write_file(dir / "text.txt", "a b\n");
+  const auto r = run_command(
+      app("xl-prep") + " --format xlnet --train text.txt --holdout 5 --out o", dir.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--format xlnet is now called --format pieces"));
+  EXPECT_THAT(
+      r.output, HasSubstr("--holdout applies to --format nsmc only, not to --format pieces"));
+  const auto help = run_command(app("xl-prep") + " --help", dir.path());
+  EXPECT_THAT(help.output, HasSubstr("{word,byte,pieces,nsmc}"));
+}
+
 // A kill during xl-prep --force leaves the folder as it was: the new files are written into a
 // staging folder beside it and swapped in whole. A second xl-prep into the same --out while the
 // first runs is refused; a process substitution is read once.

@@ -403,7 +403,7 @@ TEST(XLNetE2E, ScoresEveryPieceLeftToRightAsHuggingFaceDoes) {
   // The text as a pieces file xl-prep made with the run's model scores the same, both ways; a
   // token file of words is named, not read as text holding a NUL.
   r = run_command(
-      app("xl-prep") + " --format xlnet --spm-model r/spiece.model --test three.txt --out enc",
+      app("xl-prep") + " --format pieces --spm-model r/spiece.model --test three.txt --out enc",
       dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(app("xl-eval") + " --run r --file enc/test.pieces --json e.json", dir.path());
@@ -494,8 +494,8 @@ TEST(XLNetE2E, BadInputIsAClearErrorAndWritesNoRun) {
     EXPECT_FALSE(fs::exists(dir / run)) << run;
   }
   fails(
-      app("xl-prep") + " --format xlnet --train " + write_file(dir / "empty.txt", "\n\n").string() +
-          " --out " + (dir / "empty").string(),
+      app("xl-prep") + " --format pieces --train " +
+          write_file(dir / "empty.txt", "\n\n").string() + " --out " + (dir / "empty").string(),
       "empty.txt");
   fails(
       app("xl-prep") + " --format nsmc --train " +

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "xl/app/cli.h"
+#include "xl/app/flag_checks.h"
 #include "xl/config/config.h"
 #include "xl/io/safetensors.h"
 #include "xl/models/factory.h"
@@ -22,7 +23,6 @@
 #include "xl/train/optimizer.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
-#include "xl/util/flag_checks.h"
 
 namespace {
 

@@ -160,6 +160,22 @@ class CheckLayers(unittest.TestCase):
         self.assertIn("apps/CMakeLists.txt: xl-two is run by no end-to-end test", err)
         self.assertNotIn("xl-one is run", err)
 
+    def test_cli11_outside_the_apps_fails(self):
+        code, err = self.check(self.tree(files={
+            "include/xl/nn/b.h": "#pragma once\n#include <CLI/CLI.hpp>\n",
+            "src/app/cli.cpp": "#include <CLI/CLI.hpp>\n"}))
+        self.assertEqual(code, 1)
+        self.assertIn("include/xl/nn/b.h:2: includes CLI11 outside app/ and apps/", err)
+        self.assertNotIn("src/app/cli.cpp", err)
+
+    def test_a_format_flag_named_by_the_prep_command_fails(self):
+        code, err = self.check(self.tree(files={
+            "src/prep/prep_formats.cpp": 'Described(\n  "--min-freq", {"word"}).needs("--out", "")\n',
+            "apps/xl_prep.cpp": 'app.add_option("--out", out);\napp.add_option("--min-freq", f);\n'}))
+        self.assertEqual(code, 1)
+        self.assertIn("apps/xl_prep.cpp:2: names --min-freq, a flag of src/prep/prep_formats.cpp", err)
+        self.assertNotIn("--out", err)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "xl/app/flag_checks.h"
 #include "xl/config/schema.h"
-#include "xl/util/flag_checks.h"
 
 namespace xl::app {
 

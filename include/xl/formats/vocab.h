@@ -40,7 +40,7 @@ std::string to_string(VocabKind kind);
 
 /// A corpus file read whole, for a vocabulary of `kind`: missing and empty files are refused
 /// naming the file; a word corpus must be UTF-8 text (read_utf8_text: a NUL byte or more than
-/// 1% of bytes outside UTF-8 is refused, as --format xlnet refuses it), a byte corpus any file.
+/// 1% of bytes outside UTF-8 is refused, as --format pieces refuses it), a byte corpus any file.
 std::string read_corpus(const std::filesystem::path& path, VocabKind kind);
 
 class Vocab {

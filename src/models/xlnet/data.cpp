@@ -34,7 +34,7 @@ class XLNetDataset : public sources::Dataset {
     if (!pieces_) {
       throw UserError(fmt::format(
           "{}: XLNet reads SentencePiece pieces, and this is a {} of {}; prepare the corpus "
-          "with xl-prep --format xlnet (or nsmc)",
+          "with xl-prep --format pieces (or nsmc)",
           tokenizer_->file().string(),
           tokenizer_->describe(),
           tokenizer_->size()));

@@ -1,4 +1,4 @@
-#include "xl/util/flag_checks.h"
+#include "xl/app/flag_checks.h"
 
 #include <fmt/format.h>
 
