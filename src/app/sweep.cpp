@@ -1,3 +1,5 @@
+#include "xl/app/sweep.h"
+
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -7,7 +9,6 @@
 #include <iostream>
 
 #include "xl/app/cli.h"
-#include "xl/app/sweep.h"
 #include "xl/lab/compare.h"
 #include "xl/lab/plot.h"
 #include "xl/run/logging.h"
