@@ -9,29 +9,43 @@ namespace xl::infer {
 
 namespace {
 
-// What turns the model's log-probabilities into the listing and the in-vocabulary totals.
-void keep_outputs(eval::EvalOptions& options, Scored& scored, int64_t unk) {
-  if (unk >= 0) {
-    scored.in_vocabulary = InVocabulary{};
-  }
-  if (!scored.listing && !scored.in_vocabulary) {
-    return;
+// The in-vocabulary totals, summed where the model runs and read once at the end: a read per
+// batch would wait for the device at every batch.
+struct InVocabularySums {
+  torch::Tensor tokens;
+  torch::Tensor nll;
+};
+
+// What turns the model's log-probabilities into the listing and the in-vocabulary sums.
+std::shared_ptr<InVocabularySums> keep_outputs(
+    eval::EvalOptions& options,
+    Scored& scored,
+    int64_t unk) {
+  auto sums = unk >= 0 ? std::make_shared<InVocabularySums>() : nullptr;
+  if (!scored.listing && !sums) {
+    return sums;
   }
   options.log_probs = true;
-  options.on_output = [&scored, unk](const sources::Batch& batch, const models::ModelOutput& out) {
-    const auto log_probs = out.log_probs.to(torch::kCPU, torch::kFloat);
+  options.on_output = [&scored, sums, unk](
+                          const sources::Batch& batch, const models::ModelOutput& out) {
     if (scored.listing) {
-      scored.listing->add(batch, log_probs);
+      scored.listing->add(batch, out.log_probs.to(torch::kCPU, torch::kFloat));
     }
-    if (scored.in_vocabulary) {
+    if (sums) {
       auto known = batch.targets.ne(unk);
       if (batch.target_mask.defined()) {
         known &= batch.target_mask;
       }
-      scored.in_vocabulary->tokens += known.sum().item<int64_t>();
-      scored.in_vocabulary->nll -= log_probs.masked_select(known).sum().item<double>();
+      known = known.to(out.log_probs.device());
+      const auto tokens = known.sum();
+      const auto nll =
+          -torch::where(known, out.log_probs, torch::zeros({}, out.log_probs.options()))
+               .sum(torch::kDouble);
+      sums->tokens = sums->tokens.defined() ? sums->tokens + tokens : tokens;
+      sums->nll = sums->nll.defined() ? sums->nll + nll : nll;
     }
   };
+  return sums;
 }
 
 // The <unk> of a word vocabulary that maps a user's text to it, or -1.
@@ -64,7 +78,7 @@ Scored score_batches(
           return tokenizer.token(id);
         });
   }
-  keep_outputs(setup.options, scored, unknown_id(run, scored.reading));
+  const auto sums = keep_outputs(setup.options, scored, unknown_id(run, scored.reading));
   if (const auto note = models::eval_span_note(run.config()); !note.empty()) {
     logger().info("{}", note);
   }
@@ -72,6 +86,13 @@ Scored score_batches(
   {
     const auto lock = run.graph_lock();
     scored.result = eval::evaluate(run.model(), *setup.source, setup.options, o.observe);
+  }
+  if (sums) {
+    scored.in_vocabulary = InVocabulary{};
+    if (sums->tokens.defined()) {
+      scored.in_vocabulary->tokens = sums->tokens.item<int64_t>();
+      scored.in_vocabulary->nll = sums->nll.item<double>();
+    }
   }
   if (o.per_token_file) {
     const int64_t rows = scored.listing->write(run.config().run.progress_seconds);

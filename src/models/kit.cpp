@@ -32,6 +32,10 @@ nn::InitOptions init_options(const config::ModelConfig& m) {
       .normal_std(m.init_std);
 }
 
+StackShape stack_shape(const config::ModelConfig& model, const nn::DecoderLayerOptions& layer) {
+  return StackShape(model.n_layer, layer).init(init_options(model));
+}
+
 DecodingCache::DecodingCache(const ForwardArgs& args, int64_t n_layer, int64_t batch)
     : cache(args.next_token ? args.cache : nullptr) {
   if (cache == nullptr) {

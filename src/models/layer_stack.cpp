@@ -48,6 +48,19 @@ nn::Memory StackOutput::next_memory(const nn::Memory& mems, int64_t mem_len, int
   return next;
 }
 
+LayerStackOptions::LayerStackOptions(const StackShape& shape, MakeLayer make)
+    : n_layer_(shape.n_layer()), make_(std::move(make)), recompute_(shape.checkpoint_layers()) {
+  const auto& attention = shape.layer().attention();
+  TORCH_CHECK(
+      shape.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1,
+      "a layer stack needs at least one layer and head, got ",
+      shape.n_layer(),
+      " layers of ",
+      attention.n_head(),
+      " heads of ",
+      attention.d_head());
+}
+
 LayerStackImpl::LayerStackImpl(LayerStackOptions options_) : options(std::move(options_)) {
   reset();
 }

@@ -19,8 +19,7 @@ models::LanguageModel relative_model(int64_t mem_len) {
   lengths.mem_len = mem_len;
   auto model = std::make_shared<models::TransformerXLImpl>(
       models::TransformerXLOptions(
-          2,
-          nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 24),
+          {2, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 24)},
           nn::AdaptiveSoftmaxOptions(nn::AdaptiveOptions(30, 16, 16).cutoffs({8}).div_val(1)))
           .lengths(lengths));
   return model;
@@ -110,8 +109,7 @@ TEST(Generate, ADecodingCacheGivesWhatReReadingTheWindowGives) {
     models::CharTransformerImpl model(
         models::CharTransformerOptions(
             20,
-            2,
-            nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(!per_layer), 32))
+            {2, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(!per_layer), 32)})
             .n_ctx(8)
             .per_layer_positions(per_layer)
             .losses(losses));
@@ -138,7 +136,7 @@ TEST(Generate, AWindowLongerThanThePositionTablesIsRefused) {
   losses.schedule.n_layer = 2;
   models::CharTransformerImpl model(
       models::CharTransformerOptions(
-          20, 2, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 32))
+          20, {2, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 32)})
           .n_ctx(6)
           .losses(losses));
   auto o = options(10, 3);

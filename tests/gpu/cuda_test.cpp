@@ -27,9 +27,9 @@ TransformerXLOptions options(double dropout = 0.0) {
   lengths.same_length = true;
   lengths.clamp_len = 10;
   return TransformerXLOptions(
-             3,
-             nn::DecoderLayerOptions(
-                 nn::AttentionOptions(64, 4, 16).dropout(dropout).dropatt(dropout), 128),
+             {3,
+              nn::DecoderLayerOptions(
+                  nn::AttentionOptions(64, 4, 16).dropout(dropout).dropatt(dropout), 128)},
              nn::AdaptiveSoftmaxOptions(
                  nn::AdaptiveOptions(500, 64, 64).cutoffs({50, 200}).div_val(2))
                  .tie_projs({false, true, true}))
@@ -113,7 +113,9 @@ TEST_F(Cuda, CheckpointedBf16StepGivesThePlainGradients) {
   for (const bool checkpointed : {false, true}) {
     torch::manual_seed(3);
     torch::cuda::manual_seed_all(3);
-    auto model = std::make_shared<TransformerXLImpl>(options(0.2).checkpoint_layers(checkpointed));
+    auto checkpointing = options(0.2);
+    checkpointing.stack().checkpoint_layers(checkpointed);
+    auto model = std::make_shared<TransformerXLImpl>(checkpointing);
     model->to(torch::kCUDA);
     model->train();
     config::TrainConfig t;

@@ -119,8 +119,7 @@ TEST(SafeTensors, RefusesMalformedHeadersBeforeAllocating) {
 // A Transformer-XL of one layer, vocabulary 30 in two clusters.
 models::TransformerXLOptions one_layer_options() {
   return models::TransformerXLOptions(
-      1,
-      nn::DecoderLayerOptions(nn::AttentionOptions(8, 2, 4), 16),
+      {1, nn::DecoderLayerOptions(nn::AttentionOptions(8, 2, 4), 16)},
       nn::AdaptiveSoftmaxOptions(nn::AdaptiveOptions(30, 8, 8).cutoffs({10}))
           .tie_projs({false, true}));
 }

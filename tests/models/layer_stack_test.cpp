@@ -7,6 +7,7 @@
 
 #include "xl/models/layer_stack.h"
 #include "xl/nn/init.h"
+#include "xl/nn/vanilla_decoder_layer.h"
 
 namespace xl::models {
 namespace {
@@ -132,6 +133,33 @@ TEST(LayerStack, PerCallTensorsAreReadByName) {
     ADD_FAILURE() << "no error";
   } catch (const c10::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no per-call tensor named positions was given"));
+  }
+}
+
+// A family's shape makes its stack: n_layer layers alike, recomputed where the shape asks, and
+// refused without a layer or a head.
+TEST(LayerStack, IsMadeFromAFamilysShape) {
+  const nn::DecoderLayerOptions layer(nn::AttentionOptions(8, 2, 4), 16);
+  const auto options =
+      layers_alike<nn::VanillaDecoderLayer>(StackShape(3, layer).checkpoint_layers(true));
+  EXPECT_EQ(options.n_layer(), 3);
+  EXPECT_TRUE(options.recompute());
+  const LayerStack stack(options);
+  ASSERT_EQ(stack->size(), 3u);
+  EXPECT_NE(stack->ptr<nn::VanillaDecoderLayerImpl>(2), nullptr);
+  EXPECT_FALSE(layers_alike<nn::VanillaDecoderLayer>(StackShape(1, layer)).recompute());
+  for (const auto& [n_layer, n_head] : {std::pair{0, 2}, std::pair{2, 0}}) {
+    try {
+      (void)layers_alike<nn::VanillaDecoderLayer>(
+          StackShape(n_layer, nn::DecoderLayerOptions(nn::AttentionOptions(8, n_head, 4), 16)));
+      ADD_FAILURE() << "no error for " << n_layer << " layers of " << n_head << " heads";
+    } catch (const c10::Error& e) {
+      EXPECT_THAT(
+          e.what(),
+          HasSubstr(
+              "a layer stack needs at least one layer and head, got " + std::to_string(n_layer) +
+              " layers of " + std::to_string(n_head) + " heads of 4"));
+    }
   }
 }
 

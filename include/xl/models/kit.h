@@ -27,6 +27,9 @@ nn::AttentionOptions attention_options(const config::ModelConfig& model);
 /// model.init, init_range and init_std.
 nn::InitOptions init_options(const config::ModelConfig& model);
 
+/// model.n_layer layers of `layer`, drawn as init_options(model) says.
+StackShape stack_shape(const config::ModelConfig& model, const nn::DecoderLayerOptions& layer);
+
 /// A ConfigError unless model.d_model is even, as the sinusoid position embedding needs (a
 /// family's validation calls it).
 void require_even_d_model(const config::Config& config);

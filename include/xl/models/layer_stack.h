@@ -24,6 +24,7 @@
 
 #include "xl/models/language_model.h"
 #include "xl/nn/attention_core.h"
+#include "xl/nn/decoder_layer_options.h"
 #include "xl/nn/init.h"
 #include "xl/nn/memory.h"
 #include "xl/runtime/cuda_graph.h"
@@ -112,11 +113,27 @@ struct StackOutput {
   nn::Memory next_memory(const nn::Memory& mems, int64_t mem_len, int64_t ext_len) const;
 };
 
+/// What the options of every family hold of its layers: how many, each one's attention and
+/// feed-forward, how the model's weights are drawn, and whether the backward recomputes them.
+struct StackShape {
+  StackShape(int64_t n_layer, const nn::DecoderLayerOptions& layer)
+      : n_layer_(n_layer), layer_(layer) {}
+  TORCH_ARG(int64_t, n_layer);
+  /// every layer: attention (d_model, heads, dropouts, pre- or post-norm, eps), feed-forward
+  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  TORCH_ARG(nn::InitOptions, init) = {};
+  /// recompute each layer's activations in the backward pass instead of keeping them
+  /// (train.activation_checkpointing)
+  TORCH_ARG(bool, checkpoint_layers) = false;
+};
+
 /// Makes layer i.
 using MakeLayer = std::function<std::shared_ptr<torch::nn::Module>(int64_t)>;
 
 struct LayerStackOptions {
   LayerStackOptions(int64_t n_layer, MakeLayer make) : n_layer_(n_layer), make_(std::move(make)) {}
+  /// `shape`'s layers (at least one, of at least one head), recomputed as it says
+  LayerStackOptions(const StackShape& shape, MakeLayer make);
   TORCH_ARG(int64_t, n_layer);
   TORCH_ARG(MakeLayer, make);
   /// activation recomputation of every layer (train.activation_checkpointing)
@@ -124,6 +141,12 @@ struct LayerStackOptions {
   /// why the family's forward cannot be graphed whatever its shapes ("": it can)
   TORCH_ARG(std::string, no_graphs);
 };
+
+/// `shape`'s layers, each a `Layer` (a module holder) made from shape.layer().
+template <class Layer>
+LayerStackOptions layers_alike(const StackShape& shape) {
+  return LayerStackOptions(shape, [layer = shape.layer()](int64_t) { return Layer(layer).ptr(); });
+}
 
 /// The layers as children "0", "1", ...: their parameters are layers.<i>.*, as in a ModuleList.
 class LayerStackImpl : public torch::nn::Module {

@@ -19,20 +19,20 @@ CharTransformerOptions char_transformer_options(const config::Config& c, int64_t
   losses.target_weights = x.target_weights;
   return CharTransformerOptions(
              n_token,
-             m.n_layer,
-             nn::DecoderLayerOptions(attention_options(m), m.d_inner).inner_dropout(x.relu_dropout))
+             stack_shape(
+                 m,
+                 nn::DecoderLayerOptions(attention_options(m), m.d_inner)
+                     .inner_dropout(x.relu_dropout))
+                 .checkpoint_layers(c.train.activation_checkpointing))
       .n_ctx(x.n_ctx)
       .per_layer_positions(x.positions == PositionTables::kPerLayer)
-      .losses(losses)
-      .init(init_options(m));
+      .losses(losses);
 }
 
 namespace {
 
 LanguageModel build(const config::Config& config, int64_t n_token) {
-  return std::make_shared<CharTransformerImpl>(
-      char_transformer_options(config, n_token)
-          .checkpoint_layers(config.train.activation_checkpointing));
+  return std::make_shared<CharTransformerImpl>(char_transformer_options(config, n_token));
 }
 
 // Bytes only, no context past the windows.
@@ -59,7 +59,7 @@ std::unique_ptr<sources::Dataset> random_dataset(
 // training heads, all alive at the first step: n x targets heads with intermediate layers.
 MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const CharTransformerOptions o = char_transformer_options(c, n_token);
-  MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
+  MemoryShape f(static_cast<double>(o.stack().n_layer()), o.stack().layer());
   const LayerShape& l = f.layer;
   const auto v = static_cast<double>(o.n_token());
   const double heads = (o.losses().schedule.intermediate ? f.n_layer : 1) *
@@ -67,7 +67,7 @@ MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const double positions =
       (o.per_layer_positions() ? f.n_layer : 1) * static_cast<double>(o.n_ctx()) * l.d;
   f.parameters = v * l.d + positions + f.n_layer * l.parameters() +
-      (o.layer().attention().pre_lnorm() ? 2 * l.d : 0) + heads * (l.d * v + v);
+      (o.stack().layer().attention().pre_lnorm() ? 2 * l.d : 0) + heads * (l.d * v + v);
   f.largest = std::max({v * l.d, positions, l.largest()});
   f.classes = v;
   f.training_rows =

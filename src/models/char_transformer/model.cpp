@@ -18,16 +18,17 @@ CharTransformerImpl::CharTransformerImpl(const CharTransformerOptions& options_)
 
 void CharTransformerImpl::reset() {
   const auto& o = options;
-  const auto& attention = o.layer().attention();
+  const int64_t n_layer = o.stack().n_layer();
+  const auto& attention = o.stack().layer().attention();
   const auto& losses = o.losses();
   TORCH_CHECK(
-      o.n_token() >= 1 && o.n_layer() >= 1 && o.n_ctx() >= 1 && !losses.target_weights.empty() &&
-          losses.schedule.n_layer == o.n_layer(),
-      "char transformer: need a vocabulary, layers, positions and a t+1 weight, and a schedule "
-      "over the model's layers; got ",
+      o.n_token() >= 1 && o.n_ctx() >= 1 && !losses.target_weights.empty() &&
+          losses.schedule.n_layer == n_layer,
+      "char transformer: need a vocabulary, positions and a t+1 weight, and a schedule over the "
+      "model's layers; got ",
       o.n_token(),
       " tokens, ",
-      o.n_layer(),
+      n_layer,
       " layers, n_ctx ",
       o.n_ctx(),
       ", ",
@@ -39,12 +40,10 @@ void CharTransformerImpl::reset() {
   word_embedding = register_module("word_embedding", torch::nn::Embedding(o.n_token(), d_model));
   positions = register_module(
       "positions",
-      nn::LearnedPositions(nn::LearnedPositionsOptions(
-          o.per_layer_positions() ? o.n_layer() : 1, o.n_ctx(), d_model)));
+      nn::LearnedPositions(
+          nn::LearnedPositionsOptions(o.per_layer_positions() ? n_layer : 1, o.n_ctx(), d_model)));
   drop = register_module("drop", nn::Dropout(attention.dropout()));
-  layers = register_layer_stack(*this, LayerStackOptions(o.n_layer(), [layer = o.layer()](int64_t) {
-                                         return nn::VanillaDecoderLayer(layer).ptr();
-                                       }).recompute(o.checkpoint_layers()));
+  layers = register_layer_stack(*this, layers_alike<nn::VanillaDecoderLayer>(o.stack()));
   if (attention.pre_lnorm()) {
     final_norm = register_module(
         "final_norm",
@@ -53,11 +52,11 @@ void CharTransformerImpl::reset() {
   }
   out = register_module("out", torch::nn::Linear(d_model, o.n_token()));
   const auto n_target = static_cast<int64_t>(losses.target_weights.size());
-  const bool intermediate = losses.schedule.intermediate && o.n_layer() > 1;
+  const bool intermediate = losses.schedule.intermediate && n_layer > 1;
   if (n_target > 1 || intermediate) {
     heads = register_module(
         "heads",
-        CharHeads(CharHeadsOptions(d_model, o.n_token(), o.n_layer())
+        CharHeads(CharHeadsOptions(d_model, o.n_token(), n_layer)
                       .n_target(n_target)
                       .intermediate(intermediate)));
   }
@@ -65,7 +64,7 @@ void CharTransformerImpl::reset() {
 }
 
 void CharTransformerImpl::reset_parameters() {
-  const nn::InitOptions& init = options.init();
+  const nn::InitOptions& init = options.stack().init();
   torch::NoGradGuard no_grad;
   init.weight(word_embedding->weight);
   positions->reset_parameters(init);
@@ -97,7 +96,7 @@ LossTerm CharTransformerImpl::head_term(
   // `scored` of them; row j is input position j + len - n_targets.
   const int64_t first = std::max<int64_t>(0, n_targets - scored - offset);
   const int64_t rows = std::max<int64_t>(0, n_targets - offset - first);
-  const auto name = layer == options.n_layer() - 1 && offset == 0
+  const auto name = layer == options.stack().n_layer() - 1 && offset == 0
       ? std::string("lm")
       : fmt::format("l{}/t+{}", layer + 1, offset + 1);
   if (rows == 0 || weight == 0.0) { // nothing to score, or a stopped layer: no head runs
@@ -148,7 +147,7 @@ void CharTransformerImpl::add_layer_terms(
   // Generation without targets runs no head but the next token's.
   const auto n_target = targets.defined() ? static_cast<int64_t>(losses.target_weights.size()) : 0;
   for (int64_t k = 0; k < n_target; ++k) {
-    const bool own = l == options.n_layer() - 1 && k == 0;
+    const bool own = l == options.stack().n_layer() - 1 && k == 0;
     if (!own && (!training || !heads || !heads->has(l, k))) {
       continue;
     }
@@ -171,7 +170,7 @@ ModelOutput CharTransformerImpl::forward(
   const auto& tokens = batch.tokens;
   check_lm_batch(batch, args, "the char transformer");
   const int64_t len = tokens.size(0);
-  const int64_t n_layer = options.n_layer();
+  const int64_t n_layer = options.stack().n_layer();
   // Evaluation runs the last layer's t+1 head only, on every target.
   std::vector<double> weights(static_cast<size_t>(n_layer), 0.0);
   weights.back() = 1.0;

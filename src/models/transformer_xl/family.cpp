@@ -36,23 +36,21 @@ TransformerXLOptions transformer_xl_options(const config::Config& c, int64_t n_t
   lengths.clamp_len = x.clamp_len;
   lengths.same_length = x.same_length;
   return TransformerXLOptions(
-             m.n_layer,
-             nn::DecoderLayerOptions(attention, m.d_inner),
+             stack_shape(m, nn::DecoderLayerOptions(attention, m.d_inner))
+                 .init(init_options(m).proj_std(x.proj_init_std))
+                 .checkpoint_layers(c.train.activation_checkpointing),
              nn::AdaptiveSoftmaxOptions(adaptive).tie_weight(x.tie_weight).tie_projs(tie_projs))
       .untie_r(x.untie_r)
       .relative(x.attn_type == AttnType::kRelative)
       .learned_positions(x.attn_type == AttnType::kLearned)
       .n_ctx(x.n_ctx.value_or(x.mem_len + c.train.tgt_len))
-      .lengths(lengths)
-      .init(init_options(m).proj_std(x.proj_init_std));
+      .lengths(lengths);
 }
 
 namespace {
 
 LanguageModel build(const config::Config& config, int64_t n_token) {
-  return std::make_shared<TransformerXLImpl>(
-      transformer_xl_options(config, n_token)
-          .checkpoint_layers(config.train.activation_checkpointing));
+  return std::make_shared<TransformerXLImpl>(transformer_xl_options(config, n_token));
 }
 
 bool trained_without_memory(const config::Config& c) {
@@ -97,7 +95,7 @@ std::unique_ptr<sources::Dataset> random_dataset(
 // shortlist and one class per tail.
 MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const TransformerXLOptions o = transformer_xl_options(c, n_token);
-  MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
+  MemoryShape f(static_cast<double>(o.stack().n_layer()), o.stack().layer());
   const LayerShape& l = f.layer;
   const double positions =
       o.learned_positions() ? f.n_layer * static_cast<double>(o.n_ctx()) * l.d : 0;

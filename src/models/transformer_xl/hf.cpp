@@ -89,7 +89,7 @@ std::vector<HFTensor> hf_tensors(TransformerXLImpl& model) {
   TORCH_CHECK(model.options.relative(), "Hugging Face TransfoXL has relative attention only");
   std::vector<HFTensor> out;
   add_embedding(out, model);
-  for (int64_t l = 0; l < model.options.n_layer(); ++l) {
+  for (int64_t l = 0; l < model.options.stack().n_layer(); ++l) {
     add_layer(out, model, l);
   }
   add_softmax(out, model);

@@ -22,16 +22,9 @@ TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& options_) : opt
 
 void TransformerXLImpl::reset() {
   const auto& o = options;
-  const auto& attention = o.layer().attention();
+  const int64_t n_layer = o.stack().n_layer();
+  const auto& attention = o.stack().layer().attention();
   const auto& adaptive = o.output().adaptive();
-  TORCH_CHECK(
-      o.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1,
-      "Transformer-XL needs at least one layer and head, got ",
-      o.n_layer(),
-      " layers of ",
-      attention.n_head(),
-      " heads of ",
-      attention.d_head());
   TORCH_CHECK(
       adaptive.d_proj() == attention.d_model(),
       "the adaptive input and softmax must project to d_model ",
@@ -55,20 +48,19 @@ void TransformerXLImpl::reset() {
   if (o.learned_positions()) {
     positions = register_module(
         "positions",
-        nn::LearnedPositions(
-            nn::LearnedPositionsOptions(o.n_layer(), o.n_ctx(), attention.d_model())));
+        nn::LearnedPositions(nn::LearnedPositionsOptions(n_layer, o.n_ctx(), attention.d_model())));
   }
   drop = register_module("drop", nn::Dropout(attention.dropout()));
   if (o.relative()) {
-    r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
-    r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, o.n_layer(), o.untie_r()));
+    r_w_bias = register_parameter("r_w_bias", nn::global_bias(attention, n_layer, o.untie_r()));
+    r_r_bias = register_parameter("r_r_bias", nn::global_bias(attention, n_layer, o.untie_r()));
   }
   layers = register_layer_stack(
-      *this, LayerStackOptions(o.n_layer(), [layer = o.layer(), relative = o.relative()](int64_t) {
-               return relative
-                   ? nn::RelDecoderLayer(layer).ptr()
-                   : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(layer).ptr());
-             }).recompute(o.checkpoint_layers()));
+      *this,
+      LayerStackOptions(o.stack(), [layer = o.stack().layer(), relative = o.relative()](int64_t) {
+        return relative ? nn::RelDecoderLayer(layer).ptr()
+                        : std::shared_ptr<torch::nn::Module>(nn::VanillaDecoderLayer(layer).ptr());
+      }));
   crit = register_module("crit", nn::AdaptiveLogSoftmax(o.output()));
   crit->tie_to(*word_emb);
   reset_parameters();
@@ -77,7 +69,7 @@ void TransformerXLImpl::reset() {
 void TransformerXLImpl::reset_parameters() {
   // Module by module in registration order, parameters first (as named_parameters() lists them),
   // so that a seed gives the weights kimiyoung's name-based rules give.
-  const nn::InitOptions& init = options.init();
+  const nn::InitOptions& init = options.stack().init();
   if (r_w_bias.defined()) {
     init.weight(r_w_bias);
     init.weight(r_r_bias);
@@ -88,14 +80,6 @@ void TransformerXLImpl::reset_parameters() {
   word_emb->reset_parameters(init);
   layers->reset_parameters<nn::RelDecoderLayerImpl, nn::VanillaDecoderLayerImpl>(init);
   crit->reset_parameters(init);
-}
-
-torch::Tensor TransformerXLImpl::u(int64_t layer) const {
-  return nn::layer_bias(r_w_bias, layer);
-}
-
-torch::Tensor TransformerXLImpl::v(int64_t layer) const {
-  return nn::layer_bias(r_r_bias, layer);
 }
 
 std::pair<torch::Tensor, torch::Tensor> TransformerXLImpl::embed(
@@ -126,7 +110,11 @@ torch::Tensor TransformerXLImpl::layer_forward(const torch::Tensor& h, const Lay
   const auto& mem = args.mem;
   if (options.relative()) {
     return layers->ptr<nn::RelDecoderLayerImpl>(index)->forward(
-        h, {args.tensors["r"], u(i), v(i)}, mask, mem, args.cache);
+        h,
+        {args.tensors["r"], nn::layer_bias(r_w_bias, i), nn::layer_bias(r_r_bias, i)},
+        mask,
+        mem,
+        args.cache);
   }
   if (!options.learned_positions()) {
     return layers->ptr<nn::VanillaDecoderLayerImpl>(index)->forward(h, mask, mem, args.cache);

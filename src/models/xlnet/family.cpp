@@ -32,21 +32,23 @@ XLNetOptions xlnet_options(const config::ModelConfig& m, int64_t n_token) {
   lengths.clamp_len = x.clamp_len;
   return XLNetOptions(
              n_token,
-             m.n_layer,
-             nn::DecoderLayerOptions(attention_options(m), m.d_inner)
-                 .activation(activation(x.ff_activation)))
+             stack_shape(
+                 m,
+                 nn::DecoderLayerOptions(attention_options(m), m.d_inner)
+                     .activation(activation(x.ff_activation)))
+                 .init(init_options(m).unit_layer_norm(true)))
       .untie_r(x.untie_r)
       .n_class(x.n_class)
       .summary(x.summary)
-      .lengths(lengths)
-      .init(init_options(m).unit_layer_norm(true));
+      .lengths(lengths);
 }
 
 namespace {
 
 LanguageModel build(const config::Config& config, int64_t n_token) {
-  return std::make_shared<XLNetImpl>(xlnet_options(config.model, n_token)
-                                         .checkpoint_layers(config.train.activation_checkpointing));
+  auto options = xlnet_options(config.model, n_token);
+  options.stack().checkpoint_layers(config.train.activation_checkpointing);
+  return std::make_shared<XLNetImpl>(options);
 }
 
 Span eval_span(const config::Config& c, bool validation) {
@@ -62,7 +64,7 @@ Span eval_span(const config::Config& c, bool validation) {
 // streams; the LM scores num_predict rows per sequence.
 MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const XLNetOptions o = xlnet_options(c.model, n_token);
-  MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
+  MemoryShape f(static_cast<double>(o.stack().n_layer()), o.stack().layer());
   const LayerShape& l = f.layer;
   const auto v = static_cast<double>(o.n_token());
   const auto n_class = static_cast<double>(o.n_class());

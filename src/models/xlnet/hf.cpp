@@ -17,7 +17,7 @@ using View = std::function<torch::Tensor(const torch::Tensor&)>;
 // r_w/r_r/r_s biases (rows of the untied ones, or HF's per-layer copies of the shared ones), the
 // segment embedding, LayerNorms and the feed-forward.
 void add_layer(std::vector<HFTensor>& out, XLNetImpl& model, int64_t l) {
-  const auto& attention = model.options.layer().attention();
+  const auto& attention = model.options.stack().layer().attention();
   const int64_t d_model = attention.d_model();
   const int64_t n_head = attention.n_head();
   const int64_t d_head = attention.d_head();
@@ -66,7 +66,7 @@ std::vector<HFTensor> hf_tensors(XLNetImpl& model) {
   std::vector<HFTensor> out;
   add_hf_tensor(out, "transformer.mask_emb", model.mask_emb);
   add_hf_tensor(out, "transformer.word_embedding.weight", model.word_embedding->weight);
-  for (int64_t l = 0; l < model.options.n_layer(); ++l) {
+  for (int64_t l = 0; l < model.options.stack().n_layer(); ++l) {
     add_layer(out, model, l);
   }
   if (model.summary) {

@@ -22,25 +22,18 @@ XLNetImpl::XLNetImpl(const XLNetOptions& options_) : options(options_) {
 
 void XLNetImpl::reset() {
   const auto& o = options;
-  const auto& attention = o.layer().attention();
+  const auto& attention = o.stack().layer().attention();
   TORCH_CHECK(
-      o.n_token() >= 1 && o.n_layer() >= 1 && attention.n_head() >= 1 && attention.d_head() >= 1 &&
-          o.n_class() >= 0,
-      "XLNet needs a vocabulary, at least one layer and head, got ",
+      o.n_token() >= 1 && o.n_class() >= 0,
+      "XLNet needs a vocabulary, got ",
       o.n_token(),
-      " tokens, ",
-      o.n_layer(),
-      " layers of ",
-      attention.n_head(),
-      " heads of ",
-      attention.d_head(),
-      ", ",
+      " tokens and ",
       o.n_class(),
       " classes");
   const int64_t d_model = attention.d_model();
   word_embedding = register_module("word_embedding", torch::nn::Embedding(o.n_token(), d_model));
   mask_emb = register_parameter("mask_emb", torch::empty({1, 1, d_model}));
-  const auto bias = [&] { return nn::global_bias(attention, o.n_layer(), o.untie_r()); };
+  const auto bias = [&] { return nn::global_bias(attention, o.stack().n_layer(), o.untie_r()); };
   r_w_bias = register_parameter("r_w_bias", bias());
   r_r_bias = register_parameter("r_r_bias", bias());
   r_s_bias = register_parameter("r_s_bias", bias());
@@ -49,13 +42,10 @@ void XLNetImpl::reset() {
   drop = register_module("drop", nn::Dropout(attention.dropout()));
   layers = register_layer_stack(
       *this,
-      LayerStackOptions(
-          o.n_layer(), [layer = o.layer()](int64_t) { return nn::TwoStreamLayer(layer).ptr(); })
-          .recompute(o.checkpoint_layers())
-          .no_graphs(
-              o.n_class() > 0 ? "a classifier's batches are cut to their longest review, so their "
-                                "shapes change from batch to batch"
-                              : ""));
+      layers_alike<nn::TwoStreamLayer>(o.stack()).no_graphs(
+          o.n_class() > 0 ? "a classifier's batches are cut to their longest review, so their "
+                            "shapes change from batch to batch"
+                          : ""));
   lm_bias = register_parameter("lm_bias", torch::empty({o.n_token()}));
   if (o.n_class() > 0) {
     summary = register_module("summary", torch::nn::Linear(d_model, d_model));
@@ -65,7 +55,7 @@ void XLNetImpl::reset() {
 }
 
 void XLNetImpl::reset_parameters() {
-  const nn::InitOptions& init = options.init();
+  const nn::InitOptions& init = options.stack().init();
   torch::NoGradGuard no_grad;
   init.weight(word_embedding->weight);
   init.weight(mask_emb);
@@ -107,13 +97,9 @@ std::pair<torch::Tensor, torch::Tensor> XLNetImpl::positions(
 
 namespace {
 
-// Tokens [L, B], one memory per layer or none, and what to score: a permutation LM's
-// target_mapping or a classifier's labels; XLNet does not generate.
-void check_inputs(
-    const sources::Batch& batch,
-    const nn::Memory& mems,
-    const ForwardArgs& args,
-    int64_t n_layer) {
+// Tokens [L, B] and what to score: a permutation LM's target_mapping or a classifier's labels;
+// XLNet does not generate. (The stack checks the memory.)
+void check_inputs(const sources::Batch& batch, const ForwardArgs& args) {
   const auto& tokens = batch.tokens;
   TORCH_CHECK(
       tokens.defined() && tokens.dim() == 2,
@@ -122,12 +108,6 @@ void check_inputs(
   TORCH_CHECK(
       !args.next_token,
       "XLNet is a permutation language model: it scores targets, it does not generate");
-  TORCH_CHECK(
-      mems.empty() || static_cast<int64_t>(mems.size()) == n_layer,
-      "expected ",
-      n_layer,
-      " memory tensors, got ",
-      mems.size());
   TORCH_CHECK(
       batch.target_mapping.defined() || batch.labels.defined(),
       "XLNet needs target_mapping (permutation LM) or labels (classification)");
@@ -229,7 +209,7 @@ ModelOutput XLNetImpl::forward(
     const sources::Batch& batch,
     const nn::Memory& mems,
     const ForwardArgs& args) {
-  check_inputs(batch, mems, args, options.n_layer());
+  check_inputs(batch, args);
   const auto& tokens = batch.tokens;
   const bool two_stream = batch.target_mapping.defined();
   const auto lengths = options.lengths().with(args.span);

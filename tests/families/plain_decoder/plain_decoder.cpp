@@ -18,16 +18,14 @@ PlainDecoderImpl::PlainDecoderImpl(const PlainDecoderOptions& options_) : option
 
 void PlainDecoderImpl::reset() {
   const auto& o = options;
-  const auto& attention = o.layer().attention();
+  const auto& attention = o.stack().layer().attention();
   const int64_t d_model = attention.d_model();
   embedding = register_module("embedding", torch::nn::Embedding(o.n_token(), d_model));
   positions = register_module(
       "positions", nn::LearnedPositions(nn::LearnedPositionsOptions(1, o.n_ctx(), d_model)));
   drop = register_module("drop", torch::nn::Dropout(attention.dropout()));
-  layers = models::register_layer_stack(
-      *this, models::LayerStackOptions(o.n_layer(), [layer = o.layer()](int64_t) {
-               return nn::VanillaDecoderLayer(layer).ptr();
-             }).recompute(o.checkpoint_layers()));
+  layers =
+      models::register_layer_stack(*this, models::layers_alike<nn::VanillaDecoderLayer>(o.stack()));
   final_norm = register_module(
       "final_norm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(attention.layer_norm_eps())));
@@ -36,7 +34,7 @@ void PlainDecoderImpl::reset() {
 }
 
 void PlainDecoderImpl::reset_parameters() {
-  const nn::InitOptions& init = options.init();
+  const nn::InitOptions& init = options.stack().init();
   torch::NoGradGuard no_grad;
   init.weight(embedding->weight);
   positions->reset_parameters(init);
@@ -52,7 +50,7 @@ models::ModelOutput PlainDecoderImpl::forward(
   const auto& tokens = batch.tokens;
   models::check_lm_batch(batch, args, "the plain decoder");
   const int64_t len = tokens.size(0);
-  const models::DecodingCache cache(args, options.n_layer(), tokens.size(1));
+  const models::DecodingCache cache(args, options.stack().n_layer(), tokens.size(1));
   cache.check_fits(len, options.n_ctx(), "the plain decoder");
   const auto embedded = drop(embedding(tokens) + positions(0, cache.past, len)); // [L, B, D]
   const auto h =
@@ -119,16 +117,17 @@ void validate(const config::Config& c) {
 PlainDecoderOptions options_of(const config::Config& c, int64_t n_token) {
   const auto& m = c.model;
   return PlainDecoderOptions(
-             n_token, m.n_layer, nn::DecoderLayerOptions(models::attention_options(m), m.d_inner))
-      .n_ctx(m.section<PlainDecoderConfig>().n_ctx)
-      .init(models::init_options(m))
-      .checkpoint_layers(c.train.activation_checkpointing);
+             n_token,
+             models::stack_shape(
+                 m, nn::DecoderLayerOptions(models::attention_options(m), m.d_inner))
+                 .checkpoint_layers(c.train.activation_checkpointing))
+      .n_ctx(m.section<PlainDecoderConfig>().n_ctx);
 }
 
 // The embedding, the position table, the layers, the final LayerNorm and the output layer.
 models::MemoryShape memory_shape(const config::Config& c, int64_t n_token) {
   const PlainDecoderOptions o = options_of(c, n_token);
-  models::MemoryShape f(static_cast<double>(o.n_layer()), o.layer());
+  models::MemoryShape f(static_cast<double>(o.stack().n_layer()), o.stack().layer());
   const models::LayerShape& l = f.layer;
   const auto v = static_cast<double>(n_token);
   f.parameters = v * l.d + static_cast<double>(o.n_ctx()) * l.d + f.n_layer * l.parameters() +

@@ -21,16 +21,12 @@
 namespace xl::test {
 
 struct PlainDecoderOptions {
-  PlainDecoderOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
-      : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
+  PlainDecoderOptions(int64_t n_token, const models::StackShape& stack)
+      : n_token_(n_token), stack_(stack) {}
   TORCH_ARG(int64_t, n_token);
-  TORCH_ARG(int64_t, n_layer);
-  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  TORCH_ARG(models::StackShape, stack);
   /// rows of the position table: the longest window
   TORCH_ARG(int64_t, n_ctx) = 64;
-  TORCH_ARG(nn::InitOptions, init) = {};
-  /// recompute each layer's activations in the backward pass instead of keeping them
-  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class PlainDecoderImpl : public models::LanguageModelImpl {

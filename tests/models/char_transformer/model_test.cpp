@@ -92,7 +92,7 @@ CharTransformerOptions char_options(bool multiple_positions = true) {
   losses.schedule.n_layer = 3;
   losses.schedule.max_step = 100;
   return CharTransformerOptions(
-             20, 3, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(true), 32))
+             20, {3, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8).pre_lnorm(true), 32)})
       .n_ctx(12)
       .losses(losses);
 }

@@ -32,8 +32,7 @@ TransformerXLOptions txl_options(bool relative = true, int64_t mem_len = 6) {
   TransformerXLLengths lengths;
   lengths.mem_len = mem_len;
   return TransformerXLOptions(
-             2,
-             nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 32),
+             {2, nn::DecoderLayerOptions(nn::AttentionOptions(16, 2, 8), 32)},
              nn::AdaptiveSoftmaxOptions(
                  nn::AdaptiveOptions(40, 16, 16).cutoffs({10, 20}).div_val(2)))
       .relative(relative)
@@ -90,7 +89,7 @@ TEST(TransformerXL, NextTokenLogProbsScoreTheLastTargetWithoutTargetsToo) {
 // [memory | segment] whole gives, post-LN and pre-LN, shared and per-layer biases, clamped.
 TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
   auto pre_ln = txl_options(true, 5);
-  pre_ln.layer().attention().pre_lnorm(true);
+  pre_ln.stack().layer().attention().pre_lnorm(true);
   auto untied = txl_options(true, 7).untie_r(true);
   untied.lengths().clamp_len = 3;
   for (const auto& options : {txl_options(true, 5), pre_ln, untied}) {
@@ -128,7 +127,7 @@ TEST(TransformerXL, AProjectionCacheGivesTheOutputsOfTheWholeProjection) {
 // with a memory shorter than the segment (3 < 5), as long (5) and longer (12), and with ext_len.
 TEST(TransformerXL, AnEvaluationCacheGivesTheLogProbsOfTheWholeProjection) {
   auto pre_ln = txl_options(true, 12);
-  pre_ln.layer().attention().pre_lnorm(true);
+  pre_ln.stack().layer().attention().pre_lnorm(true);
   auto untied = txl_options(true, 5).untie_r(true);
   untied.lengths().clamp_len = 3;
   auto same_length = txl_options(true, 12);
@@ -270,7 +269,7 @@ TEST(TransformerXL, SpanOverridesTheModelsLengthsForOneCall) {
 TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
   torch::manual_seed(8);
   auto options = txl_options();
-  options.init(nn::InitOptions().normal_std(0.5).proj_std(0.01));
+  options.stack().init(nn::InitOptions().normal_std(0.5).proj_std(0.01));
   auto model = std::make_shared<TransformerXLImpl>(options);
   for (const auto& p : model->named_parameters()) {
     const std::string& name = p.key();
@@ -293,7 +292,7 @@ TEST(TransformerXL, EachModuleDrawsItsParametersByItsRule) {
     }
   }
   // Uniform weights stay within the range; a fresh draw replaces every value.
-  options.init(nn::InitOptions().uniform(true).range(0.05));
+  options.stack().init(nn::InitOptions().uniform(true).range(0.05));
   auto uniform = std::make_shared<TransformerXLImpl>(options);
   EXPECT_LE(
       uniform->layers[0]->named_parameters()["rel_attn.qkv_net.weight"].abs().max().item<double>(),

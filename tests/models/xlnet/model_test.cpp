@@ -44,13 +44,14 @@ XLNetOptions small(int64_t n_class = 0, int64_t mem_len = 0) {
   // Face cannot express.
   return XLNetOptions(
              50,
-             2,
-             nn::DecoderLayerOptions(nn::AttentionOptions(24, 2, 8), 40)
-                 .activation(nn::Activation::kGeluTanh))
+             models::StackShape(
+                 2,
+                 nn::DecoderLayerOptions(nn::AttentionOptions(24, 2, 8), 40)
+                     .activation(nn::Activation::kGeluTanh))
+                 .init(nn::InitOptions().normal_std(0.3).unit_layer_norm(true)))
       .untie_r(true)
       .n_class(n_class)
-      .lengths(lengths)
-      .init(nn::InitOptions().normal_std(0.3).unit_layer_norm(true));
+      .lengths(lengths);
 }
 
 // A factorisation order: positions of rank 0 are context, seen by everyone; the others are

@@ -44,20 +44,15 @@ struct CharLosses {
 };
 
 struct CharTransformerOptions {
-  CharTransformerOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
-      : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
+  CharTransformerOptions(int64_t n_token, const StackShape& stack)
+      : n_token_(n_token), stack_(stack) {}
   TORCH_ARG(int64_t, n_token);
-  TORCH_ARG(int64_t, n_layer);
-  /// every layer: attention (heads, dropouts, pre- or post-norm), feed-forward size and dropout
-  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  TORCH_ARG(StackShape, stack);
   /// rows of the position tables: the longest window
   TORCH_ARG(int64_t, n_ctx) = 512;
   /// a table per layer (the paper), or one at the input
   TORCH_ARG(bool, per_layer_positions) = true;
   TORCH_ARG(CharLosses, losses) = {};
-  TORCH_ARG(nn::InitOptions, init) = {};
-  /// recompute each layer's activations in the backward pass instead of keeping them
-  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class CharTransformerImpl : public LanguageModelImpl {

@@ -38,14 +38,9 @@ struct TransformerXLLengths {
 };
 
 struct TransformerXLOptions {
-  TransformerXLOptions(
-      int64_t n_layer,
-      nn::DecoderLayerOptions layer,
-      nn::AdaptiveSoftmaxOptions output)
-      : n_layer_(n_layer), layer_(layer), output_(std::move(output)) {}
-  TORCH_ARG(int64_t, n_layer);
-  /// every layer: attention (d_model, heads, dropouts, pre-LN, eps) and d_inner
-  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  TransformerXLOptions(const StackShape& stack, nn::AdaptiveSoftmaxOptions output)
+      : stack_(stack), output_(std::move(output)) {}
+  TORCH_ARG(StackShape, stack);
   /// the adaptive softmax (its `adaptive` part, d_proj = d_model, also builds the adaptive
   /// input) and what it ties to the input
   TORCH_ARG(nn::AdaptiveSoftmaxOptions, output);
@@ -59,9 +54,6 @@ struct TransformerXLOptions {
   /// rows of the learned position tables: the longest [memory | segment] span
   TORCH_ARG(int64_t, n_ctx) = 0;
   TORCH_ARG(TransformerXLLengths, lengths) = {};
-  TORCH_ARG(nn::InitOptions, init) = {};
-  /// recompute each layer's activations in the backward pass instead of keeping them
-  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class TransformerXLImpl : public LanguageModelImpl {
@@ -77,17 +69,14 @@ class TransformerXLImpl : public LanguageModelImpl {
       const nn::Memory& mems,
       const ForwardArgs& args = {}) override;
 
-  /// u and v of layer i ([H, Dh] each)
-  torch::Tensor u(int64_t layer) const;
-  torch::Tensor v(int64_t layer) const;
-
   TransformerXLOptions options;
   nn::AdaptiveEmbedding word_emb{nullptr};
   nn::SinusoidEmbedding pos_emb{nullptr};
   /// learned_positions only: a table per layer
   nn::LearnedPositions positions{nullptr};
   nn::Dropout drop{nullptr};
-  /// [H, Dh] shared, or [n_layer, H, Dh] with untie_r; undefined for vanilla attention
+  /// u and v: [H, Dh] shared, or [n_layer, H, Dh] with untie_r (nn::layer_bias gives layer i's);
+  /// undefined for vanilla attention
   torch::Tensor r_w_bias;
   torch::Tensor r_r_bias;
   /// RelDecoderLayer each, or VanillaDecoderLayer for vanilla attention; graphed once its
@@ -102,8 +91,8 @@ class TransformerXLImpl : public LanguageModelImpl {
       const sources::Batch& batch,
       int64_t mlen,
       const TransformerXLLengths& lengths);
-  /// Layer args.index over its input `h` [L, B, D], with shared = {mask, r} (r undefined for
-  /// vanilla attention) and its memory [M, B, D] (or undefined).
+  /// Layer args.index over its input `h` [L, B, D], with the call's "mask" and "r" (undefined
+  /// for vanilla attention) and its memory [M, B, D] (or undefined).
   torch::Tensor layer_forward(const torch::Tensor& h, const LayerArgs& args);
   /// log p(target) [T, B] of batch.targets at the last T positions of `core` [L, B, D]
   torch::Tensor score(const torch::Tensor& core, const sources::Batch& batch);

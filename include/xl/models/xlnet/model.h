@@ -54,21 +54,15 @@ enum class SequenceSummary {
 };
 
 struct XLNetOptions {
-  XLNetOptions(int64_t n_token, int64_t n_layer, nn::DecoderLayerOptions layer)
-      : n_token_(n_token), n_layer_(n_layer), layer_(layer) {}
+  XLNetOptions(int64_t n_token, const StackShape& stack) : n_token_(n_token), stack_(stack) {}
   TORCH_ARG(int64_t, n_token);
-  TORCH_ARG(int64_t, n_layer);
-  /// every layer: attention (d_model, heads, dropouts, eps), d_inner and the activation
-  TORCH_ARG(nn::DecoderLayerOptions, layer);
+  TORCH_ARG(StackShape, stack);
   /// per-layer r_w/r_r/r_s biases instead of one shared set
   TORCH_ARG(bool, untie_r) = false;
   /// classes of the classification head (0: no head)
   TORCH_ARG(int64_t, n_class) = 0;
   TORCH_ARG(SequenceSummary, summary) = SequenceSummary::kLast;
   TORCH_ARG(XLNetLengths, lengths) = {};
-  TORCH_ARG(nn::InitOptions, init) = {};
-  /// recompute each layer's activations in the backward pass instead of keeping them
-  TORCH_ARG(bool, checkpoint_layers) = false;
 };
 
 class XLNetImpl : public LanguageModelImpl {
