@@ -96,7 +96,7 @@ def plan(build, scratch, only):
             problems.append(
                 f"{source.relative_to(ROOT)}: include its own header "
                 f"{header.relative_to(ROOT)} first, so that parsing it alone checks the header")
-    any_flags = next(iter(sources.values()))
+    any_flags = next(iter(folders.values()))
     for header in tracked("include/*.h", "src/*.h"):
         if header in first or (only and header not in only):
             continue

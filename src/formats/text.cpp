@@ -9,49 +9,17 @@
 #include "xl/util/error.h"
 #include "xl/util/files.h"
 #include "xl/util/log.h"
+#include "xl/util/utf8.h"
 
 namespace xl::formats {
 
 namespace {
 
-// Returns the byte length of the whitespace character starting at `s[i]`, or 0.
+// The byte length of the whitespace character starting at `s[i]`, or 0.
 size_t whitespace_length(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f)) {
-    return 1;
-  }
-  if (c < 0xc2) {
-    return 0;
-  }
-  const auto at = [&](size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
-  };
-  if (c == 0xc2) { // U+0085, U+00A0
-    return (at(1) == 0x85 || at(1) == 0xa0) ? 2 : 0;
-  }
-  if (c == 0xe1) { // U+1680
-    return (at(1) == 0x9a && at(2) == 0x80) ? 3 : 0;
-  }
-  if (c == 0xe2) {
-    const unsigned b1 = at(1);
-    const unsigned b2 = at(2);
-    if (b1 == 0x80) { // U+2000..U+200A, U+2028, U+2029, U+202F
-      return ((b2 >= 0x80 && b2 <= 0x8a) || b2 == 0xa8 || b2 == 0xa9 || b2 == 0xaf) ? 3 : 0;
-    }
-    if (b1 == 0x81) { // U+205F
-      return b2 == 0x9f ? 3 : 0;
-    }
-    return 0;
-  }
-  if (c == 0xe3) { // U+3000
-    return (at(1) == 0x80 && at(2) == 0x80) ? 3 : 0;
-  }
-  return 0;
+  const CodePoint point = utf8_at(s, i);
+  return is_unicode_space(point.c) ? point.length : 0;
 }
-
-} // namespace
-
-namespace {
 
 // The UTF-16 or UTF-32 encoding `start` (a text's first bytes) is in, by its byte-order mark or,
 // without one, by where its NULs fall: in words, and as iconv names it. Empty for neither.

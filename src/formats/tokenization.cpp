@@ -9,13 +9,36 @@
 #include <optional>
 #include <utility>
 
+#include "text_rules.h"
 #include "xl/util/error.h"
+#include "xl/util/utf8.h"
 
 namespace xl::formats {
 
 // Named, so that the unity build's other sources of formats/ meet none of these names.
 namespace wikitext {
 namespace {
+
+using text_rules::ahead;
+using text_rules::apply;
+using text_rules::behind;
+using text_rules::Char;
+using text_rules::contains;
+using text_rules::decode;
+using text_rules::encode;
+using text_rules::end;
+using text_rules::join;
+using text_rules::lit;
+using text_rules::one;
+using text_rules::Pattern;
+using text_rules::Rule;
+using text_rules::run;
+using text_rules::seq;
+using text_rules::split;
+using text_rules::strip;
+using text_rules::substitute;
+using text_rules::Test;
+using text_rules::Text;
 
 struct CodeRange {
   char32_t first;
@@ -47,283 +70,6 @@ bool is_lower(char32_t c) {
 }
 bool is_decimal(char32_t c) {
   return in_table(kDecimal, c);
-}
-// Python's str.isspace, which `\s`, strip() and split() use.
-bool is_space(char32_t c) {
-  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
-      c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-      c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
-// A character of the text being rewritten and the byte of the line it stems from.
-struct Char {
-  char32_t c;
-  uint32_t from;
-};
-using Text = std::vector<Char>;
-
-// What sacremoses' rules need of Python's re: one character of a class, a run of them, a look
-// ahead or behind, the end. No rule needs backtracking: a run is never followed by an element
-// that could take its characters.
-enum class Kind { kOne, kRun, kAhead, kBehind, kEnd };
-using Test = bool (*)(char32_t);
-
-struct Elem {
-  Kind kind = Kind::kOne;
-  char32_t literal = 0; // when `test` is null
-  Test test = nullptr;
-  int group = 0; // 1-based; 0: not captured
-
-  bool takes(char32_t c) const {
-    return test != nullptr ? test(c) : c == literal;
-  }
-};
-using Pattern = std::vector<Elem>;
-
-Pattern lit(std::u32string_view s) {
-  Pattern p;
-  for (const char32_t c : s) {
-    p.push_back({Kind::kOne, c, nullptr, 0});
-  }
-  return p;
-}
-Pattern one(Test test, int group = 0) {
-  return {{Kind::kOne, 0, test, group}};
-}
-Pattern run(Test test, int group = 0) {
-  return {{Kind::kRun, 0, test, group}};
-}
-Pattern ahead(Test test) {
-  return {{Kind::kAhead, 0, test, 0}};
-}
-Pattern behind(Test test) {
-  return {{Kind::kBehind, 0, test, 0}};
-}
-Pattern end() {
-  return {{Kind::kEnd, 0, nullptr, 0}};
-}
-Pattern seq(std::initializer_list<Pattern> parts) {
-  Pattern p;
-  for (const auto& part : parts) {
-    p.insert(p.end(), part.begin(), part.end());
-  }
-  return p;
-}
-
-// A pattern and what replaces each match: characters, and \1 \2 (U+0001, U+0002) for groups.
-struct Rule {
-  Pattern pattern;
-  std::u32string replacement;
-};
-
-struct Match {
-  size_t end = 0;
-  std::array<std::pair<size_t, size_t>, 2> groups{};
-};
-
-std::optional<Match> match_at(const Text& t, size_t at, const Pattern& pattern) {
-  Match m;
-  for (const auto& e : pattern) {
-    const size_t start = at;
-    switch (e.kind) {
-      case Kind::kOne:
-        if (at >= t.size() || !e.takes(t[at].c)) {
-          return std::nullopt;
-        }
-        ++at;
-        break;
-      case Kind::kRun:
-        while (at < t.size() && e.takes(t[at].c)) {
-          ++at;
-        }
-        if (at == start) {
-          return std::nullopt;
-        }
-        break;
-      case Kind::kAhead:
-        if (at >= t.size() || !e.takes(t[at].c)) {
-          return std::nullopt;
-        }
-        break;
-      case Kind::kBehind:
-        if (at == 0 || !e.takes(t[at - 1].c)) {
-          return std::nullopt;
-        }
-        break;
-      case Kind::kEnd:
-        if (at != t.size()) {
-          return std::nullopt;
-        }
-        break;
-    }
-    if (e.group > 0) {
-      m.groups.at(static_cast<size_t>(e.group - 1)) = {start, at};
-    }
-  }
-  m.end = at;
-  return m;
-}
-
-// Appends what replaces the match of `t` at `at`. A character the rule writes stems from the
-// matched character it replaces: an equal one, else the first one no group keeps.
-void replace(const Text& t, size_t at, const Match& m, const std::u32string& with, Text& out) {
-  const auto grouped = [&](size_t i) {
-    return std::any_of(m.groups.begin(), m.groups.end(), [&](const auto& g) {
-      return g.first <= i && i < g.second;
-    });
-  };
-  for (const char32_t c : with) {
-    if (c == 1 || c == 2) {
-      const auto [first, last] = m.groups.at(c - 1);
-      out.insert(out.end(), t.begin() + first, t.begin() + last);
-      continue;
-    }
-    uint32_t from = t[at].from;
-    bool replaced = false;
-    for (size_t i = at; i < m.end; ++i) {
-      if (grouped(i)) {
-        continue;
-      }
-      if (!replaced || t[i].c == c) {
-        from = t[i].from;
-        replaced = true;
-      }
-      if (t[i].c == c) {
-        break;
-      }
-    }
-    out.push_back({c, from});
-  }
-}
-
-// Python's re.sub: every match, left to right, none overlapping.
-Text substitute(const Text& t, const Rule& rule) {
-  Text out;
-  out.reserve(t.size() + t.size() / 4);
-  size_t at = 0;
-  while (at < t.size()) {
-    if (const auto m = match_at(t, at, rule.pattern)) {
-      replace(t, at, *m, rule.replacement, out);
-      at = m->end;
-    } else {
-      out.push_back(t[at++]);
-    }
-  }
-  return out;
-}
-
-Text apply(Text t, const std::vector<Rule>& rules) {
-  for (const auto& rule : rules) {
-    t = substitute(t, rule);
-  }
-  return t;
-}
-
-bool contains(const Text& t, std::u32string_view s) {
-  return std::search(t.begin(), t.end(), s.begin(), s.end(), [](const Char& a, char32_t b) {
-           return a.c == b;
-         }) != t.end();
-}
-
-Text strip(const Text& t) {
-  auto first = std::find_if(t.begin(), t.end(), [](const Char& c) { return !is_space(c.c); });
-  auto last = std::find_if(t.rbegin(), t.rend(), [](const Char& c) { return !is_space(c.c); });
-  return first == t.end() ? Text{} : Text(first, last.base());
-}
-
-std::vector<Text> split(const Text& t) {
-  std::vector<Text> words;
-  for (const Char& c : t) {
-    if (is_space(c.c)) {
-      if (!words.empty() && !words.back().empty()) {
-        words.emplace_back();
-      }
-      continue;
-    }
-    if (words.empty()) {
-      words.emplace_back();
-    }
-    words.back().push_back(c);
-  }
-  if (!words.empty() && words.back().empty()) {
-    words.pop_back();
-  }
-  return words;
-}
-
-Text join(const std::vector<Text>& words) {
-  Text t;
-  for (const auto& w : words) {
-    if (!t.empty()) {
-      t.push_back({U' ', t.back().from});
-    }
-    t.insert(t.end(), w.begin(), w.end());
-  }
-  return t;
-}
-
-std::string utf8(const Text& t) {
-  std::string s;
-  for (const Char& ch : t) {
-    const auto c = static_cast<uint32_t>(ch.c);
-    if (c < 0x80) {
-      s += static_cast<char>(c);
-    } else if (c < 0x800) {
-      s += static_cast<char>(0xc0 | (c >> 6));
-      s += static_cast<char>(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-      s += static_cast<char>(0xe0 | (c >> 12));
-      s += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      s += static_cast<char>(0x80 | (c & 0x3f));
-    } else {
-      s += static_cast<char>(0xf0 | (c >> 18));
-      s += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-      s += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      s += static_cast<char>(0x80 | (c & 0x3f));
-    }
-  }
-  return s;
-}
-
-// The character at byte `at` of `s` and its length in bytes: a byte that starts no well-formed
-// sequence is U+FFFD, one byte long.
-std::pair<char32_t, size_t> decode_at(std::string_view s, size_t at) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[at + k]); };
-  const unsigned lead = b(0);
-  size_t n = lead < 0x80            ? 1
-      : lead >= 0xc2 && lead < 0xe0 ? 2
-      : lead >= 0xe0 && lead < 0xf0 ? 3
-      : lead >= 0xf0 && lead < 0xf5 ? 4
-                                    : 0;
-  if (n == 1) {
-    return {lead, 1};
-  }
-  if (n == 0 || at + n > s.size()) {
-    return {0xfffd, 1};
-  }
-  char32_t c = lead & (0x7f >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(k) & 0xc0) != 0x80) {
-      return {0xfffd, 1};
-    }
-    c = (c << 6) | (b(k) & 0x3f);
-  }
-  const bool overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
-  if (overlong || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) {
-    return {0xfffd, 1};
-  }
-  return {c, n};
-}
-
-Text decode(std::string_view line) {
-  Text t;
-  t.reserve(line.size());
-  for (size_t at = 0; at < line.size();) {
-    const auto [c, n] = decode_at(line, at);
-    t.push_back({c, static_cast<uint32_t>(at)});
-    at += n;
-  }
-  return t;
 }
 
 template <char32_t... Cs>
@@ -393,7 +139,8 @@ const std::vector<Rule>& padding_rules() {
   static const std::vector<Rule> rules = {
       {one(
            [](char32_t c) {
-             return !is_alnum(c) && !is_space(c) && !is_any<U'.', U'\'', U'`', U',', U'-'>(c);
+             return !is_alnum(c) && !is_unicode_space(c) &&
+                 !is_any<U'.', U'\'', U'`', U',', U'-'>(c);
            },
            1),
        U" \1 "},
@@ -457,7 +204,7 @@ Text nonbreaking_prefixes(const Text& t) {
       continue;
     }
     const Text prefix(w.begin(), w.end() - 1);
-    const std::string name = utf8(prefix);
+    const std::string name = encode(prefix);
     const bool next = i + 1 < words.size();
     const bool dotted_alpha = contains(prefix, U".") &&
         std::any_of(prefix.begin(), prefix.end(), [](const Char& c) { return is_alpha(c.c); });
@@ -523,7 +270,7 @@ Text protect(Text t, Protected& p) {
       }
       const Text word(at, at + static_cast<std::ptrdiff_t>(special.size()));
       const bool seen = std::any_of(
-          p.words.begin(), p.words.end(), [&](const Text& w) { return utf8(w) == utf8(word); });
+          p.words.begin(), p.words.end(), [&](const Text& w) { return encode(w) == encode(word); });
       if (!seen) {
         p.words.push_back(word);
       }
@@ -546,23 +293,23 @@ Text unprotect(Text t, const Protected& p) {
 // MosesTokenizer("en").tokenize(text, aggressive_dash_splits=True, escape=False,
 // protected_patterns=["<eos>", "<unk>"]).
 Text moses_tokenize(Text t) {
-  t = substitute(t, {run(is_space), U" "});
+  t = substitute(t, {run(is_unicode_space), U" "});
   t = substitute(t, {one([](char32_t c) { return c < 0x20; }), U""});
   Protected p;
   t = strip(protect(std::move(t), p));
   t = replace_multidots(apply(std::move(t), padding_rules()));
   t = nonbreaking_prefixes(apply(std::move(t), comma_and_apostrophe_rules()));
-  t = strip(substitute(t, {run(is_space), U" "}));
+  t = strip(substitute(t, {run(is_unicode_space), U" "}));
   t = substitute(t, {seq({lit(U".'"), end()}), U" . ' "});
   return restore_multidots(unprotect(std::move(t), p));
 }
 
 LineWord line_word(std::string_view line, const Text& w) {
-  LineWord out{utf8(w), line.size(), 0};
+  LineWord out{encode(w), line.size(), 0};
   size_t end = 0;
   for (const Char& c : w) {
     out.offset = std::min<size_t>(out.offset, c.from);
-    end = std::max(end, c.from + decode_at(line, c.from).second);
+    end = std::max(end, c.from + utf8_at(line, c.from).length);
   }
   out.length = end - out.offset;
   return out;

@@ -2,40 +2,77 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "xl/util/error.h"
 
 namespace xl {
 
+CodePoint utf8_at(std::string_view text, size_t at) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[at + k]); };
+  const unsigned lead = byte(0);
+  const size_t n = lead < 0x80      ? 1
+      : lead >= 0xc2 && lead < 0xe0 ? 2
+      : lead >= 0xe0 && lead < 0xf0 ? 3
+      : lead >= 0xf0 && lead < 0xf5 ? 4
+                                    : 0;
+  if (n == 1) {
+    return {lead, 1};
+  }
+  if (n == 0 || at + n > text.size()) {
+    return {0xfffd, 1};
+  }
+  char32_t c = lead & (0x7fU >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(k) & 0xc0U) != 0x80U) {
+      return {0xfffd, 1};
+    }
+    c = (c << 6) | (byte(k) & 0x3fU);
+  }
+  const bool overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
+  if (overlong || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) {
+    return {0xfffd, 1};
+  }
+  return {c, n};
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  const auto put = [&](uint32_t bits) { out += static_cast<char>(bits); };
+  if (c < 0x80) {
+    put(c);
+  } else if (c < 0x800) {
+    put(0xc0 | (c >> 6));
+    put(0x80 | (c & 0x3f));
+  } else if (c < 0x10000) {
+    put(0xe0 | (c >> 12));
+    put(0x80 | ((c >> 6) & 0x3f));
+    put(0x80 | (c & 0x3f));
+  } else {
+    put(0xf0 | (c >> 18));
+    put(0x80 | ((c >> 12) & 0x3f));
+    put(0x80 | ((c >> 6) & 0x3f));
+    put(0x80 | (c & 0x3f));
+  }
+}
+
+bool is_unicode_space(char32_t c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
+      c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+      c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
 Utf8Check check_utf8(std::string_view text) {
   Utf8Check out;
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const auto continuation = [&](size_t i) { return i < text.size() && (byte(i) & 0xc0U) == 0x80U; };
   for (size_t i = 0; i < text.size();) {
-    const unsigned c = byte(i);
-    size_t length = 0;
-    if (c < 0x80) {
-      length = 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      length = continuation(i + 1) ? 2 : 0;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      // no overlong forms (E0 needs A0..BF), no surrogates (ED needs 80..9F)
-      const bool second = continuation(i + 1) && (c != 0xe0 || byte(i + 1) >= 0xa0) &&
-          (c != 0xed || byte(i + 1) < 0xa0);
-      length = second && continuation(i + 2) ? 3 : 0;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      // no overlong forms (F0 needs 90..BF), nothing above U+10FFFF (F4 needs 80..8F)
-      const bool second = continuation(i + 1) && (c != 0xf0 || byte(i + 1) >= 0x90) &&
-          (c != 0xf4 || byte(i + 1) < 0x90);
-      length = second && continuation(i + 2) && continuation(i + 3) ? 4 : 0;
-    }
-    if (length == 0) {
+    const CodePoint point = utf8_at(text, i);
+    // U+FFFD itself is three bytes long
+    if (point.length == 1 && point.c == 0xfffd) {
       if (out.invalid == 0) {
         out.first = i;
       }
       ++out.invalid;
-      length = 1;
     }
-    i += length;
+    i += point.length;
   }
   return out;
 }

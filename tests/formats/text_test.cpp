@@ -7,6 +7,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "xl/util/utf8.h"
 
 namespace xl::formats {
 namespace {
@@ -32,15 +33,22 @@ TEST(CheckUtf8, CountsEveryByteOutsideAWellFormedSequence) {
   EXPECT_EQ(check_utf8("\xed\xa0\x80").invalid, 3U);     // a surrogate
   EXPECT_EQ(check_utf8("\xf4\x90\x80\x80").invalid, 4U); // above U+10FFFF
   EXPECT_EQ(check_utf8("x\xe2\x82").invalid, 2U);        // cut short at the end
-  // Random code points encoded are valid; a byte 0x80..0xBF alone after ASCII never is.
+  EXPECT_EQ(check_utf8("\xef\xbf\xbd").invalid, 0U);     // U+FFFD itself
+  EXPECT_EQ(utf8_at("\xef\xbf\xbd", 0).length, 3U);
+  EXPECT_EQ(utf8_at("a\xff", 1).c, U'\xfffd');
+  EXPECT_EQ(utf8_at("a\xff", 1).length, 1U);
+  // Random code points encoded are valid, read back and written as encoded here; a byte
+  // 0x80..0xBF alone after ASCII never is valid.
   std::mt19937 rng(3);
   for (int i = 0; i < 2000; ++i) {
     std::string text;
+    std::u32string points;
     for (int k = 0; k < 20; ++k) {
       auto cp = static_cast<uint32_t>(rng() % 0x110000);
       if (cp >= 0xd800 && cp < 0xe000) {
         cp = 'a';
       }
+      points += static_cast<char32_t>(cp);
       if (cp < 0x80) {
         text += static_cast<char>(cp);
       } else if (cp < 0x800) {
@@ -58,6 +66,14 @@ TEST(CheckUtf8, CountsEveryByteOutsideAWellFormedSequence) {
       }
     }
     ASSERT_EQ(check_utf8(text).invalid, 0U) << i;
+    std::string written;
+    std::u32string read;
+    for (size_t at = 0; at < text.size(); at += utf8_at(text, at).length) {
+      read += utf8_at(text, at).c;
+      append_utf8(written, read.back());
+    }
+    ASSERT_EQ(read, points) << i;
+    ASSERT_EQ(written, text) << i;
     const auto stray_byte = static_cast<char>(0x80 + rng() % 0x40);
     ASSERT_EQ(check_utf8(text + "a" + stray_byte).invalid, 1U) << i;
   }

@@ -1,5 +1,6 @@
-// UTF-8 well-formedness, for corpora (formats/) and for the names and paths a config or a
-// command line gives (a run's config.yaml and metrics are UTF-8 documents).
+// UTF-8: well-formedness, for corpora (formats/) and for the names and paths a config or a
+// command line gives (a run's config.yaml and metrics are UTF-8 documents), and code points read
+// and written, for the tokenizers.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,22 @@ struct Utf8Check {
   size_t first = 0;
 };
 Utf8Check check_utf8(std::string_view text);
+
+/// A code point read from UTF-8 and its length in bytes.
+struct CodePoint {
+  char32_t c = 0;
+  size_t length = 0;
+};
+
+/// The code point at byte `at` of `text`: a byte that starts no well-formed sequence (overlong
+/// forms, surrogates and code points above U+10FFFF included) reads as U+FFFD, one byte long.
+CodePoint utf8_at(std::string_view text, size_t at);
+
+/// Appends `c` as UTF-8.
+void append_utf8(std::string& out, char32_t c);
+
+/// Python's str.isspace: Unicode's White_Space and U+001C..U+001F, where words split.
+bool is_unicode_space(char32_t c);
 
 /// Throws a UserError when `text` is not valid UTF-8: "`what` ...: not valid UTF-8 (byte 0xE9
 /// at offset 3)".
