@@ -24,6 +24,8 @@ its folders'). This script fails, naming the file and line, when
     file of xl-prep's command line (apps/xl_prep.cpp, app/prep.*) names a flag of a format
     (one described in src/prep/prep_formats.cpp, Described("--min-freq", ...)): the formats are data there, so
     that a new tokenizer edits src/prep/ alone;
+  - a source or header of src/, include/ or apps/ is longer than MAX_LINES lines (split it
+    where it holds two things);
   - a family's folder includes the front door of models/ (factory.h, memory_estimate.h,
     registry.h, hf.h: what asks the registry), which sits above the families; a family builds
     from the kit below them (kit.h, memory_shape.h, family.h, language_model.h, ...).
@@ -241,6 +243,22 @@ def check_command_line(root, errors):
                     "command line makes them from their descriptions there")
 
 
+MAX_LINES = 400
+
+
+def check_sizes(root, errors):
+    """No file of the library or the apps over MAX_LINES lines."""
+    for top in ("src", "include", "apps"):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in (".h", ".cpp") or not path.is_file():
+                continue
+            lines = len(path.read_text().splitlines())
+            if lines > MAX_LINES:
+                errors.append(
+                    f"{path.relative_to(root)}: {lines} lines, over the {MAX_LINES} a file may "
+                    "have (docs/architecture.md); split it where it holds two things")
+
+
 CUDA_INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](c10/cuda/|ATen/cuda/|cuda_runtime|cuda\.h)')
 CUDA_FILES = {Path("src/runtime/cuda.cpp"), Path("src/runtime/cuda_graph_capture.cpp")}
 
@@ -308,6 +326,7 @@ def main():
     check_cuda_includes(args.root, errors)
     check_apps(args.root, errors)
     check_command_line(args.root, errors)
+    check_sizes(args.root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

@@ -34,7 +34,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+[<"]([^>"]+)[>"]', re.M)
 
 
 def tracked(*patterns):
-    out = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True,
+    # new files too, not yet added
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                          *patterns], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     return [ROOT / name for name in out.split()]
 

@@ -11,6 +11,7 @@
 #include "xl/formats/text.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/hash.h"
 
 namespace xl::formats {
 

@@ -13,6 +13,7 @@
 #include "xl/formats/sentence_tokens.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/hash.h"
 
 namespace xl::formats {
 

@@ -12,7 +12,7 @@
 
 #include "xl/config/config.h"
 #include "xl/run/checkpoint.h"
-#include "xl/util/files.h"
+#include "xl/util/hash.h"
 
 namespace xl::train {
 

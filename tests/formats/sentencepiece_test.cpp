@@ -15,6 +15,7 @@
 #include "xl/prep/sentencepiece_training.h"
 #include "xl/util/error.h"
 #include "xl/util/files.h"
+#include "xl/util/hash.h"
 
 namespace xl::formats {
 namespace {

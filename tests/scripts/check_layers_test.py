@@ -176,6 +176,12 @@ class CheckLayers(unittest.TestCase):
         self.assertIn("apps/xl_prep.cpp:2: names --min-freq, a flag of src/prep/prep_formats.cpp", err)
         self.assertNotIn("--out", err)
 
+    def test_a_file_over_400_lines_fails(self):
+        code, err = self.check(self.tree(files={"src/nn/b.cpp": '#include "xl/nn/b.h"\n' * 401}))
+        self.assertEqual(code, 1)
+        self.assertIn("src/nn/b.cpp: 401 lines, over the 400 a file may have", err)
+        self.assertEqual(self.check(self.tree(files={"src/nn/b.cpp": '#include "xl/nn/b.h"\n' * 400})), (0, ""))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,4 +1,5 @@
 #include "xl/util/files.h"
+#include "xl/util/hash.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
