@@ -17,6 +17,10 @@ namespace {
 
 // The byte length of the whitespace character starting at `s[i]`, or 0.
 size_t whitespace_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) { // most bytes of a corpus: nothing to decode
+    return is_unicode_space(c) ? 1 : 0;
+  }
   const CodePoint point = utf8_at(s, i);
   return is_unicode_space(point.c) ? point.length : 0;
 }

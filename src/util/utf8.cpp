@@ -55,12 +55,6 @@ void append_utf8(std::string& out, char32_t c) {
   }
 }
 
-bool is_unicode_space(char32_t c) {
-  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
-      c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-      c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
 Utf8Check check_utf8(std::string_view text) {
   Utf8Check out;
   for (size_t i = 0; i < text.size();) {

@@ -30,8 +30,13 @@ CodePoint utf8_at(std::string_view text, size_t at);
 /// Appends `c` as UTF-8.
 void append_utf8(std::string& out, char32_t c);
 
-/// Python's str.isspace: Unicode's White_Space and U+001C..U+001F, where words split.
-bool is_unicode_space(char32_t c);
+/// Python's str.isspace: Unicode's White_Space and U+001C..U+001F, where words split. Inline:
+/// word splitting asks it of every byte.
+inline bool is_unicode_space(char32_t c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
+      c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+      c == 0x202f || c == 0x205f || c == 0x3000;
+}
 
 /// Throws a UserError when `text` is not valid UTF-8: "`what` ...: not valid UTF-8 (byte 0xE9
 /// at offset 3)".
